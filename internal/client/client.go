@@ -1,0 +1,308 @@
+// Package client is the typed client of the whole tax service interface: the
+// PosAPI receipt operations (create, delete, info, send data, bank accounts)
+// and the public lookup API (district codes, product tax codes, merchant
+// info, TIN info, the classification tree).
+//
+// It promises three things its callers build on:
+//
+//   - Numbers stay exact. A create request is sent with the caller's bytes
+//     verbatim, and no response number is ever parsed into a float64
+//     (json.Number and json.RawMessage are used instead).
+//   - Every failure is an *Error with a Class saying what the caller may do:
+//     NotSent (the request provably never left: safe to retry), Ambiguous
+//     (the request was written, the answer was lost), Rejected (4xx other
+//     than 408/429, or a body status ERROR) or Transient (5xx, 408, 429,
+//     with the Retry-After the upstream asked for). The distinction between
+//     NotSent and Ambiguous comes from net/http/httptrace, not from error
+//     strings.
+//   - The client never retries by itself and never follows a redirect of a
+//     non-GET request; retrying is the sync worker's decision.
+//
+// Response bodies of create requests carry the lottery number and QR data,
+// which must never be persisted or logged; the client neither stores nor
+// logs anything.
+package client
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout is the per-request timeout used when Config.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
+
+// maxBody bounds a response body; the barcode lists of the classification
+// tree are the largest answers and stay far below it.
+const maxBody = 64 << 20
+
+// Op names one operation of the tax service. The string values are stable
+// and suitable as configuration keys.
+type Op string
+
+// The operations of the tax service interface.
+const (
+	OpCreateReceipt  Op = "create_receipt"
+	OpDeleteReceipt  Op = "delete_receipt"
+	OpInfo           Op = "info"
+	OpSendData       Op = "send_data"
+	OpBankAccounts   Op = "bank_accounts"
+	OpBranchInfo     Op = "branch_info"
+	OpProductTaxCode Op = "product_tax_code"
+	OpMerchantInfo   Op = "merchant_info"
+	OpTinInfo        Op = "tin_info"
+	OpClassification Op = "classification"
+)
+
+// Ops returns every operation, PosAPI ones first.
+func Ops() []Op {
+	return []Op{OpCreateReceipt, OpDeleteReceipt, OpInfo, OpSendData, OpBankAccounts,
+		OpBranchInfo, OpProductTaxCode, OpMerchantInfo, OpTinInfo, OpClassification}
+}
+
+// DefaultPaths returns the live service's path of every operation (see
+// field-notes.md). The map is a fresh copy the caller may modify.
+func DefaultPaths() map[Op]string {
+	return map[Op]string{
+		OpCreateReceipt:  "/rest/receipt",
+		OpDeleteReceipt:  "/rest/receipt",
+		OpInfo:           "/rest/info",
+		OpSendData:       "/rest/sendData",
+		OpBankAccounts:   "/rest/bankAccounts",
+		OpBranchInfo:     "/api/info/check/getBranchInfo",
+		OpProductTaxCode: "/api/receipt/receipt/getProductTaxCode",
+		OpMerchantInfo:   "/api/info/check/getInfo",
+		OpTinInfo:        "/api/info/check/getTinInfo",
+		OpClassification: "/api/info/check/barcode/v2",
+	}
+}
+
+// Lookup reports whether op is served by the public lookup API
+// (Config.LookupBaseURL) rather than by PosAPI (Config.BaseURL).
+func (op Op) Lookup() bool {
+	switch op {
+	case OpBranchInfo, OpProductTaxCode, OpMerchantInfo, OpTinInfo, OpClassification:
+		return true
+	}
+	return false
+}
+
+func (op Op) method() string {
+	switch op {
+	case OpCreateReceipt:
+		return http.MethodPost
+	case OpDeleteReceipt:
+		return http.MethodDelete
+	}
+	return http.MethodGet
+}
+
+func (op Op) known() bool {
+	_, ok := DefaultPaths()[op]
+	return ok
+}
+
+// Config configures a Client. The zero value of every optional field is
+// usable.
+type Config struct {
+	// BaseURL is the PosAPI address (receipt operations, /rest/info,
+	// sendData, bankAccounts), e.g. "http://127.0.0.1:7080". Required.
+	BaseURL string
+	// LookupBaseURL is the public lookup API address. Empty means lookups
+	// are not configured: they fail with ErrNotConfigured (class NotSent).
+	LookupBaseURL string
+	// Paths overrides the path of single operations; operations missing
+	// from it use DefaultPaths. Every path must start with "/".
+	Paths map[Op]string
+	// Timeout bounds one request, from dialing to the last byte of the
+	// answer. Zero means DefaultTimeout (30s).
+	Timeout time.Duration
+	// Headers are added to every PosAPI request, LookupHeaders to every
+	// lookup API request (a gateway key, say).
+	Headers, LookupHeaders map[string]string
+	// CAFile is a PEM bundle whose certificates are trusted IN ADDITION to
+	// the system roots (a corporate TLS-inspecting proxy, say). Empty means
+	// the system roots alone. TLS is always verified.
+	CAFile string
+	// Proxy is the proxy URL (http, https or socks5). Empty means the
+	// standard environment variables (HTTPS_PROXY, HTTP_PROXY, NO_PROXY).
+	Proxy string
+}
+
+// Client is the typed tax service client. It is safe for concurrent use.
+type Client struct {
+	base, lookupBase string
+	paths            map[Op]string
+	timeout          time.Duration
+	headers          map[string]string
+	lookupHeaders    map[string]string
+	hc               *http.Client
+	transport        *http.Transport
+}
+
+// New validates cfg and returns a Client. It opens no connection.
+func New(cfg Config) (*Client, error) {
+	base, err := cleanBase("base URL", cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if base == "" {
+		return nil, fmt.Errorf("client: base URL: %w", ErrConfig)
+	}
+	lookupBase, err := cleanBase("lookup base URL", cfg.LookupBaseURL)
+	if err != nil {
+		return nil, err
+	}
+	paths := DefaultPaths()
+	for op, p := range cfg.Paths {
+		if !op.known() {
+			return nil, fmt.Errorf("client: path for unknown operation %q: %w", op, ErrConfig)
+		}
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#") {
+			return nil, fmt.Errorf("client: path %q of %s must start with / and have no query: %w", p, op, ErrConfig)
+		}
+		paths[op] = p
+	}
+	tr, err := newTransport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	c := &Client{
+		base: base, lookupBase: lookupBase, paths: paths, timeout: timeout,
+		headers: copyMap(cfg.Headers), lookupHeaders: copyMap(cfg.LookupHeaders),
+		transport: tr,
+	}
+	c.hc = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+	return c, nil
+}
+
+// CloseIdleConnections closes idle keep-alive connections; the Client stays
+// usable.
+func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
+
+// checkRedirect never follows a redirect of a create or delete: re-sending a
+// receipt somewhere else is the caller's decision.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if req.Method != http.MethodGet || len(via) >= 5 {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+func cleanBase(what, raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("client: %s %q: %w: %w", what, raw, ErrConfig, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("client: %s %q: want http(s)://host[:port][/prefix]: %w", what, raw, ErrConfig)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+func newTransport(cfg Config) (*http.Transport, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.CAFile != "" {
+		pool, err := loadCAs(cfg.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		tlsCfg.RootCAs = pool
+	}
+	proxy := http.ProxyFromEnvironment
+	if cfg.Proxy != "" {
+		pu, err := url.Parse(cfg.Proxy)
+		if err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https" && pu.Scheme != "socks5") {
+			return nil, fmt.Errorf("client: proxy %q: want http(s):// or socks5:// URL: %w", cfg.Proxy, ErrConfig)
+		}
+		proxy = http.ProxyURL(pu)
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                  proxy,
+		DialContext:            dialer.DialContext,
+		TLSClientConfig:        tlsCfg,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           16,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: 1 << 20,
+	}, nil
+}
+
+func loadCAs(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("client: CA file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("client: CA file %s: no PEM certificate found: %w", file, ErrConfig)
+	}
+	return pool, nil
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// target builds the URL of op with path-escaped segments and the query.
+func (c *Client) target(op Op, query url.Values, segs []string) (string, error) {
+	base := c.base
+	if op.Lookup() {
+		base = c.lookupBase
+	}
+	if base == "" {
+		return "", fmt.Errorf("%s: lookup base URL: %w", op, ErrNotConfigured)
+	}
+	var b strings.Builder
+	b.WriteString(base)
+	b.WriteString(c.paths[op])
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	if len(query) > 0 {
+		b.WriteByte('?')
+		b.WriteString(query.Encode())
+	}
+	return b.String(), nil
+}
+
+func (c *Client) setHeaders(req *http.Request, op Op, hasBody bool) {
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "receiptd")
+	if hasBody {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	h := c.headers
+	if op.Lookup() {
+		h = c.lookupHeaders
+	}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+}

@@ -1,0 +1,98 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+)
+
+// Raw is an upstream answer as it came: status, headers and body
+// byte-for-byte.
+type Raw struct {
+	StatusCode int
+	Header     http.Header
+	Body       []byte
+}
+
+// sendTrace records, from the transport's own callbacks, whether the request
+// was written completely. That is the only reliable line between NotSent
+// and Ambiguous: error strings differ per platform and Go version.
+type sendTrace struct {
+	gotConn atomic.Bool
+	wrote   atomic.Bool
+}
+
+func (t *sendTrace) clientTrace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { t.gotConn.Store(true) },
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				t.wrote.Store(true)
+			}
+		},
+	}
+}
+
+// transportError classifies a failure before any response head arrived.
+func (t *sendTrace) transportError(op Op, err error) *Error {
+	if t.gotConn.Load() && t.wrote.Load() {
+		return &Error{Op: op, Class: Ambiguous, Err: fmt.Errorf("request sent, no answer: %w", err)}
+	}
+	// No connection, or a connection the request was never completely
+	// written to: the upstream cannot have processed it (a partial body
+	// never reaches its handler).
+	return &Error{Op: op, Class: NotSent, Err: err}
+}
+
+// exchange performs one request within the client's timeout and reads the
+// whole answer. A non-nil *Raw comes with every answer whose head arrived,
+// even when its body could not be read. The returned error, when not nil,
+// is an *Error; non-2xx statuses are NOT errors here (callers decide).
+func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte) (*Raw, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var tr sendTrace
+	ctx = httptrace.WithClientTrace(ctx, tr.clientTrace())
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, op.method(), target, rd)
+	if err != nil {
+		return nil, &Error{Op: op, Class: NotSent, Err: fmt.Errorf("build request: %w", err)}
+	}
+	c.setHeaders(req, op, body != nil)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, tr.transportError(op, err)
+	}
+	defer resp.Body.Close()
+	raw := &Raw{StatusCode: resp.StatusCode, Header: resp.Header}
+	raw.Body, err = readBody(resp.Body)
+	if err != nil {
+		cl, bad := statusClass(resp.StatusCode)
+		if !bad {
+			// A 2xx head without its body: whatever was done is done,
+			// and we cannot tell what it was.
+			cl = Ambiguous
+		}
+		return raw, &Error{Op: op, Class: cl, StatusCode: resp.StatusCode,
+			Err: fmt.Errorf("read response: %w", err)}
+	}
+	return raw, nil
+}
+
+func readBody(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxBody {
+		return nil, ErrBodyTooLarge
+	}
+	return b, nil
+}
