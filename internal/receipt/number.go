@@ -1,0 +1,69 @@
+package receipt
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The range rule for Numbers, checked on the literal text: the exact
+// decimal value must be below 10^MaxIntDigits in magnitude and have at most
+// MaxFracDigits digits after the decimal point once trailing zeros are
+// dropped. That covers any amount a till handles, and the float artefacts
+// some POS software prints (0.30000000000000004), while refusing 1e400 or
+// 1e-400 that no upstream parser reads back exactly.
+const (
+	MaxIntDigits  = 15
+	MaxFracDigits = 18
+)
+
+// maxExpDigits bounds the exponent text we convert; beyond it any non-zero
+// value is out of range whatever the mantissa (the body is at most a few
+// MiB, so the mantissa cannot make up for a 5-digit exponent).
+const maxExpDigits = 4
+
+var (
+	problemTooBig     = "out of range: magnitude must be below 1e" + strconv.Itoa(MaxIntDigits)
+	problemTooPrecise = "out of range: at most " + strconv.Itoa(MaxFracDigits) + " digits after the decimal point"
+)
+
+// numberProblem returns "" when lit, a valid JSON number literal, is within
+// the range rule, else the problem to report. It never converts to float.
+func numberProblem(lit string) string {
+	s := strings.TrimPrefix(lit, "-")
+	mant, expText, hasExp := strings.Cut(s, "e")
+	if !hasExp {
+		mant, expText, hasExp = strings.Cut(s, "E")
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	scale := -len(frac) // value = digits × 10^scale
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		scale++
+	}
+	if digits == "" {
+		return "" // zero, whatever the exponent
+	}
+	if hasExp {
+		negExp := strings.HasPrefix(expText, "-")
+		expText = strings.TrimLeft(strings.TrimLeft(expText, "+-"), "0")
+		if len(expText) > maxExpDigits {
+			if negExp {
+				return problemTooPrecise
+			}
+			return problemTooBig
+		}
+		exp, _ := strconv.Atoi("0" + expText) // at most 4 digits: cannot fail
+		if negExp {
+			exp = -exp
+		}
+		scale += exp
+	}
+	if len(digits)+scale > MaxIntDigits {
+		return problemTooBig
+	}
+	if -scale > MaxFracDigits {
+		return problemTooPrecise
+	}
+	return ""
+}
