@@ -1,0 +1,108 @@
+//go:build linux
+
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
+
+	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/store/storetest"
+)
+
+const diskFullEnv = "RECEIPTD_STORE_DISKFULL_DB"
+
+// TestDiskFull runs TestDiskFullChild in a subprocess whose file size limit
+// (RLIMIT_FSIZE) is lowered, so growing the database fails with EFBIG, the
+// same path as ENOSPC, without root or a tiny filesystem.
+func TestDiskFull(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDiskFullChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), diskFullEnv+"="+path)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child output:\n%s", out)
+	var stored int
+	for _, line := range strings.Split(string(out), "\n") {
+		if _, e := fmt.Sscanf(line, "DISKFULL-RESULT stored=%d", &stored); e == nil {
+			break
+		}
+	}
+	require.Positive(t, stored, "child output:\n%s", out)
+	t.Logf("child output:\n%s", out)
+
+	// A fresh process sees exactly what was acknowledged, and a clean file.
+	s := storetest.OpenPath(t, path)
+	require.NoError(t, s.Check())
+	require.Equal(t, stored, countKeys(t, s))
+	put(t, s, "after-restart", "ok")
+}
+
+func TestDiskFullChild(t *testing.T) {
+	path := os.Getenv(diskFullEnv)
+	if path == "" {
+		t.Skip("runs only as TestDiskFull's subprocess")
+	}
+	s, err := store.Open(path, store.Options{})
+	require.NoError(t, err)
+	big := bytes.Repeat([]byte("r"), 256<<10)
+	stored := 0
+	write := func() error {
+		err := s.Update(context.Background(), func(tx *bbolt.Tx) error {
+			return putTx(tx, fmt.Sprintf("k%05d", stored), string(big))
+		})
+		if err == nil {
+			stored++
+		}
+		return err
+	}
+	require.NoError(t, write())
+
+	signal.Ignore(syscall.SIGXFSZ)
+	var old syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	low := syscall.Rlimit{Cur: uint64(fi.Size()) + 4<<20, Max: old.Max}
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &low))
+
+	for range 1000 {
+		if err = write(); err != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, err, store.ErrDiskFull)
+	require.Contains(t, err.Error(), path)
+	t.Logf("first refusal: %v", err)
+	require.NoError(t, s.Check(), "a failed commit leaves the file consistent")
+	require.ErrorIs(t, write(), store.ErrDiskFull, "still full, still not poisoned")
+	require.Equal(t, stored, countKeys(t, s))
+
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old))
+	require.NoError(t, write(), "space is back")
+	require.NoError(t, s.Check())
+	require.NoError(t, s.Close())
+	fmt.Printf("DISKFULL-RESULT stored=%d\n", stored)
+}
+
+func countKeys(t *testing.T, s *store.Store) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, s.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(testBucket); b != nil {
+			n = b.Stats().KeyN
+		}
+		return nil
+	}))
+	return n
+}

@@ -1,0 +1,8 @@
+//go:build !unix && !windows
+
+package store
+
+import "errors"
+
+// diskFullErrnos: platforms without errno values match on the message.
+var diskFullErrnos = []error{errors.New("no space left on device")}
