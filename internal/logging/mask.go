@@ -82,12 +82,13 @@ func classify(key string) keyKind {
 
 // textPattern finds key/value pairs in free text: JSON ("lottery":"SN 1"),
 // JSON escaped inside JSON ({\"lottery\":\"SN 1\"}) and key=value or
-// key: value. Unquoted values run to the next , ; & } ] or line end, which
-// errs on the side of redacting too much.
+// key: value. A quoted value runs to its closing quote (escaped or not); an
+// unquoted one runs to the next , ; & } ] or line end, which errs on the side
+// of redacting too much.
 var textPattern = regexp.MustCompile(
 	`(?i)(customer[_-]?tin|consumer[_-]?no|lottery|qr[_-]?data)` +
 		`(\\?"?\s*[:=]\s*)` +
-		`("(?:[^"\\]|\\.)*"|[^,;&}\]\r\n]*)`)
+		`("(?:[^"\\]|\\.)*"|\\"(?:[^"\\]|\\[^"])*\\"|[^,;&}\]\r\n]*)`)
 
 // ScrubText returns s with the values of lottery and qrData pairs redacted
 // and those of customerTin and consumerNo masked, wherever they appear as
