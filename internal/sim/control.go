@@ -1,0 +1,82 @@
+package sim
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+)
+
+// controlRoutes is the test tool's API, so `receiptd sim` can be driven
+// with curl:
+//
+//	GET  /sim/faults    the faults in force
+//	PUT  /sim/faults    replace them: {"down":true,"downFor":"30s","latency":"2s","errorRate":0.2,"dropRate":0.1}
+//	GET  /sim/receipts  every issued receipt, lottery and QR data included
+//	GET  /sim/deleted   the deleted ids
+//	GET  /sim/requests  request counts per route
+//	POST /sim/reset     forget receipts, deletes and counts
+//
+// A Down set through PUT closes this API's listener too: give it a downFor.
+func (s *Sim) controlRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /sim/faults", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.Faults())
+	})
+	mux.HandleFunc("PUT /sim/faults", s.putFaults)
+	mux.HandleFunc("GET /sim/receipts", func(w http.ResponseWriter, _ *http.Request) {
+		rs := s.Receipts()
+		if rs == nil {
+			rs = []Issued{}
+		}
+		writeJSON(w, http.StatusOK, rs)
+	})
+	mux.HandleFunc("GET /sim/deleted", func(w http.ResponseWriter, _ *http.Request) {
+		d := s.Deleted()
+		if d == nil {
+			d = []string{}
+		}
+		writeJSON(w, http.StatusOK, d)
+	})
+	mux.HandleFunc("GET /sim/requests", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		counts := make(map[string]int, len(s.counts))
+		for k, v := range s.counts {
+			counts[k] = v
+		}
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, counts)
+	})
+	mux.HandleFunc("POST /sim/reset", func(w http.ResponseWriter, _ *http.Request) {
+		s.Reset()
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+func (s *Sim) putFaults(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+	if err != nil {
+		return
+	}
+	var f Faults
+	if err := json.Unmarshal(body, &f); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	if err := f.validate(); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	if f.Down {
+		// Answer first: going down closes this very connection.
+		writeJSON(w, http.StatusOK, f)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		_ = s.SetFaults(f) // fails only once closed
+		return
+	}
+	if err := s.SetFaults(f); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Faults())
+}

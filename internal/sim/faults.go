@@ -1,0 +1,125 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Faults are the failures the simulator injects. The zero value is a
+// healthy service.
+type Faults struct {
+	// Down closes the listener: connections are refused.
+	Down bool
+	// DownFor, with Down, ends the outage by itself after this long (so an
+	// outage started through the control API can end without it).
+	DownFor time.Duration
+	// Latency delays every answer.
+	Latency time.Duration
+	// ErrorRate is the share (0 to 1) of requests answered 503.
+	ErrorRate float64
+	// DropRate is the share (0 to 1) of creates and deletes that are
+	// processed and recorded, after which the connection is closed without
+	// an answer.
+	DropRate float64
+}
+
+// ErrBadFaults: a rate outside [0,1] or a negative duration.
+var ErrBadFaults = errors.New("sim: bad faults")
+
+func (f Faults) validate() error {
+	if f.ErrorRate < 0 || f.ErrorRate > 1 || f.DropRate < 0 || f.DropRate > 1 {
+		return fmt.Errorf("%w: rates must be within [0,1]", ErrBadFaults)
+	}
+	if f.Latency < 0 || f.DownFor < 0 {
+		return fmt.Errorf("%w: durations must not be negative", ErrBadFaults)
+	}
+	return nil
+}
+
+type faultsJSON struct {
+	Down      bool    `json:"down"`
+	DownFor   string  `json:"downFor,omitempty"`
+	Latency   string  `json:"latency,omitempty"`
+	ErrorRate float64 `json:"errorRate"`
+	DropRate  float64 `json:"dropRate"`
+}
+
+// MarshalJSON writes durations as Go duration strings ("250ms").
+func (f Faults) MarshalJSON() ([]byte, error) {
+	j := faultsJSON{Down: f.Down, ErrorRate: f.ErrorRate, DropRate: f.DropRate}
+	if f.DownFor > 0 {
+		j.DownFor = f.DownFor.String()
+	}
+	if f.Latency > 0 {
+		j.Latency = f.Latency.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; absent fields are zero.
+func (f *Faults) UnmarshalJSON(b []byte) error {
+	var j faultsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	out := Faults{Down: j.Down, ErrorRate: j.ErrorRate, DropRate: j.DropRate}
+	var err error
+	if j.DownFor != "" {
+		if out.DownFor, err = time.ParseDuration(j.DownFor); err != nil {
+			return fmt.Errorf("downFor: %w", err)
+		}
+	}
+	if j.Latency != "" {
+		if out.Latency, err = time.ParseDuration(j.Latency); err != nil {
+			return fmt.Errorf("latency: %w", err)
+		}
+	}
+	*f = out
+	return nil
+}
+
+// serve applies the faults, then routes. The control API is never faulted.
+func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	if isControl(r.URL.Path) {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	f := s.Faults()
+	if f.Down {
+		drop(w)
+		return
+	}
+	wait(r.Context(), s.opts.Latency+f.Latency)
+	if s.roll(f.ErrorRate) {
+		s.count(routeOf(r))
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, failureBody(r.URL.Path, "simulated upstream failure"))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// drop closes the connection without answering.
+func drop(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler) // the server closes the connection (or resets the stream)
+}
+
+func (s *Sim) count(route string) {
+	if route == "" {
+		return
+	}
+	s.mu.Lock()
+	s.counts[route]++
+	s.mu.Unlock()
+}
