@@ -1,0 +1,269 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// fetchTimeout bounds one coalesced upstream fetch started by a request; it
+// is detached from the request so one impatient caller does not fail the
+// others waiting on the same fetch.
+const fetchTimeout = 60 * time.Second
+
+// result is the outcome of one upstream fetch.
+type result struct {
+	rec  *record     // a 2xx answer (stored, or at least served)
+	pass *client.Raw // a 4xx answer: passed through, not cached
+	err  error       // the upstream failed: serve stale or 503
+}
+
+// flightGroup coalesces concurrent fetches of one key: the first caller
+// runs the fetch in its own goroutine, the others wait for its result.
+type flightGroup struct {
+	mu    sync.Mutex
+	calls map[string]*flight
+}
+
+type flight struct {
+	done chan struct{}
+	res  result
+}
+
+// do runs fn for key unless a run is in flight, in which case it waits for
+// that run's result (or ctx). The second result reports whether this caller
+// ran fn.
+func (g *flightGroup) do(ctx context.Context, key string, fn func() result) (result, bool) {
+	g.mu.Lock()
+	if g.calls == nil {
+		g.calls = make(map[string]*flight)
+	}
+	if f, ok := g.calls[key]; ok {
+		g.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.res, false
+		case <-ctx.Done():
+			return result{err: fmt.Errorf("wait for fetch: %w", ctx.Err())}, false
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	g.calls[key] = f
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.calls, key)
+		g.mu.Unlock()
+		close(f.done)
+	}()
+	f.res = fn()
+	return f.res, true
+}
+
+// fetch asks the upstream for lk, coalesced with concurrent fetches of the
+// same key, and stores a 2xx answer. fctx bounds the fetch itself; wctx
+// bounds only this caller's wait for someone else's fetch.
+func (c *Cache) fetch(wctx, fctx context.Context, lk lookup) result {
+	res, _ := c.flights.do(wctx, lk.key(), func() result { return c.fetchNow(fctx, lk) })
+	return res
+}
+
+func (c *Cache) fetchNow(ctx context.Context, lk lookup) result {
+	raw, err := c.up.Get(ctx, lk.op, lk.query(), lk.segs...)
+	if err == nil && raw != nil && !json.Valid(raw.Body) {
+		err = fmt.Errorf("%s: HTTP %d: %w", lk.op, raw.StatusCode, ErrBadAnswer)
+	}
+	if err == nil && raw == nil {
+		err = fmt.Errorf("%s: no answer: %w", lk.op, ErrBadAnswer)
+	}
+	if err != nil {
+		if cl, _ := client.ClassOf(err); cl == client.Rejected && raw != nil {
+			return result{pass: raw}
+		}
+		c.noteFailure(lk, err)
+		return result{err: err}
+	}
+	rec := &record{
+		fetched: c.now(), status: raw.StatusCode, body: raw.Body,
+		contentType: raw.Header.Get("Content-Type"),
+		negative:    isNegative(lk.op, raw.Body),
+	}
+	if err := c.put(ctx, lk, rec); err != nil {
+		// The answer is still good to serve; it is just not kept.
+		c.log.Warn("store lookup answer", zap.String("kind", string(lk.op)), zap.Error(err))
+	}
+	return result{rec: rec}
+}
+
+// isNegative reports a lookup envelope whose data is null or absent.
+func isNegative(op client.Op, body []byte) bool {
+	if !envelopeOp(op) {
+		return false
+	}
+	env, err := client.DecodeEnvelope(body)
+	return err == nil && env.Data == nil
+}
+
+func (c *Cache) noteFailure(lk lookup, err error) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.index[lk.key()]; ok {
+		el.Value.(*entry).failedAt = now
+	}
+	k := c.kinds[lk.op]
+	k.lastErr, k.lastErrAt = err.Error(), now
+}
+
+// put indexes rec as the most recently used entry, evicts the least
+// recently used beyond MaxEntries, and writes both to the store. The write
+// re-checks the index inside the transaction, so a put and an eviction of
+// one key racing each other leave the store agreeing with the index.
+func (c *Cache) put(ctx context.Context, lk lookup, rec *record) error {
+	key := lk.key()
+	c.mu.Lock()
+	el, existed := c.index[key]
+	if !existed {
+		el = c.lru.PushFront(&entry{lk: lk})
+		c.index[key] = el
+		c.kinds[lk.op].entries++
+	} else {
+		c.lru.MoveToFront(el)
+	}
+	e := el.Value.(*entry)
+	c.gen++
+	gen := c.gen
+	e.fetched, e.negative, e.gen, e.failedAt = rec.fetched, rec.negative, gen, time.Time{}
+	c.kinds[lk.op].lastRefresh = rec.fetched
+	var victims []lookup
+	for c.lru.Len() > c.cfg.MaxEntries {
+		v := c.lru.Back().Value.(*entry)
+		c.removeLocked(v)
+		victims = append(victims, v.lk)
+	}
+	c.mu.Unlock()
+
+	value := rec.encode()
+	err := c.st.Update(ctx, func(tx *bbolt.Tx) error {
+		root := tx.Bucket(store.BucketCache)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if el, ok := c.index[key]; ok && el.Value.(*entry).gen == gen {
+			if err := root.Bucket([]byte(lk.op)).Put(lk.boltKey(), value); err != nil {
+				return fmt.Errorf("put: %w", err)
+			}
+		}
+		for _, v := range victims {
+			if _, back := c.index[v.key()]; back {
+				continue // put again since: its own write keeps it
+			}
+			if err := root.Bucket([]byte(v.op)).Delete(v.boltKey()); err != nil {
+				return fmt.Errorf("evict: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if !existed {
+			c.forget(key, gen)
+		}
+		return fmt.Errorf("cache: store %s: %w", lk.op, err)
+	}
+	return nil
+}
+
+// removeLocked drops e from the index; c.mu is held.
+func (c *Cache) removeLocked(e *entry) {
+	key := e.lk.key()
+	if el, ok := c.index[key]; ok {
+		c.lru.Remove(el)
+		delete(c.index, key)
+		c.kinds[e.lk.op].entries--
+	}
+}
+
+// forget drops key from the index if its entry is still generation gen
+// (0: any generation).
+func (c *Cache) forget(key string, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.index[key]; ok {
+		if e := el.Value.(*entry); gen == 0 || e.gen == gen {
+			c.removeLocked(e)
+		}
+	}
+}
+
+// touch marks key as just used and reports whether it is indexed.
+func (c *Cache) touch(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.index[key]
+	if ok {
+		c.lru.MoveToFront(el)
+	}
+	return ok
+}
+
+// read returns lk's stored record, nil when there is none.
+func (c *Cache) read(lk lookup) (*record, error) {
+	var rec *record
+	err := c.st.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(store.BucketCache).Bucket([]byte(lk.op))
+		if b == nil {
+			return nil
+		}
+		v := b.Get(lk.boltKey())
+		if v == nil {
+			return nil
+		}
+		r, err := decodeRecord(v, true)
+		if err != nil {
+			return err
+		}
+		rec = &r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: read %s: %w", lk.op, err)
+	}
+	return rec, nil
+}
+
+// scheduleRefresh asks Run's refresh workers to refetch lk, unless a
+// refresh is already queued or running, or the last one failed less than
+// refreshRetry ago. It never blocks.
+func (c *Cache) scheduleRefresh(lk lookup) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.index[lk.key()]
+	if !ok {
+		return
+	}
+	e := el.Value.(*entry)
+	if e.refreshing || now.Sub(e.failedAt) < refreshRetry {
+		return
+	}
+	select {
+	case c.refreshCh <- lk:
+		e.refreshing = true
+	default: // queue full: a later STALE hit asks again
+	}
+}
+
+func (c *Cache) refreshDone(lk lookup) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.index[lk.key()]; ok {
+		el.Value.(*entry).refreshing = false
+	}
+}

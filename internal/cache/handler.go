@@ -1,0 +1,209 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/client"
+)
+
+// Header names set on every lookup answer.
+const (
+	HeaderCache = "X-Cache"
+	HeaderAge   = "Age"
+)
+
+// X-Cache values.
+const (
+	Hit   = "HIT"
+	Miss  = "MISS"
+	Stale = "STALE"
+)
+
+// classPrefix is the classification route; segments follow it.
+const classPrefix = "/api/info/check/barcode/v2"
+
+// fixedRoutes maps the parameterless and query-parameter routes to their
+// operation; the parameter name, when there is one, is in paramOf.
+var fixedRoutes = map[string]client.Op{
+	"/rest/info":                             client.OpInfo,
+	"/rest/bankAccounts":                     client.OpBankAccounts,
+	"/rest/sendData":                         client.OpSendData,
+	"/api/info/check/getBranchInfo":          client.OpBranchInfo,
+	"/api/receipt/receipt/getProductTaxCode": client.OpProductTaxCode,
+	"/api/info/check/getInfo":                client.OpMerchantInfo,
+	"/api/info/check/getTinInfo":             client.OpTinInfo,
+}
+
+var paramOf = map[client.Op]string{
+	client.OpBankAccounts: "tin",
+	client.OpMerchantInfo: "tin",
+	client.OpTinInfo:      "regNo",
+}
+
+// errNoRoute: the path is not one of the cache's routes (404).
+var errNoRoute = errors.New("no such route")
+
+// parseRoute maps a request's escaped path and query to a lookup. The
+// send-data pass-through comes back as a lookup of client.OpSendData.
+// Errors wrap ErrBadRequest (400) or errNoRoute (404).
+func parseRoute(escapedPath string, query url.Values) (lookup, error) {
+	if op, ok := fixedRoutes[escapedPath]; ok {
+		if name, ok := paramOf[op]; ok {
+			return paramLookup(op, name, query[name])
+		}
+		return lookup{op: op}, nil
+	}
+	rest, ok := strings.CutPrefix(escapedPath, classPrefix)
+	if !ok || (rest != "" && rest[0] != '/') {
+		return lookup{}, errNoRoute
+	}
+	if rest == "" {
+		return classLookup(nil)
+	}
+	parts := strings.Split(rest[1:], "/")
+	if len(parts) > client.MaxSegments {
+		return lookup{}, fmt.Errorf("classification: %d segments, at most %d: %w", len(parts), client.MaxSegments, ErrBadRequest)
+	}
+	for i, p := range parts {
+		s, err := url.PathUnescape(p)
+		if err != nil {
+			return lookup{}, fmt.Errorf("classification: segment %d: %w", i+1, ErrBadRequest)
+		}
+		parts[i] = s
+	}
+	return classLookup(parts)
+}
+
+// Handler serves the cached lookup routes and the send-data pass-through;
+// any other path is a 404, any method but GET and HEAD a 405.
+func (c *Cache) Handler() http.Handler {
+	return http.HandlerFunc(c.serveHTTP)
+}
+
+func (c *Cache) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	lk, err := parseRoute(r.URL.EscapedPath(), r.URL.Query())
+	switch {
+	case errors.Is(err, errNoRoute):
+		writeEnvelope(w, http.StatusNotFound, "no such route")
+		return
+	case err != nil:
+		writeEnvelope(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeEnvelope(w, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	if lk.op == client.OpSendData {
+		c.serveSendData(w, r)
+		return
+	}
+	c.serveLookup(w, r, lk)
+}
+
+// serveLookup answers from the cache when it can, else from the upstream.
+func (c *Cache) serveLookup(w http.ResponseWriter, r *http.Request, lk lookup) {
+	now := c.now()
+	if c.touch(lk.key()) {
+		rec, err := c.read(lk)
+		switch {
+		case err != nil:
+			c.log.Warn("read cache entry", zap.String("kind", string(lk.op)), zap.Error(err))
+		case rec == nil:
+			c.forget(lk.key(), 0)
+		default:
+			age := now.Sub(rec.fetched)
+			ttl := c.ttl(lk.op, rec.negative)
+			if age < ttl {
+				c.writeRecord(w, rec, Hit, now)
+				return
+			}
+			if c.cfg.MaxStale == 0 || age <= ttl+c.cfg.MaxStale {
+				c.scheduleRefresh(lk)
+				c.writeRecord(w, rec, Stale, now)
+				return
+			}
+			// Too stale to serve: fetch as for a miss, with no fallback.
+		}
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), fetchTimeout)
+	defer cancel()
+	res := c.fetch(r.Context(), fctx, lk)
+	switch {
+	case res.rec != nil:
+		c.writeRecord(w, res.rec, Miss, c.now())
+	case res.pass != nil:
+		writeRaw(w, res.pass, Miss)
+	default:
+		w.Header().Set(HeaderCache, Miss)
+		writeEnvelope(w, http.StatusServiceUnavailable,
+			fmt.Sprintf("%s: not cached and the tax service is unreachable: %v", lk.op, res.err))
+	}
+}
+
+// serveSendData passes the request upstream; any answer is passed back,
+// no answer is a 503 envelope. Never cached.
+func (c *Cache) serveSendData(w http.ResponseWriter, r *http.Request) {
+	raw, err := c.up.Get(r.Context(), client.OpSendData, nil)
+	cl, _ := client.ClassOf(err)
+	if raw != nil && (err == nil || cl == client.Rejected || cl == client.Transient) {
+		writeRaw(w, raw, "")
+		return
+	}
+	writeEnvelope(w, http.StatusServiceUnavailable, fmt.Sprintf("send data: the tax service is unreachable: %v", err))
+}
+
+func (c *Cache) writeRecord(w http.ResponseWriter, rec *record, state string, now time.Time) {
+	h := w.Header()
+	h.Set("Content-Type", contentType(rec.contentType))
+	h.Set(HeaderCache, state)
+	h.Set(HeaderAge, strconv.FormatInt(int64(max(now.Sub(rec.fetched), 0)/time.Second), 10))
+	h.Set("Content-Length", strconv.Itoa(len(rec.body)))
+	w.WriteHeader(rec.status)
+	_, _ = w.Write(rec.body)
+}
+
+func writeRaw(w http.ResponseWriter, raw *client.Raw, state string) {
+	h := w.Header()
+	h.Set("Content-Type", contentType(raw.Header.Get("Content-Type")))
+	if state != "" {
+		h.Set(HeaderCache, state)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(raw.Body)))
+	w.WriteHeader(raw.StatusCode)
+	_, _ = w.Write(raw.Body)
+}
+
+// contentType is the upstream's Content-Type, or JSON when it sent none
+// (every answer of the interface is JSON).
+func contentType(ct string) string {
+	if ct == "" {
+		return "application/json"
+	}
+	return ct
+}
+
+// writeEnvelope writes the lookup envelope {"msg","status","data":null}.
+func writeEnvelope(w http.ResponseWriter, status int, msg string) {
+	body, _ := json.Marshal(struct {
+		Msg    string  `json:"msg"`
+		Status int     `json:"status"`
+		Data   *string `json:"data"`
+	}{msg, status, nil})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
