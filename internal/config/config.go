@@ -1,0 +1,237 @@
+// Package config owns receiptd's configuration: one Config struct, the
+// defaults in one place (Default), loading a TOML file over them with
+// environment overrides for secrets (Load), and checking the result
+// (Validate).
+//
+// It promises that an unknown key, a value of the wrong type and a value out
+// of range are errors that name the key (or, for TOML syntax, the line), and
+// that config.example.toml at the repository root documents every key with
+// its default (a test decodes it against Default).
+//
+// Durations are TOML strings in Go's syntax ("5s", "24h"); sizes are MiB.
+package config
+
+import (
+	"fmt"
+	"time"
+
+	// The idempotency day is counted in accept.timezone; Windows tills have
+	// no zoneinfo database of their own, so carry one in the binary.
+	_ "time/tzdata"
+)
+
+// Config is the whole configuration. The zero value is not useful: start
+// from Default.
+type Config struct {
+	// Listen is the TCP address of the local API (host:port). Empty turns
+	// the TCP listener off, which needs ListenUnix.
+	Listen string `toml:"listen"`
+	// ListenUnix is the path of an optional Unix domain socket; empty: none.
+	ListenUnix string `toml:"listen_unix"`
+	// DataDir holds the database; an absolute path.
+	DataDir string `toml:"data_dir"`
+	// ShutdownTimeout bounds a clean stop.
+	ShutdownTimeout Duration `toml:"shutdown_timeout"`
+
+	Accept    Accept    `toml:"accept"`
+	Upstream  Upstream  `toml:"upstream"`
+	Sync      Sync      `toml:"sync"`
+	Cache     Cache     `toml:"cache"`
+	Alerts    Alerts    `toml:"alerts"`
+	Retention Retention `toml:"retention"`
+	Auth      Auth      `toml:"auth"`
+	Log       Log       `toml:"log"`
+}
+
+// Accept is how POST /rest/receipt answers.
+type Accept struct {
+	// Wait is how long a create waits for the upstream's answer before 202;
+	// 0 answers 202 at once.
+	Wait Duration `toml:"wait"`
+	// MaxWait bounds what a request may ask for with "Prefer: wait=N".
+	MaxWait Duration `toml:"max_wait"`
+	// Timezone is the IANA zone (or "Local") whose calendar day goes into
+	// the default idempotency key.
+	Timezone string `toml:"timezone"`
+}
+
+// Location returns the time zone named by Timezone.
+func (a Accept) Location() (*time.Location, error) {
+	loc, err := time.LoadLocation(a.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("load time zone %q: %w", a.Timezone, err)
+	}
+	return loc, nil
+}
+
+// Upstream is where the tax service is and how to reach it.
+type Upstream struct {
+	// BaseURL is the PosAPI instance (receipts, info, sendData, bank
+	// accounts).
+	BaseURL string `toml:"base_url"`
+	// LookupBaseURL is the public lookup API (district codes, product tax
+	// codes, merchant and TIN info, classification).
+	LookupBaseURL string `toml:"lookup_base_url"`
+	Paths         Paths  `toml:"paths"`
+	// Timeout bounds one upstream request.
+	Timeout Duration `toml:"timeout"`
+	// Headers are added to every request to BaseURL; LookupHeaders to every
+	// request to LookupBaseURL. Never nil after Default or Load.
+	Headers       map[string]string `toml:"headers"`
+	LookupHeaders map[string]string `toml:"lookup_headers"`
+	// CAFile is a PEM file of extra trusted CAs; empty: the system's.
+	CAFile string `toml:"ca_file"`
+	// Proxy is an http, https or socks5 URL; empty: the environment's
+	// HTTPS_PROXY / HTTP_PROXY.
+	Proxy string `toml:"proxy"`
+}
+
+// Paths is the path of each upstream operation, below its base URL.
+type Paths struct {
+	CreateReceipt  string `toml:"create_receipt"`
+	DeleteReceipt  string `toml:"delete_receipt"`
+	Info           string `toml:"info"`
+	SendData       string `toml:"send_data"`
+	BankAccounts   string `toml:"bank_accounts"`
+	BranchInfo     string `toml:"branch_info"`
+	ProductTaxCode string `toml:"product_tax_code"`
+	MerchantInfo   string `toml:"merchant_info"`
+	TinInfo        string `toml:"tin_info"`
+	Classification string `toml:"classification"`
+}
+
+// Sync is the worker that drains the queue.
+type Sync struct {
+	// Concurrency is how many entries are sent at once.
+	Concurrency int `toml:"concurrency"`
+	// MinBackoff and MaxBackoff bound the retry interval after transient
+	// failures (and so the pace of probing while the upstream is down).
+	MinBackoff Duration `toml:"min_backoff"`
+	MaxBackoff Duration `toml:"max_backoff"`
+	// OnAmbiguous is "retry" or "hold": what to do after a send whose answer
+	// was lost.
+	OnAmbiguous string `toml:"on_ambiguous"`
+}
+
+// Values of Sync.OnAmbiguous.
+const (
+	OnAmbiguousRetry = "retry"
+	OnAmbiguousHold  = "hold"
+)
+
+// Cache is the lookup cache.
+type Cache struct {
+	Refresh CacheRefresh `toml:"refresh"`
+	// NegativeTTL is how long a "not found" answer is kept; 0: not kept.
+	NegativeTTL Duration `toml:"negative_ttl"`
+	// MaxStale is the oldest data served when the upstream fails; 0: no
+	// limit (offline is the normal case).
+	MaxStale Duration `toml:"max_stale"`
+	// MaxEntries bounds the number of cached answers.
+	MaxEntries int `toml:"max_entries"`
+}
+
+// CacheRefresh is the background refresh interval of each kind of lookup.
+type CacheRefresh struct {
+	BranchInfo     Duration `toml:"branch_info"`
+	ProductTaxCode Duration `toml:"product_tax_code"`
+	MerchantInfo   Duration `toml:"merchant_info"`
+	TinInfo        Duration `toml:"tin_info"`
+	Info           Duration `toml:"info"`
+	BankAccounts   Duration `toml:"bank_accounts"`
+	Classification Duration `toml:"classification"`
+}
+
+// Alerts are the ageing thresholds of the oldest unsent entry.
+type Alerts struct {
+	UnsentWarn     Duration `toml:"unsent_warn"`
+	UnsentCritical Duration `toml:"unsent_critical"`
+}
+
+// Retention is how long finished entries are kept.
+type Retention struct {
+	Keep          Duration `toml:"keep"`
+	PruneInterval Duration `toml:"prune_interval"`
+}
+
+// Auth guards the local API.
+type Auth struct {
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// every route but /healthz. Required when Listen is not loopback.
+	Token string `toml:"token"`
+	// AllowedHosts are Host header names accepted besides loopback names.
+	AllowedHosts []string `toml:"allowed_hosts"`
+}
+
+// Log is where and how receiptd logs.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `toml:"level"`
+	// File is the log file, rotated by size; empty: standard error.
+	File string `toml:"file"`
+	// Format is json, console, or auto (console on a terminal, else json).
+	Format string `toml:"format"`
+	// MaxSizeMB is the size at which File is rotated, in MiB.
+	MaxSizeMB int `toml:"max_size_mb"`
+	// MaxFiles is how many rotated files are kept.
+	MaxFiles int `toml:"max_files"`
+}
+
+// Default returns the configuration used for every key a file leaves out.
+// It is the one place defaults live.
+func Default() Config {
+	return Config{
+		Listen:          "127.0.0.1:7080",
+		DataDir:         defaultDataDir(),
+		ShutdownTimeout: Dur(10 * time.Second),
+		Accept: Accept{
+			Wait:     Dur(5 * time.Second),
+			MaxWait:  Dur(60 * time.Second),
+			Timezone: "Asia/Ulaanbaatar",
+		},
+		Upstream: Upstream{
+			// PosAPI listens on 7080 by default, which receiptd takes over
+			// so the POS only changes host; PosAPI moves to 7081.
+			BaseURL:       "http://127.0.0.1:7081",
+			LookupBaseURL: "https://api.ebarimt.mn",
+			Paths: Paths{
+				CreateReceipt:  "/rest/receipt",
+				DeleteReceipt:  "/rest/receipt",
+				Info:           "/rest/info",
+				SendData:       "/rest/sendData",
+				BankAccounts:   "/rest/bankAccounts",
+				BranchInfo:     "/api/info/check/getBranchInfo",
+				ProductTaxCode: "/api/receipt/receipt/getProductTaxCode",
+				MerchantInfo:   "/api/info/check/getInfo",
+				TinInfo:        "/api/info/check/getTinInfo",
+				Classification: "/api/info/check/barcode/v2",
+			},
+			Timeout:       Dur(30 * time.Second),
+			Headers:       map[string]string{},
+			LookupHeaders: map[string]string{},
+		},
+		Sync: Sync{
+			Concurrency: 2,
+			MinBackoff:  Dur(time.Second),
+			MaxBackoff:  Dur(5 * time.Minute),
+			OnAmbiguous: OnAmbiguousRetry,
+		},
+		Cache: Cache{
+			Refresh: CacheRefresh{
+				BranchInfo:     Dur(24 * time.Hour),
+				ProductTaxCode: Dur(24 * time.Hour),
+				MerchantInfo:   Dur(time.Hour),
+				TinInfo:        Dur(24 * time.Hour),
+				Info:           Dur(time.Hour),
+				BankAccounts:   Dur(24 * time.Hour),
+				Classification: Dur(168 * time.Hour),
+			},
+			NegativeTTL: Dur(10 * time.Minute),
+			MaxEntries:  10000,
+		},
+		Alerts:    Alerts{UnsentWarn: Dur(24 * time.Hour), UnsentCritical: Dur(72 * time.Hour)},
+		Retention: Retention{Keep: Dur(2160 * time.Hour), PruneInterval: Dur(time.Hour)},
+		Auth:      Auth{AllowedHosts: []string{}},
+		Log:       Log{Level: "info", Format: "auto", MaxSizeMB: 10, MaxFiles: 5},
+	}
+}

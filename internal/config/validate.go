@@ -1,0 +1,289 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// KeyError is a problem with the value of one key.
+type KeyError struct {
+	Key     string // dotted TOML key, e.g. "sync.concurrency"
+	Problem string
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Problem }
+
+// Is makes every KeyError match ErrInvalid.
+func (e *KeyError) Is(target error) bool { return target == ErrInvalid }
+
+// minTokenLen keeps a bearer token from being guessable by hand.
+const minTokenLen = 16
+
+// maxConcurrency bounds sync.concurrency: PosAPI is one process on a till.
+const maxConcurrency = 64
+
+// checker collects KeyErrors.
+type checker struct{ errs []error }
+
+func (c *checker) add(key, format string, args ...any) {
+	c.errs = append(c.errs, &KeyError{Key: key, Problem: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) positive(key string, d Duration) {
+	if d.Duration <= 0 {
+		c.add(key, "must be longer than 0")
+	}
+}
+
+func (c *checker) nonNegative(key string, d Duration) {
+	if d.Duration < 0 {
+		c.add(key, "must not be negative")
+	}
+}
+
+func (c *checker) oneOf(key, value string, allowed ...string) {
+	for _, a := range allowed {
+		if value == a {
+			return
+		}
+	}
+	c.add(key, "must be one of %s, not %q", strings.Join(allowed, ", "), value)
+}
+
+// Validate checks every value and returns all problems found, each a
+// *KeyError naming its key, joined; nil when the configuration is usable.
+// It reads the file system only to check that ca_file exists.
+func (c Config) Validate() error {
+	var ch checker
+	c.checkListen(&ch)
+	if c.DataDir == "" || !filepath.IsAbs(c.DataDir) {
+		ch.add("data_dir", "must be an absolute path, not %q", c.DataDir)
+	}
+	ch.positive("shutdown_timeout", c.ShutdownTimeout)
+	c.Accept.check(&ch)
+	c.Upstream.check(&ch, c.Listen)
+	c.Sync.check(&ch)
+	c.Cache.check(&ch)
+	ch.positive("alerts.unsent_warn", c.Alerts.UnsentWarn)
+	if c.Alerts.UnsentWarn.Duration > c.Alerts.UnsentCritical.Duration {
+		ch.add("alerts.unsent_warn", "must not be longer than alerts.unsent_critical (%s)", c.Alerts.UnsentCritical)
+	}
+	ch.positive("alerts.unsent_critical", c.Alerts.UnsentCritical)
+	ch.positive("retention.keep", c.Retention.Keep)
+	ch.positive("retention.prune_interval", c.Retention.PruneInterval)
+	c.Auth.check(&ch)
+	c.Log.check(&ch)
+	return errors.Join(ch.errs...)
+}
+
+func (c Config) checkListen(ch *checker) {
+	if c.Listen == "" {
+		if c.ListenUnix == "" {
+			ch.add("listen", "must be set when listen_unix is empty")
+		}
+		return
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		ch.add("listen", "must be host:port, like \"127.0.0.1:7080\": %v", err)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		ch.add("listen", "port %q must be a number from 0 to 65535", port)
+	}
+	if !isLoopback(host) && c.Auth.Token == "" {
+		ch.add("listen", "%q is not a loopback address: set auth.token (or %s) to listen on it", c.Listen, EnvAuthToken)
+	}
+}
+
+// isLoopback reports whether host names only this machine. An empty host
+// or 0.0.0.0 means every interface, which is not loopback.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (a Accept) check(ch *checker) {
+	ch.nonNegative("accept.wait", a.Wait)
+	if a.MaxWait.Duration < a.Wait.Duration {
+		ch.add("accept.max_wait", "must not be shorter than accept.wait (%s)", a.Wait)
+	}
+	if a.Timezone == "" {
+		ch.add("accept.timezone", `must be an IANA time zone like "Asia/Ulaanbaatar", or "Local"`)
+	} else if _, err := a.Location(); err != nil {
+		ch.add("accept.timezone", `unknown time zone %q; use an IANA name like "Asia/Ulaanbaatar", or "Local"`, a.Timezone)
+	}
+}
+
+func (u Upstream) check(ch *checker, listen string) {
+	if base, ok := checkURL(ch, "upstream.base_url", u.BaseURL, "http", "https"); ok && listen != "" {
+		if sameAddr(base, listen) {
+			ch.add("upstream.base_url", "%q is receiptd's own listen address; point it at PosAPI", u.BaseURL)
+		}
+	}
+	checkURL(ch, "upstream.lookup_base_url", u.LookupBaseURL, "http", "https")
+	u.Paths.check(ch)
+	ch.positive("upstream.timeout", u.Timeout)
+	checkHeaders(ch, "upstream.headers", u.Headers)
+	checkHeaders(ch, "upstream.lookup_headers", u.LookupHeaders)
+	if u.CAFile != "" {
+		if _, err := os.Stat(u.CAFile); err != nil {
+			ch.add("upstream.ca_file", "cannot be read: %v", err)
+		}
+	}
+	if u.Proxy != "" {
+		checkURL(ch, "upstream.proxy", u.Proxy, "http", "https", "socks5")
+	}
+}
+
+// checkURL requires an absolute URL with one of schemes and a host.
+func checkURL(ch *checker, key, raw string, schemes ...string) (*url.URL, bool) {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		ch.add(key, "must be set")
+	case err != nil:
+		ch.add(key, "must be a URL: %v", err)
+	case u.Host == "" || u.Hostname() == "":
+		ch.add(key, "must be an absolute URL like %q, not %q", schemes[0]+"://host:port", raw)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		ch.add(key, "must not carry a query, a fragment or credentials")
+	default:
+		for _, s := range schemes {
+			if u.Scheme == s {
+				return u, true
+			}
+		}
+		ch.add(key, "scheme must be one of %s, not %q", strings.Join(schemes, ", "), u.Scheme)
+	}
+	return nil, false
+}
+
+// sameAddr reports whether the URL points at the listen address.
+func sameAddr(u *url.URL, listen string) bool {
+	lhost, lport, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	norm := func(h string) string {
+		if isLoopback(h) {
+			return "loopback"
+		}
+		return strings.ToLower(h)
+	}
+	return port == lport && norm(u.Hostname()) == norm(lhost)
+}
+
+func (p Paths) check(ch *checker) {
+	for _, kv := range []struct{ key, v string }{
+		{"create_receipt", p.CreateReceipt}, {"delete_receipt", p.DeleteReceipt}, {"info", p.Info},
+		{"send_data", p.SendData}, {"bank_accounts", p.BankAccounts}, {"branch_info", p.BranchInfo},
+		{"product_tax_code", p.ProductTaxCode}, {"merchant_info", p.MerchantInfo},
+		{"tin_info", p.TinInfo}, {"classification", p.Classification},
+	} {
+		key, v := kv.key, kv.v
+		if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, "?# \t\r\n") {
+			ch.add("upstream.paths."+key, "must be a path starting with \"/\", without query or spaces, not %q", v)
+		}
+	}
+}
+
+func checkHeaders(ch *checker, key string, headers map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		value := headers[name]
+		if !isToken(name) {
+			ch.add(key+"."+name, "is not a valid HTTP header name")
+		}
+		if strings.ContainsAny(value, "\r\n\x00") {
+			ch.add(key+"."+name, "value must not contain line breaks or NUL")
+		}
+	}
+}
+
+// isToken reports whether s is an RFC 9110 token (a header name).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		ok := r < 0x7f && r > 0x20 && !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (s Sync) check(ch *checker) {
+	if s.Concurrency < 1 || s.Concurrency > maxConcurrency {
+		ch.add("sync.concurrency", "must be at least 1 and at most %d, not %d", maxConcurrency, s.Concurrency)
+	}
+	ch.positive("sync.min_backoff", s.MinBackoff)
+	if s.MaxBackoff.Duration < s.MinBackoff.Duration {
+		ch.add("sync.max_backoff", "must not be shorter than sync.min_backoff (%s)", s.MinBackoff)
+	}
+	ch.oneOf("sync.on_ambiguous", s.OnAmbiguous, OnAmbiguousRetry, OnAmbiguousHold)
+}
+
+func (c Cache) check(ch *checker) {
+	r := c.Refresh
+	for _, kd := range []struct {
+		key string
+		d   Duration
+	}{
+		{"branch_info", r.BranchInfo}, {"product_tax_code", r.ProductTaxCode},
+		{"merchant_info", r.MerchantInfo}, {"tin_info", r.TinInfo}, {"info", r.Info},
+		{"bank_accounts", r.BankAccounts}, {"classification", r.Classification},
+	} {
+		key, d := kd.key, kd.d
+		if d.Duration < time.Second {
+			ch.add("cache.refresh."+key, "must be at least 1s, not %s", d)
+		}
+	}
+	ch.nonNegative("cache.negative_ttl", c.NegativeTTL)
+	ch.nonNegative("cache.max_stale", c.MaxStale)
+	if c.MaxEntries < 1 {
+		ch.add("cache.max_entries", "must be at least 1, not %d", c.MaxEntries)
+	}
+}
+
+func (a Auth) check(ch *checker) {
+	if a.Token != "" && len(a.Token) < minTokenLen {
+		ch.add("auth.token", "must be at least %d characters long", minTokenLen)
+	}
+	if strings.ContainsAny(a.Token, " \t\r\n") {
+		ch.add("auth.token", "must not contain spaces or line breaks")
+	}
+	for i, h := range a.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/ \t@") || strings.Contains(h, "://") {
+			ch.add(fmt.Sprintf("auth.allowed_hosts[%d]", i), "must be a host name like \"till-7.shop.lan\", not %q", h)
+		}
+	}
+}
+
+func (l Log) check(ch *checker) {
+	ch.oneOf("log.level", l.Level, "debug", "info", "warn", "error")
+	ch.oneOf("log.format", l.Format, "auto", "json", "console")
+	if l.MaxSizeMB < 1 {
+		ch.add("log.max_size_mb", "must be at least 1, not %d", l.MaxSizeMB)
+	}
+	if l.MaxFiles < 1 {
+		ch.add("log.max_files", "must be at least 1, not %d", l.MaxFiles)
+	}
+}
