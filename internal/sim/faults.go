@@ -83,8 +83,8 @@ func (f *Faults) UnmarshalJSON(b []byte) error {
 
 // serve applies the faults, then routes. The control API is never faulted.
 func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
-	s.inflight.Add(1)
-	defer s.inflight.Done()
+	s.inflight.enter()
+	defer s.inflight.leave()
 	if isControl(r.URL.Path) {
 		s.mux.ServeHTTP(w, r)
 		return

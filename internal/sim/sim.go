@@ -93,7 +93,42 @@ type Sim struct {
 	closed    bool
 
 	timers   sync.WaitGroup // the DownFor timer callback
-	inflight sync.WaitGroup // running handlers
+	inflight inflight       // running handlers
+}
+
+// inflight counts running handlers. Not a WaitGroup: a connection accepted
+// just before Close may start its handler while Close waits, which a
+// WaitGroup forbids.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	zero sync.Cond
+}
+
+func (f *inflight) enter() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) leave() {
+	f.mu.Lock()
+	f.n--
+	if f.n == 0 && f.zero.L != nil {
+		f.zero.Broadcast()
+	}
+	f.mu.Unlock()
+}
+
+func (f *inflight) wait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.zero.L == nil {
+		f.zero.L = &f.mu
+	}
+	for f.n > 0 {
+		f.zero.Wait()
+	}
 }
 
 // New returns a Sim; it listens only after Start.
@@ -157,7 +192,7 @@ func (s *Sim) Close() error {
 	}
 	s.srvMu.Unlock()
 	s.timers.Wait()
-	s.inflight.Wait()
+	s.inflight.wait()
 	return nil
 }
 
