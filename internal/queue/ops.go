@@ -1,0 +1,295 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// NewReceipt is a validated POS request to enqueue.
+type NewReceipt struct {
+	IdemKey  string // required: Idempotency-Key or the derived key
+	Body     []byte // required: the request bytes as the POS sent them (valid JSON)
+	BodyHash string // required: fingerprint of the body, for conflict detection
+	// MerchantTin, PosNo and BillIDSuffix are kept for listing and audit.
+	MerchantTin, PosNo, BillIDSuffix string
+	Now                              time.Time // acceptance time; zero means the queue's clock
+}
+
+// Enqueue stores a receipt durably and returns its entry. The same IdemKey
+// with the same BodyHash returns the first entry with replayed true; with
+// another hash it is ErrConflict. On any error nothing is stored.
+func (q *Queue) Enqueue(ctx context.Context, r NewReceipt) (Entry, bool, error) {
+	if r.IdemKey == "" || r.BodyHash == "" || !json.Valid(r.Body) {
+		return Entry{}, false, fmt.Errorf("enqueue: %w: key, hash and a JSON body are required", ErrInvalid)
+	}
+	if e, found, err := q.lookupIdem(r); found || err != nil {
+		return e, found, err
+	}
+	now := r.Now
+	if now.IsZero() {
+		now = q.now()
+	}
+	var (
+		e        Entry
+		replayed bool
+	)
+	err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
+		b := buckets(tx)
+		var found bool
+		var err error
+		if e, found, err = idemEntry(b, r); found || err != nil {
+			replayed = found
+			return err
+		}
+		replayed = false
+		seq, err := b.entries.NextSequence()
+		if err != nil {
+			return err
+		}
+		e = Entry{QueueID: FormatID(seq), Kind: KindReceipt, State: StateQueued,
+			AcceptedAt: now.UTC(), UpdatedAt: now.UTC(), Body: bytes.Clone(r.Body),
+			IdemKey: r.IdemKey, BodyHash: r.BodyHash, MerchantTin: r.MerchantTin,
+			PosNo: r.PosNo, BillIDSuffix: r.BillIDSuffix, Attempts: []Attempt{}}
+		if err := b.insert(seq, &e); err != nil {
+			return err
+		}
+		return b.idem.Put([]byte(r.IdemKey), append(seqKey(seq), r.BodyHash...))
+	})
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("enqueue %s: %w", r.IdemKey, err)
+	}
+	if !replayed {
+		q.signal()
+	}
+	return e, replayed, nil
+}
+
+// lookupIdem answers a replay or conflict without a write transaction.
+func (q *Queue) lookupIdem(r NewReceipt) (e Entry, found bool, err error) {
+	err = q.st.View(func(tx *bbolt.Tx) error {
+		e, found, err = idemEntry(buckets(tx), r)
+		return err
+	})
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("enqueue %s: %w", r.IdemKey, err)
+	}
+	return e, found, nil
+}
+
+func idemEntry(b bkts, r NewReceipt) (Entry, bool, error) {
+	v := b.idem.Get([]byte(r.IdemKey))
+	if v == nil {
+		return Entry{}, false, nil
+	}
+	if len(v) < 8 {
+		return Entry{}, false, fmt.Errorf("idempotency index row for %q is damaged", r.IdemKey)
+	}
+	if string(v[8:]) != r.BodyHash {
+		return Entry{}, false, fmt.Errorf("%w (first entry %s)", ErrConflict, FormatID(binary.BigEndian.Uint64(v)))
+	}
+	e, err := b.load(binary.BigEndian.Uint64(v))
+	return e, err == nil, err
+}
+
+// Claim moves up to max claimable entries, oldest first, to sending in one
+// commit and returns them. Claimable: queued receipts and delete_queued
+// deletes whose NextAttemptAt is not after now; a delete only once its
+// receipt has finished as sent or payment. A delete whose receipt ended
+// rejected or cancelled is finished as delete_rejected here, never sent.
+func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	var out []Entry
+	err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
+		out = out[:0]
+		b := buckets(tx)
+		picked, err := pickClaimable(b, max, now)
+		if err != nil {
+			return err
+		}
+		for _, p := range picked {
+			to := StateSending
+			if p.reject != "" {
+				to = StateDeleteRejected
+				p.e.Outcome = &Outcome{Status: "ERROR", Message: p.reject}
+			}
+			if err := b.setState(&p.e, to, now.UTC()); err != nil {
+				return err
+			}
+			if to == StateSending {
+				out = append(out, p.e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return out, nil
+}
+
+type pick struct {
+	e      Entry
+	reject string // non-empty: finish this delete as delete_rejected
+}
+
+// pickClaimable walks the pending index; it only reads, so the cursor stays valid.
+func pickClaimable(b bkts, max int, now time.Time) ([]pick, error) {
+	var out []pick
+	c := b.pending.Cursor()
+	for k, v := c.First(); k != nil && len(out) < max; k, v = c.Next() {
+		if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) > now.UnixNano() {
+			continue
+		}
+		e, err := b.load(binary.BigEndian.Uint64(k))
+		if err != nil {
+			return nil, err
+		}
+		if e.Kind == KindDelete {
+			ready, reject, err := deleteReady(b, &e)
+			if err != nil {
+				return nil, err
+			}
+			if !ready && reject == "" {
+				continue
+			}
+			out = append(out, pick{e: e, reject: reject})
+			continue
+		}
+		out = append(out, pick{e: e})
+	}
+	return out, nil
+}
+
+// deleteReady decides whether a delete may be sent now, filling its id,
+// date and body from its receipt's outcome.
+func deleteReady(b bkts, d *Entry) (ready bool, reject string, err error) {
+	if d.DeleteTarget != "" {
+		t, _, err := b.loadID(d.DeleteTarget)
+		switch {
+		case errors.Is(err, ErrNotFound): // pruned: the id was filled when it finished
+		case err != nil:
+			return false, "", err
+		case t.State == StateRejected || t.State == StateCancelled:
+			return false, fmt.Sprintf("receipt %s ended %s; there is nothing to delete upstream", t.QueueID, t.State), nil
+		case t.State != StateSent && t.State != StatePayment:
+			return false, "", nil // the create is not finished yet
+		case t.Outcome != nil:
+			if d.DeleteID == "" {
+				d.DeleteID = t.Outcome.ID
+			}
+			if d.DeleteDate == "" {
+				d.DeleteDate = t.Outcome.Date
+			}
+		}
+	}
+	if d.DeleteID == "" {
+		return false, "the receipt has no upstream id to delete", nil
+	}
+	d.Body = deleteBody(d.DeleteID, d.DeleteDate)
+	return true, "", nil
+}
+
+func deleteBody(id, date string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		ID   string `json:"id"`
+		Date string `json:"date"`
+	}{id, date})
+	return b
+}
+
+// Finish records the end of an attempt on an entry in sending and moves it
+// to next: sent, payment, rejected, held or queued (retry at nextAttemptAt)
+// for receipts; deleted, delete_rejected or delete_queued for deletes. o,
+// when not nil, replaces the kept outcome.
+func (q *Queue) Finish(ctx context.Context, queueID string, a Attempt, next State, o *Outcome, nextAttemptAt time.Time) (Entry, error) {
+	var (
+		e         Entry
+		wakeCheck bool
+	)
+	err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
+		b := buckets(tx)
+		var seq uint64
+		var err error
+		if e, seq, err = b.loadID(queueID); err != nil {
+			return err
+		}
+		if e.State != StateSending {
+			return illegal(&e, next)
+		}
+		q.addAttempt(&e, a)
+		if o != nil {
+			oc := *o
+			e.Outcome = &oc
+		}
+		e.NextAttemptAt = nextAttemptAt.UTC()
+		if err := b.setState(&e, next, q.now().UTC()); err != nil {
+			return err
+		}
+		if e.Kind == KindReceipt && (next == StateSent || next == StatePayment) && e.Outcome != nil && e.Outcome.ID != "" {
+			if err := b.upstream.Put([]byte(e.Outcome.ID), seqKey(seq)); err != nil {
+				return err
+			}
+		}
+		wakeCheck = e.Kind == KindReceipt && b.deletes.Get([]byte(queueID)) != nil
+		return nil
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("finish %s: %w", queueID, err)
+	}
+	if wakeCheck && e.State != StateQueued {
+		q.signal() // a delete waiting for this receipt may be claimable now
+	}
+	return e, nil
+}
+
+func (q *Queue) addAttempt(e *Entry, a Attempt) {
+	a.At = a.At.UTC()
+	if a.Result == ResultAmbiguous {
+		e.Ambiguous++
+	}
+	e.Attempts = append(e.Attempts, a)
+	if over := len(e.Attempts) - q.maxAttempts; over > 0 {
+		// Keep the first attempt and the latest ones.
+		e.Attempts = append(e.Attempts[:1], e.Attempts[1+over:]...)
+		e.AttemptsDropped += over
+	}
+}
+
+// Retry is the operator's retry: rejected, payment or held → queued, and
+// delete_rejected → delete_queued, claimable at once. Anything else is
+// ErrIllegalTransition.
+func (q *Queue) Retry(ctx context.Context, queueID string) (Entry, error) {
+	var e Entry
+	err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
+		b := buckets(tx)
+		var err error
+		if e, _, err = b.loadID(queueID); err != nil {
+			return err
+		}
+		var to State
+		switch e.State {
+		case StateRejected, StatePayment, StateHeld:
+			to = StateQueued
+		case StateDeleteRejected:
+			to = StateDeleteQueued
+		default:
+			return illegal(&e, StateQueued)
+		}
+		e.NextAttemptAt = time.Time{}
+		return b.setState(&e, to, q.now().UTC())
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("retry %s: %w", queueID, err)
+	}
+	q.signal()
+	return e, nil
+}

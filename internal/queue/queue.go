@@ -1,0 +1,258 @@
+// Package queue owns receiptd's durable receipt queue: entries and their
+// states, FIFO order, the idempotency index, per-entry attempt history,
+// outcomes, counts by state, ageing, paged listing and retention pruning.
+//
+// # Promises
+//
+//   - Every change (enqueue, claim, finish, retry, delete, prune) is one
+//     transaction of package store: atomic, and durable (fsynced) before the
+//     method returns nil. Concurrent callers share commits (group commit).
+//   - Every state change goes through one table of legal transitions
+//     (transitions in layout.go); anything else is ErrIllegalTransition.
+//   - An idempotency key maps to its first entry for as long as the entry is
+//     kept; same key and body hash replays it, another hash is ErrConflict.
+//   - The lottery number and QR data are never stored: Outcome has no field
+//     for them, and Body is the POS's request, which carries neither.
+//   - Open, Claim, Counts and OldestUnsent never scan the history: indexes by
+//     state, a pending index of claimable work and per-state counters are
+//     kept in the same transactions as the entries.
+//
+// # Deletes
+//
+// RequestDelete resolves its id as a queueId, else as an upstream receipt
+// id (through an index filled when a create succeeds), else as an id
+// receiptd has never seen. What it does, by the state of a known receipt:
+//
+//	queued, never attempted      → cancelled locally, never sent (DeleteCancelled)
+//	rejected                     → cancelled: it never reached the tax service (DeleteCancelled)
+//	queued after an ambiguous
+//	attempt, sending, held       → a delete entry that waits for the receipt to finish (DeleteQueued)
+//	sent, payment                → a delete entry for the outcome's id; date defaults to its date (DeleteQueued)
+//	cancelled, or a delete for it
+//	already queued or done       → the existing entry, nothing new (DeleteExisting)
+//
+// An unknown id gets a delete entry for that id. A queued receipt whose
+// earlier attempt was ambiguous may already exist upstream, so it is not
+// cancelled silently: it is sent, then deleted. A waiting delete whose
+// receipt ends rejected or cancelled finishes as delete_rejected, never sent.
+// A delete that ended delete_rejected can be replaced by a new request.
+//
+// # Unsent
+//
+// OldestUnsent counts work not yet accepted upstream: receipts queued,
+// sending or held (an ambiguous entry may not have arrived), and deletes
+// waiting to be sent (delete_queued, or sending).
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// Sentinel errors.
+var (
+	// ErrNotFound means no entry has the given queueId.
+	ErrNotFound = errors.New("queue entry not found")
+	// ErrConflict means an idempotency key was reused with a different body.
+	ErrConflict = errors.New("idempotency key reused with a different body")
+	// ErrIllegalTransition means the requested change is not allowed from
+	// the entry's current state.
+	ErrIllegalTransition = errors.New("illegal state transition")
+	// ErrInvalid means a caller passed an unusable argument.
+	ErrInvalid = errors.New("invalid queue request")
+)
+
+// State is an entry's state, as named in product.md.
+type State string
+
+// Entry states.
+const (
+	StateQueued         State = "queued"
+	StateSending        State = "sending"
+	StateSent           State = "sent"
+	StatePayment        State = "payment"
+	StateRejected       State = "rejected"
+	StateHeld           State = "held"
+	StateCancelled      State = "cancelled"
+	StateDeleteQueued   State = "delete_queued"
+	StateDeleted        State = "deleted"
+	StateDeleteRejected State = "delete_rejected"
+)
+
+// AllStates lists every state, in product.md's order.
+var AllStates = []State{StateQueued, StateSending, StateSent, StatePayment, StateRejected,
+	StateHeld, StateCancelled, StateDeleteQueued, StateDeleted, StateDeleteRejected}
+
+// Kind tells a receipt entry from a delete entry.
+type Kind string
+
+// Entry kinds.
+const (
+	KindReceipt Kind = "receipt"
+	KindDelete  Kind = "delete"
+)
+
+// Result is how one attempt ended.
+type Result string
+
+// Attempt results.
+const (
+	ResultSuccess     Result = "success"
+	ResultPayment     Result = "payment"
+	ResultRejected    Result = "rejected"
+	ResultTransient   Result = "transient"
+	ResultNotSent     Result = "not_sent"
+	ResultAmbiguous   Result = "ambiguous"
+	ResultInterrupted Result = "interrupted" // receiptd stopped mid-attempt
+)
+
+// Entry is one receipt or delete request. Times are UTC.
+type Entry struct {
+	QueueID    string    `json:"queueId"`
+	Kind       Kind      `json:"kind"`
+	State      State     `json:"state"`
+	AcceptedAt time.Time `json:"acceptedAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+	// Body is what gets sent: a receipt's request bytes exactly as the POS
+	// sent them, or a delete's {"id","date"} (empty while the id is unknown).
+	Body         json.RawMessage `json:"body,omitempty"`
+	IdemKey      string          `json:"idempotencyKey,omitempty"`
+	BodyHash     string          `json:"bodyHash,omitempty"`
+	MerchantTin  string          `json:"merchantTin,omitempty"`
+	PosNo        string          `json:"posNo,omitempty"`
+	BillIDSuffix string          `json:"billIdSuffix,omitempty"`
+	Attempts     []Attempt       `json:"attempts"`
+	// AttemptsDropped counts middle attempts dropped to bound the history;
+	// the first attempt and the latest ones are kept.
+	AttemptsDropped int      `json:"attemptsDropped,omitempty"`
+	Outcome         *Outcome `json:"outcome,omitempty"`
+	// NextAttemptAt: Claim skips the entry until then (per-entry backoff).
+	NextAttemptAt time.Time `json:"nextAttemptAt,omitzero"`
+	DeleteTarget  string    `json:"deleteTarget,omitempty"` // delete: the receipt's queueId, when known
+	DeleteID      string    `json:"deleteId,omitempty"`     // delete: the upstream id to send
+	DeleteDate    string    `json:"deleteDate,omitempty"`   // delete: the date to send
+	Ambiguous     int       `json:"ambiguousAttempts,omitempty"`
+}
+
+// Attempt is one try at sending an entry upstream.
+type Attempt struct {
+	At         time.Time     `json:"at"`
+	Duration   time.Duration `json:"durationNs"`
+	Result     Result        `json:"result"`
+	Error      string        `json:"error,omitempty"`
+	HTTPStatus int           `json:"httpStatus,omitempty"`
+}
+
+// Outcome is the upstream's answer as kept. It has no lottery or qrData
+// field on purpose: those must never reach the disk.
+type Outcome struct {
+	Status      string       `json:"status,omitempty"`
+	ID          string       `json:"id,omitempty"`
+	Date        string       `json:"date,omitempty"`
+	PosID       string       `json:"posId,omitempty"`
+	SubReceipts []SubReceipt `json:"receipts,omitempty"`
+	Message     string       `json:"message,omitempty"`
+	HTTPStatus  int          `json:"httpStatus,omitempty"`
+}
+
+// SubReceipt is one sub-receipt of a create response.
+type SubReceipt struct {
+	ID            string `json:"id"`
+	BankAccountID string `json:"bankAccountId,omitempty"`
+}
+
+// Options configures Open. The zero value is ready to use.
+type Options struct {
+	// Now is the clock for UpdatedAt and recovery. Nil means time.Now.
+	Now func() time.Time
+	// MaxAttempts bounds the attempt history kept per entry. Zero means 100.
+	MaxAttempts int
+}
+
+// Queue is the durable queue. It is safe for concurrent use.
+type Queue struct {
+	st          *store.Store
+	now         func() time.Time
+	maxAttempts int
+	notify      chan struct{}
+	recovered   int
+}
+
+// Open prepares the queue's buckets and recovers entries a crash left in
+// sending: receipts go back to queued and deletes to delete_queued, each
+// with an "interrupted" attempt counted as ambiguous. Open reads only the
+// sending index, never the whole queue.
+func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
+	q := &Queue{st: st, now: opts.Now, maxAttempts: opts.MaxAttempts, notify: make(chan struct{}, 1)}
+	if q.now == nil {
+		q.now = time.Now
+	}
+	if q.maxAttempts <= 0 {
+		q.maxAttempts = 100
+	}
+	err := st.Update(ctx, func(tx *bbolt.Tx) error {
+		root := tx.Bucket(store.BucketQueue)
+		if root == nil {
+			return fmt.Errorf("bucket %q missing", store.BucketQueue)
+		}
+		for _, name := range allBuckets {
+			if _, err := root.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		n, err := recoverSending(buckets(tx), q.now().UTC())
+		q.recovered = n
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open queue: %w", err)
+	}
+	if q.recovered > 0 {
+		q.signal()
+	}
+	return q, nil
+}
+
+// Recovered is how many entries Open moved out of sending.
+func (q *Queue) Recovered() int { return q.recovered }
+
+// Notify returns a channel signalled (capacity 1, never blocking) when new
+// work becomes claimable: an enqueue, a retry, a queued delete, a delete
+// whose receipt finished, or recovery at Open.
+func (q *Queue) Notify() <-chan struct{} { return q.notify }
+
+func (q *Queue) signal() {
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+func recoverSending(b bkts, now time.Time) (int, error) {
+	seqs := b.seqsInState(StateSending, 0)
+	for _, seq := range seqs {
+		e, err := b.load(seq)
+		if err != nil {
+			return 0, err
+		}
+		e.Attempts = append(e.Attempts, Attempt{At: now, Result: ResultInterrupted,
+			Error: "receiptd stopped while this attempt was in flight; it may have reached the tax service"})
+		e.Ambiguous++
+		e.NextAttemptAt = time.Time{}
+		to := StateQueued
+		if e.Kind == KindDelete {
+			to = StateDeleteQueued
+		}
+		if err := b.setState(&e, to, now); err != nil {
+			return 0, err
+		}
+	}
+	return len(seqs), nil
+}

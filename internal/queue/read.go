@@ -1,0 +1,200 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Get returns one entry, or ErrNotFound.
+func (q *Queue) Get(queueID string) (Entry, error) {
+	var e Entry
+	err := q.st.View(func(tx *bbolt.Tx) error {
+		var err error
+		e, _, err = buckets(tx).loadID(queueID)
+		return err
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("get %s: %w", queueID, err)
+	}
+	return e, nil
+}
+
+// ListOptions selects a page of entries in FIFO order.
+type ListOptions struct {
+	State State  // only this state; empty means all
+	Limit int    // page size; zero means 100, capped at 1000
+	After string // cursor: the queueId after which the page starts
+}
+
+// List returns a page of entries and the cursor for the next page (empty
+// when there is none). With State set it walks the state index only.
+func (q *Queue) List(o ListOptions) ([]Entry, string, error) {
+	limit := o.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	var after uint64
+	if o.After != "" {
+		var ok bool
+		if after, ok = ParseID(o.After); !ok {
+			return nil, "", fmt.Errorf("list: %w: bad cursor %q", ErrInvalid, o.After)
+		}
+	}
+	var out []Entry
+	var next string
+	err := q.st.View(func(tx *bbolt.Tx) error {
+		b := buckets(tx)
+		seqs := listSeqs(b, o.State, after, limit+1)
+		if len(seqs) > limit {
+			seqs = seqs[:limit]
+			next = FormatID(seqs[limit-1])
+		}
+		for _, seq := range seqs {
+			e, err := b.load(seq)
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list: %w", err)
+	}
+	return out, next, nil
+}
+
+func listSeqs(b bkts, s State, after uint64, n int) []uint64 {
+	var out []uint64
+	if s == "" {
+		c := b.entries.Cursor()
+		for k, _ := c.Seek(seqKey(after + 1)); k != nil && len(out) < n; k, _ = c.Next() {
+			out = append(out, binary.BigEndian.Uint64(k))
+		}
+		return out
+	}
+	prefix := append([]byte(s), 0)
+	c := b.bystate.Cursor()
+	for k, _ := c.Seek(stateKey(s, after+1)); k != nil && bytes.HasPrefix(k, prefix) && len(out) < n; k, _ = c.Next() {
+		out = append(out, binary.BigEndian.Uint64(k[len(prefix):]))
+	}
+	return out
+}
+
+// Counts returns the number of entries in every state, read from counters
+// kept in the same transactions as the entries.
+func (q *Queue) Counts() (map[State]int, error) {
+	out := make(map[State]int, len(AllStates))
+	err := q.st.View(func(tx *bbolt.Tx) error {
+		b := buckets(tx)
+		for _, s := range AllStates {
+			if v := b.counts.Get([]byte(s)); len(v) == 8 {
+				out[s] = int(binary.BigEndian.Uint64(v))
+			} else {
+				out[s] = 0
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counts: %w", err)
+	}
+	return out, nil
+}
+
+// unsentStates are the states of work not yet accepted upstream (package doc).
+var unsentStates = []State{StateQueued, StateSending, StateHeld, StateDeleteQueued}
+
+// OldestUnsent returns the acceptance time of the oldest unsent entry, and
+// false when there is none. It reads the first row of four state indexes.
+func (q *Queue) OldestUnsent() (time.Time, bool, error) {
+	var oldest time.Time
+	var found bool
+	err := q.st.View(func(tx *bbolt.Tx) error {
+		b := buckets(tx)
+		var first uint64
+		for _, s := range unsentStates {
+			if seqs := b.seqsInState(s, 1); len(seqs) == 1 && (first == 0 || seqs[0] < first) {
+				first = seqs[0]
+			}
+		}
+		if first == 0 {
+			return nil
+		}
+		e, err := b.load(first)
+		oldest, found = e.AcceptedAt, err == nil
+		return err
+	})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest unsent: %w", err)
+	}
+	return oldest, found, nil
+}
+
+// finished states are final until an operator acts; Prune removes them.
+var finishedStates = map[State]bool{StateSent: true, StatePayment: true, StateRejected: true,
+	StateCancelled: true, StateDeleted: true, StateDeleteRejected: true}
+
+const pruneBatch = 1000
+
+// Prune removes finished entries (sent, payment, rejected, cancelled,
+// deleted, delete_rejected) last updated before before, with their index
+// rows, in transactions of at most 1000 entries. The walk is in FIFO order
+// and stops at the first entry accepted at or after before, so it never
+// reads entries newer than the retention window.
+func (q *Queue) Prune(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	var from uint64
+	for {
+		var removed int
+		var done bool
+		err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
+			var err error
+			removed, from, done, err = pruneSome(buckets(tx), from, before)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("prune: %w", err)
+		}
+		total += removed
+		if done {
+			return total, nil
+		}
+	}
+}
+
+func pruneSome(b bkts, from uint64, before time.Time) (removed int, next uint64, done bool, err error) {
+	type victim struct {
+		seq uint64
+		e   Entry
+	}
+	var victims []victim
+	c := b.entries.Cursor()
+	k, v := c.Seek(seqKey(from))
+	for ; k != nil && len(victims) < pruneBatch; k, v = c.Next() {
+		e, err := decode(v)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if !e.AcceptedAt.Before(before) {
+			k = nil
+			break
+		}
+		if finishedStates[e.State] && e.UpdatedAt.Before(before) {
+			victims = append(victims, victim{binary.BigEndian.Uint64(k), e})
+		}
+		next = binary.BigEndian.Uint64(k) + 1
+	}
+	for _, vi := range victims {
+		if err := b.remove(vi.seq, &vi.e); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	return len(victims), next, k == nil, nil
+}
