@@ -42,6 +42,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/store"
 )
 
@@ -153,6 +154,7 @@ type Cache struct {
 	up  Upstream
 	cfg Config
 	log *zap.Logger
+	m   *metrics.Metrics // nil: no metrics
 	now func() time.Time
 
 	mu    sync.Mutex
@@ -175,8 +177,8 @@ const maxNotedTINs = 1000
 
 // New opens the cache in st's BucketCache bucket and rebuilds the in-memory
 // index from it (most recently fetched first), dropping undecodable records
-// and trimming to MaxEntries. It starts no goroutine.
-func New(ctx context.Context, st *store.Store, up Upstream, cfg Config, log *zap.Logger) (*Cache, error) {
+// and trimming to MaxEntries. It starts no goroutine. log and m may be nil.
+func New(ctx context.Context, st *store.Store, up Upstream, cfg Config, log *zap.Logger, m *metrics.Metrics) (*Cache, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -185,7 +187,7 @@ func New(ctx context.Context, st *store.Store, up Upstream, cfg Config, log *zap
 		log = zap.NewNop()
 	}
 	c := &Cache{
-		st: st, up: up, cfg: cfg, log: log.Named("cache"), now: time.Now,
+		st: st, up: up, cfg: cfg, log: log.Named("cache"), m: m, now: time.Now,
 		lru: list.New(), index: make(map[string]*list.Element),
 		kinds:     make(map[client.Op]*kindState),
 		refreshCh: make(chan lookup, 64),

@@ -126,11 +126,13 @@ func (c *Cache) serveLookup(w http.ResponseWriter, r *http.Request, lk lookup) {
 			age := now.Sub(rec.fetched)
 			ttl := c.ttl(lk.op, rec.negative)
 			if age < ttl {
+				c.m.CacheLookup(string(lk.op), "hit")
 				c.writeRecord(w, rec, Hit, now)
 				return
 			}
 			if c.cfg.MaxStale == 0 || age <= ttl+c.cfg.MaxStale {
 				c.scheduleRefresh(lk)
+				c.m.CacheLookup(string(lk.op), "stale")
 				c.writeRecord(w, rec, Stale, now)
 				return
 			}
@@ -140,6 +142,7 @@ func (c *Cache) serveLookup(w http.ResponseWriter, r *http.Request, lk lookup) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), fetchTimeout)
 	defer cancel()
 	res := c.fetch(r.Context(), fctx, lk)
+	c.m.CacheLookup(string(lk.op), "miss")
 	switch {
 	case res.rec != nil:
 		c.writeRecord(w, res.rec, Miss, c.now())

@@ -1,0 +1,382 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/sim"
+)
+
+// lookups the sim answers, with the refresh interval of their kind.
+var simLookups = []struct {
+	path  string
+	route string
+}{
+	{"/api/info/check/getBranchInfo", sim.RouteBranchInfo},
+	{"/api/receipt/receipt/getProductTaxCode", sim.RouteProductTaxCode},
+	{"/api/info/check/getInfo?tin=5317878", sim.RouteMerchantInfo},
+	{"/api/info/check/getInfo?tin=999", sim.RouteMerchantInfo}, // unknown: data null
+	{"/api/info/check/getTinInfo?regNo=2712345", sim.RouteTinInfo},
+	{"/api/info/check/getTinInfo?regNo=0000", sim.RouteTinInfo}, // unknown: status 500, data null
+	{"/rest/info", sim.RouteInfo},
+	{"/rest/bankAccounts?tin=5317878", sim.RouteBankAccounts},
+	{"/api/info/check/barcode/v2", sim.RouteClassification},
+	{"/api/info/check/barcode/v2/1", sim.RouteClassification},
+	{"/api/info/check/barcode/v2/1/11", sim.RouteClassification},
+}
+
+func TestOnlineFillsThenOfflineServesStale(t *testing.T) {
+	s := startSim(t)
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
+
+	// Online: every lookup is a MISS with the upstream's exact bytes, then a HIT.
+	want := map[string]answer{}
+	for _, l := range simLookups {
+		direct := httpGet(t, s.URL()+l.path)
+		require.Equal(t, http.StatusOK, direct.status, l.path)
+		a := e.get(t, l.path)
+		require.Equal(t, Miss, a.cache(), l.path)
+		require.Equal(t, direct.body, a.body, l.path)
+		require.Equal(t, direct.header.Get("Content-Type"), a.header.Get("Content-Type"), l.path)
+		want[l.path] = a
+	}
+	before := map[string]int{}
+	for _, l := range simLookups {
+		before[l.route] = s.Requests(l.route)
+	}
+	e.clk.Advance(30 * time.Second)
+	for _, l := range simLookups {
+		a := e.get(t, l.path)
+		require.Equal(t, Hit, a.cache(), l.path)
+		require.Equal(t, "30", a.header.Get(HeaderAge), l.path)
+		require.Equal(t, want[l.path].body, a.body, l.path)
+		require.Equal(t, before[l.route], s.Requests(l.route), "a hit asks nothing upstream: %s", l.path)
+	}
+
+	// Offline, 2 hours later: hourly and negative kinds are STALE, daily and
+	// weekly ones still HIT; every body as before.
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	e.clk.Advance(2 * time.Hour)
+	stale := map[string]bool{
+		"/api/info/check/getInfo?tin=5317878":      true, // merchant_info: 1h
+		"/api/info/check/getInfo?tin=999":          true, // negative: 10m
+		"/api/info/check/getTinInfo?regNo=0000":    true, // negative: 10m
+		"/rest/info":                               true, // info: 1h
+		"/api/info/check/getTinInfo?regNo=2712345": false,
+	}
+	for _, l := range simLookups {
+		a := e.get(t, l.path)
+		wantState := Hit
+		if stale[l.path] {
+			wantState = Stale
+		}
+		require.Equal(t, http.StatusOK, a.status, l.path)
+		require.Equal(t, wantState, a.cache(), l.path)
+		require.Equal(t, want[l.path].body, a.body, l.path)
+		require.Equal(t, strconv.Itoa(int((2*time.Hour+30*time.Second)/time.Second)), a.header.Get(HeaderAge), l.path)
+	}
+
+	// Offline a year later: still served, all STALE (no max_stale).
+	e.clk.Advance(365 * 24 * time.Hour)
+	for _, l := range simLookups {
+		a := e.get(t, l.path)
+		require.Equal(t, Stale, a.cache(), l.path)
+		require.Equal(t, want[l.path].body, a.body, l.path)
+	}
+
+	// An uncached key offline: 503 with the envelope.
+	a := e.get(t, "/api/info/check/getInfo?tin=2012345")
+	requireEnvelope(t, a, http.StatusServiceUnavailable)
+}
+
+func requireEnvelope(t *testing.T, a answer, status int) {
+	t.Helper()
+	require.Equal(t, status, a.status, a.body)
+	require.Equal(t, "application/json", a.header.Get("Content-Type"))
+	var env map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(a.body), &env), a.body)
+	require.Len(t, env, 3, a.body)
+	require.Equal(t, strconv.Itoa(status), string(env["status"]))
+	require.Equal(t, "null", string(env["data"]))
+	var msg string
+	require.NoError(t, json.Unmarshal(env["msg"], &msg))
+	require.NotEmpty(t, msg)
+}
+
+func TestConcurrentMissesMakeOneRequest(t *testing.T) {
+	s := startSim(t)
+	// The latency keeps the first fetch in flight while the others arrive.
+	require.NoError(t, s.SetFaults(sim.Faults{Latency: 300 * time.Millisecond}))
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
+	const n = 50
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			answers[i] = e.get(t, "/api/info/check/getInfo?tin=5317878")
+		}()
+	}
+	close(start)
+	wg.Wait()
+	require.Equal(t, 1, s.Requests(sim.RouteMerchantInfo))
+	misses := 0
+	for _, a := range answers {
+		require.Equal(t, http.StatusOK, a.status)
+		require.Equal(t, answers[0].body, a.body)
+		if a.cache() == Miss {
+			misses++
+		}
+	}
+	// More than one MISS: the requests overlapped and shared one fetch.
+	require.Greater(t, misses, 1)
+}
+
+func TestEvictsLeastRecentlyUsed(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"msg":"","status":200,"data":{"name":"` + r.URL.Query().Get("tin") + `"}}`))
+	})
+	st := openStore(t)
+	e := newEnv(t, st, newClient(t, up.srv.URL), Config{MaxEntries: 3})
+	get := func(tin string) answer { return e.get(t, "/api/info/check/getInfo?tin="+tin) }
+	for _, tin := range []string{"a", "b", "c"} {
+		require.Equal(t, Miss, get(tin).cache())
+	}
+	require.Equal(t, Hit, get("a").cache()) // order now, most recent first: a c b
+	require.Equal(t, Miss, get("d").cache()) // evicts b
+	require.Equal(t, 4, up.count("/api/info/check/getInfo"))
+	require.Equal(t, Hit, get("c").cache())
+	require.Equal(t, Hit, get("a").cache())
+	require.Equal(t, Hit, get("d").cache())
+	require.Equal(t, 3, e.c.Freshness()[2].Entries)
+
+	// b is gone from disk too: a new cache over the same file sees a, c, d
+	// only, and serves them with the upstream gone.
+	up.srv.Close()
+	e2 := newEnv(t, st, newClient(t, up.srv.URL), Config{MaxEntries: 3})
+	for _, tin := range []string{"a", "c", "d"} {
+		require.Equal(t, `{"msg":"","status":200,"data":{"name":"`+tin+`"}}`, e2.get(t, "/api/info/check/getInfo?tin="+tin).body)
+	}
+	requireEnvelope(t, e2.get(t, "/api/info/check/getInfo?tin=b"), http.StatusServiceUnavailable)
+}
+
+func TestRestartTrimsToMaxEntriesKeepingNewest(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`[["` + r.URL.Path[len(classPrefix):] + `","x"]]`))
+	})
+	st := openStore(t)
+	e := newEnv(t, st, newClient(t, up.srv.URL), Config{})
+	for _, seg := range []string{"1", "2", "3", "4"} {
+		e.clk.Advance(time.Minute)
+		require.Equal(t, Miss, e.get(t, classPrefix+"/"+seg).cache())
+	}
+	up.srv.Close()
+	e2 := newEnv(t, st, newClient(t, up.srv.URL), Config{MaxEntries: 2})
+	require.Equal(t, 2, e2.c.Freshness()[6].Entries)
+	require.Equal(t, `[["/4","x"]]`, e2.get(t, classPrefix+"/4").body)
+	require.Equal(t, `[["/3","x"]]`, e2.get(t, classPrefix+"/3").body)
+	requireEnvelope(t, e2.get(t, classPrefix+"/1"), http.StatusServiceUnavailable)
+}
+
+func TestUpstreamAnswers(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("tin") {
+		case "404":
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"msg":"no such thing","status":404,"data":null}`))
+		case "500":
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"msg":"boom","status":500,"data":null}`))
+		case "portal":
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = w.Write([]byte(`<html>log in to the wifi</html>`))
+		default:
+			_, _ = w.Write([]byte(`{"msg":"","status":200,"data":[]}`))
+		}
+	})
+	e := newEnv(t, openStore(t), newClient(t, up.srv.URL), Config{})
+	const path = "/api/info/check/getInfo"
+
+	a := e.get(t, "/rest/bankAccounts?tin=404")
+	require.Equal(t, http.StatusNotFound, a.status, "4xx passed through")
+	require.Equal(t, `{"msg":"no such thing","status":404,"data":null}`, a.body)
+	require.Equal(t, http.StatusNotFound, e.get(t, "/rest/bankAccounts?tin=404").status)
+	require.Equal(t, 2, up.count("/rest/bankAccounts"), "4xx not cached")
+
+	requireEnvelope(t, e.get(t, path+"?tin=500"), http.StatusServiceUnavailable)
+	requireEnvelope(t, e.get(t, path+"?tin=portal"), http.StatusServiceUnavailable)
+	requireEnvelope(t, e.get(t, path+"?tin=portal"), http.StatusServiceUnavailable)
+	require.Equal(t, 3, up.count(path), "5xx and non-JSON answers are not cached")
+	fr := e.c.Freshness()[2]
+	require.Equal(t, client.OpMerchantInfo, fr.Kind)
+	require.Equal(t, 0, fr.Entries)
+	require.Contains(t, fr.LastError, "not JSON")
+}
+
+func TestMaxStaleBoundsStaleServing(t *testing.T) {
+	s := startSim(t)
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{MaxStale: time.Hour})
+	const path = "/api/info/check/getInfo?tin=5317878"
+	require.Equal(t, Miss, e.get(t, path).cache())
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	e.clk.Advance(time.Hour + 59*time.Minute) // 59m past the 1h interval
+	require.Equal(t, Stale, e.get(t, path).cache())
+	e.clk.Advance(2 * time.Minute) // 61m past
+	requireEnvelope(t, e.get(t, path), http.StatusServiceUnavailable)
+	require.NoError(t, s.SetFaults(sim.Faults{}))
+	require.Equal(t, Miss, e.get(t, path).cache())
+}
+
+func TestSendDataPassesThrough(t *testing.T) {
+	s := startSim(t)
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
+	for i := range 2 {
+		a := e.get(t, "/rest/sendData")
+		require.Equal(t, http.StatusOK, a.status)
+		require.Empty(t, a.cache())
+		require.Equal(t, i+1, s.Requests(sim.RouteSendData), "never cached")
+	}
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	requireEnvelope(t, e.get(t, "/rest/sendData"), http.StatusServiceUnavailable)
+}
+
+func TestRoutesAndMethods(t *testing.T) {
+	s := startSim(t)
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
+	requireEnvelope(t, e.get(t, "/rest/nothing"), http.StatusNotFound)
+	requireEnvelope(t, e.get(t, "/api/info/check/barcode/v2x"), http.StatusNotFound)
+	requireEnvelope(t, e.get(t, "/api/info/check/getInfo"), http.StatusBadRequest)
+	requireEnvelope(t, e.get(t, "/api/info/check/getInfo?tin=%20"), http.StatusBadRequest)
+	requireEnvelope(t, e.get(t, "/api/info/check/getTinInfo?regNo=1&regNo=2"), http.StatusBadRequest)
+	resp, err := http.Post(e.srv.URL+"/rest/info", "application/json", nil)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, 0, s.Requests(sim.RouteMerchantInfo)+s.Requests(sim.RouteTinInfo)+s.Requests(sim.RouteInfo))
+}
+
+func TestClassificationSegmentRules(t *testing.T) {
+	s := startSim(t)
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
+	bad := map[string]string{
+		"seven segments":    "/1/11/111/1111/11111/1111111/7",
+		"empty segment":     "/1//111",
+		"trailing slash":    "/1/",
+		"bare slash":        "/",
+		"whitespace only":   "/1/%20%09",
+		"dot-dot":           "/..",
+		"eight empty slots": "///////",
+	}
+	for name, p := range bad {
+		t.Run(name, func(t *testing.T) {
+			requireEnvelope(t, e.get(t, classPrefix+p), http.StatusBadRequest)
+		})
+	}
+	require.Equal(t, 0, s.Requests(sim.RouteClassification), "nothing sent for a bad path")
+
+	// Segments are trimmed: " 1 " and "1" are one entry.
+	require.Equal(t, Miss, e.get(t, classPrefix+"/%201%20").cache())
+	a := e.get(t, classPrefix+"/1")
+	require.Equal(t, Hit, a.cache())
+	require.Equal(t, httpGet(t, s.URL()+classPrefix+"/1").body, a.body)
+	six := e.get(t, classPrefix+"/1/11/111/1111/11111/1111111")
+	require.Equal(t, http.StatusOK, six.status, six.body)
+}
+
+func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
+	s := startSim(t)
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.c.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	warmed := func() bool {
+		return s.Requests(sim.RouteBranchInfo) == 1 && s.Requests(sim.RouteProductTaxCode) == 1 &&
+			s.Requests(sim.RouteClassification) == 1
+	}
+	require.Eventually(t, warmed, 5*time.Second, 5*time.Millisecond)
+	e.c.NoteTIN(" 5317878 ")
+	require.Eventually(t, func() bool { return s.Requests(sim.RouteMerchantInfo) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, Hit, e.get(t, "/api/info/check/getInfo?tin=5317878").cache())
+	require.Equal(t, Hit, e.get(t, "/api/info/check/getBranchInfo").cache())
+
+	// Stale: served at once, one background refresh, then fresh again.
+	e.clk.Advance(2 * time.Hour)
+	require.Equal(t, Stale, e.get(t, "/api/info/check/getInfo?tin=5317878").cache())
+	require.Equal(t, Stale, e.get(t, "/api/info/check/getInfo?tin=5317878").cache())
+	require.Eventually(t, func() bool {
+		return e.get(t, "/api/info/check/getInfo?tin=5317878").cache() == Hit
+	}, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, 2, s.Requests(sim.RouteMerchantInfo))
+	fr := e.c.Freshness()[2]
+	require.Equal(t, 1, fr.Entries)
+	require.Equal(t, e.clk.Now(), fr.LastRefresh)
+
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func TestStaleRefreshFailureIsNotRetriedPerHit(t *testing.T) {
+	s := startSim(t)
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
+	const path = "/api/info/check/getInfo?tin=5317878"
+	require.Equal(t, Miss, e.get(t, path).cache())
+	require.NoError(t, s.SetFaults(sim.Faults{ErrorRate: 1}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.c.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	e.clk.Advance(2 * time.Hour)
+	require.Equal(t, Stale, e.get(t, path).cache())
+	require.Eventually(t, func() bool { return s.Requests(sim.RouteMerchantInfo) == 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return e.c.Freshness()[2].LastError != "" }, 5*time.Second, 5*time.Millisecond)
+	for range 5 {
+		require.Equal(t, Stale, e.get(t, path).cache())
+	}
+	e.clk.Advance(refreshRetry)
+	require.Equal(t, Stale, e.get(t, path).cache())
+	require.Eventually(t, func() bool { return s.Requests(sim.RouteMerchantInfo) == 3 }, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, Stale, e.get(t, path).cache())
+	require.Equal(t, 3, s.Requests(sim.RouteMerchantInfo))
+}
+
+func TestConfigValidation(t *testing.T) {
+	st := openStore(t)
+	for name, cfg := range map[string]Config{
+		"negative ttl":     {NegativeTTL: -1},
+		"negative entries": {MaxEntries: -1},
+		"negative refresh": {Refresh: map[client.Op]time.Duration{client.OpInfo: -time.Second}},
+		"uncached op":      {Refresh: map[client.Op]time.Duration{client.OpSendData: time.Second}},
+	} {
+		_, err := New(context.Background(), st, nil, cfg, nil, nil)
+		require.ErrorIs(t, err, ErrConfig, name)
+	}
+}

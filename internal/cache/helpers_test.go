@@ -1,0 +1,129 @@
+package cache
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/store/storetest"
+)
+
+// clock is a settable clock for freshness tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// startSim starts the simulator on 127.0.0.1:0.
+func startSim(t testing.TB) *sim.Sim {
+	t.Helper()
+	s := sim.New(sim.Options{Seed: 1})
+	require.NoError(t, s.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// newClient is a real client of base for both PosAPI and lookups.
+func newClient(t testing.TB, base string) *client.Client {
+	t.Helper()
+	c, err := client.New(client.Config{BaseURL: base, LookupBaseURL: base, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// env is a cache over st serving on a real local HTTP server.
+type env struct {
+	c   *Cache
+	st  *store.Store
+	srv *httptest.Server
+	clk *clock
+}
+
+func newEnv(t testing.TB, st *store.Store, up Upstream, cfg Config) *env {
+	t.Helper()
+	c, err := New(context.Background(), st, up, cfg, zaptest.NewLogger(t), nil)
+	require.NoError(t, err)
+	clk := newClock()
+	c.now = clk.Now
+	srv := httptest.NewServer(c.Handler())
+	t.Cleanup(srv.Close)
+	return &env{c: c, st: st, srv: srv, clk: clk}
+}
+
+// answer is one local response, read whole.
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (e *env) get(t testing.TB, path string) answer {
+	t.Helper()
+	return httpGet(t, e.srv.URL+path)
+}
+
+func httpGet(t testing.TB, url string) answer {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return answer{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+func (a answer) cache() string { return a.header.Get(HeaderCache) }
+
+// fakeUpstream is an httptest upstream answering from a function, counting
+// requests per path.
+type fakeUpstream struct {
+	mu     sync.Mutex
+	counts map[string]int
+	srv    *httptest.Server
+}
+
+func newFakeUpstream(t testing.TB, h http.HandlerFunc) *fakeUpstream {
+	t.Helper()
+	f := &fakeUpstream{counts: map[string]int{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.counts[r.URL.Path]++
+		f.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeUpstream) count(path string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts[path]
+}
+
+func openStore(t testing.TB) *store.Store { return storetest.Open(t) }
