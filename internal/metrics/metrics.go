@@ -1,0 +1,271 @@
+// Package metrics owns receiptd's Prometheus collectors and the /metrics
+// handler.
+//
+// Every method works on a nil *Metrics and then does nothing, so the store,
+// the sync worker, the cache and the API can be built and tested without
+// metrics. A *Metrics is safe for concurrent use. It has its own registry
+// (never the global default one), holding receiptd's series plus the Go
+// runtime and process collectors.
+//
+// Series (all prefixed receiptd_):
+//
+//	send_attempts_total{kind,outcome}     counter   sync worker, one per upstream call
+//	send_duration_seconds{kind}           histogram upstream call latency
+//	ambiguous_attempts_total              counter   request sent, answer lost
+//	upstream_up                           gauge     1 reachable, 0 not (0 until first told)
+//	unsent_alert_level                    gauge     0 none, 1 warn, 2 critical
+//	commit_duration_seconds               histogram store group commit incl. fsync
+//	commit_batch_size                     histogram writes per group commit
+//	cache_requests_total{kind,result}     counter   lookup cache: hit, miss, stale
+//	http_requests_total{route,code}       counter   local API
+//	http_request_duration_seconds{route}  histogram local API latency
+//	queue_entries{state}                  gauge     read at scrape time (WatchQueue)
+//	oldest_unsent_age_seconds             gauge     read at scrape time (WatchQueue)
+//	queue_stats_ok                        gauge     1 if the last scrape could read the queue
+//
+// Label values are the caller's: kind, outcome, result and route must come
+// from small fixed sets (a route is the route pattern, never the raw path).
+// As a guard, routes past the first 64 distinct ones are counted as "other".
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const namespace = "receiptd"
+
+// maxRoutes bounds the route label's cardinality.
+const maxRoutes = 64
+
+// Bucket boundaries, in seconds or entries.
+var (
+	// Upstream calls: tens of milliseconds on a good day, tens of seconds
+	// while PosAPI flushes its own backlog.
+	sendBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60}
+	// Group commit with fsync: about 0.5 to 20 ms; doubling from 0.25 ms
+	// to 256 ms resolves that range and shows a slow disk, plus 1 s.
+	commitBuckets = append(prometheus.ExponentialBuckets(0.00025, 2, 11), 1)
+	batchBuckets  = prometheus.ExponentialBuckets(1, 2, 10) // 1 .. 512
+	// Local API: sub-millisecond lookups to POST /rest/receipt waiting up
+	// to accept.wait (5 s by default) or longer on request.
+	httpBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+)
+
+// Metrics holds receiptd's collectors. The zero value is not usable; build
+// one with New, or use a nil *Metrics for "no metrics".
+type Metrics struct {
+	reg *prometheus.Registry
+
+	sendAttempts   *prometheus.CounterVec
+	sendDuration   *prometheus.HistogramVec
+	ambiguous      prometheus.Counter
+	upstreamUp     prometheus.Gauge
+	alertLevel     prometheus.Gauge
+	commitDuration prometheus.Histogram
+	commitBatch    prometheus.Histogram
+	cacheRequests  *prometheus.CounterVec
+	httpRequests   *prometheus.CounterVec
+	httpDuration   *prometheus.HistogramVec
+	queue          *queueCollector
+
+	routesMu sync.Mutex
+	routes   map[string]struct{}
+}
+
+// New builds a Metrics with its own registry, holding receiptd's series and
+// the Go runtime and process collectors. It starts nothing.
+func New() *Metrics {
+	m := &Metrics{
+		reg:    prometheus.NewRegistry(),
+		routes: make(map[string]struct{}),
+		sendAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "send_attempts_total",
+			Help: "Upstream send attempts by entry kind (receipt, delete) and outcome.",
+		}, []string{"kind", "outcome"}),
+		sendDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "send_duration_seconds",
+			Help:    "Duration of upstream send attempts.",
+			Buckets: sendBuckets,
+		}, []string{"kind"}),
+		ambiguous: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "ambiguous_attempts_total",
+			Help: "Send attempts whose request may have reached the upstream but whose answer was lost.",
+		}),
+		upstreamUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "upstream_up",
+			Help: "1 when the tax service was reachable at the last attempt or probe, 0 otherwise.",
+		}),
+		alertLevel: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "unsent_alert_level",
+			Help: "Ageing of the oldest unsent entry: 0 none, 1 warn, 2 critical.",
+		}),
+		commitDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "commit_duration_seconds",
+			Help:    "Duration of database group commits, fsync included.",
+			Buckets: commitBuckets,
+		}),
+		commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "commit_batch_size",
+			Help:    "Number of writes made durable by one group commit.",
+			Buckets: batchBuckets,
+		}),
+		cacheRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "cache_requests_total",
+			Help: "Lookup cache requests by lookup kind and result (hit, miss, stale).",
+		}, []string{"kind", "result"}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "http_requests_total",
+			Help: "Local API requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "http_request_duration_seconds",
+			Help:    "Local API request duration by route pattern.",
+			Buckets: httpBuckets,
+		}, []string{"route"}),
+		queue: newQueueCollector(),
+	}
+	m.reg.MustRegister(
+		m.sendAttempts, m.sendDuration, m.ambiguous, m.upstreamUp, m.alertLevel,
+		m.commitDuration, m.commitBatch, m.cacheRequests, m.httpRequests,
+		m.httpDuration, m.queue,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format. A collector
+// that fails is left out of the answer rather than failing the scrape. On a
+// nil *Metrics it answers 404 "metrics are disabled".
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "metrics are disabled", http.StatusNotFound)
+		})
+	}
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      m.reg,
+	})
+}
+
+// Register adds another collector (say, database statistics) to the
+// registry. It returns the registry's error for a duplicate or inconsistent
+// collector; on a nil *Metrics it does nothing and returns nil.
+func (m *Metrics) Register(c prometheus.Collector) error {
+	if m == nil {
+		return nil
+	}
+	return m.reg.Register(c)
+}
+
+// SendAttempt counts one upstream call of an entry of the given kind
+// ("receipt", "delete") and its outcome (say "success", "rejected",
+// "payment", "transient", "ambiguous") and records its duration.
+func (m *Metrics) SendAttempt(kind, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	kind = labelValue(kind)
+	m.sendAttempts.WithLabelValues(kind, labelValue(outcome)).Inc()
+	m.sendDuration.WithLabelValues(kind).Observe(d.Seconds())
+}
+
+// Ambiguous counts one attempt whose answer was lost after the request may
+// have reached the upstream.
+func (m *Metrics) Ambiguous() {
+	if m == nil {
+		return
+	}
+	m.ambiguous.Inc()
+}
+
+// SetUpstreamUp records whether the upstream is reachable.
+func (m *Metrics) SetUpstreamUp(up bool) {
+	if m == nil {
+		return
+	}
+	if up {
+		m.upstreamUp.Set(1)
+		return
+	}
+	m.upstreamUp.Set(0)
+}
+
+// SetAlertLevel records the ageing level of the oldest unsent entry:
+// "none" (0), "warn" or "warning" (1), "critical" (2), in any case. Other
+// values are ignored and leave the gauge as it was.
+func (m *Metrics) SetAlertLevel(level string) {
+	if m == nil {
+		return
+	}
+	switch strings.ToLower(strings.TrimSpace(level)) {
+	case "none", "":
+		m.alertLevel.Set(0)
+	case "warn", "warning":
+		m.alertLevel.Set(1)
+	case "critical":
+		m.alertLevel.Set(2)
+	}
+}
+
+// Commit records one group commit: its duration (fsync included) and how
+// many writes it made durable.
+func (m *Metrics) Commit(d time.Duration, batchSize int) {
+	if m == nil {
+		return
+	}
+	m.commitDuration.Observe(d.Seconds())
+	m.commitBatch.Observe(float64(batchSize))
+}
+
+// CacheLookup counts one lookup cache request of the given kind (say
+// "branchInfo") and its result: "hit", "miss" or "stale".
+func (m *Metrics) CacheLookup(kind, result string) {
+	if m == nil {
+		return
+	}
+	m.cacheRequests.WithLabelValues(labelValue(kind), labelValue(result)).Inc()
+}
+
+// HTTPRequest counts one local API request by its route pattern (not the
+// raw path) and status code, and records its duration.
+func (m *Metrics) HTTPRequest(route string, code int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	route = m.boundedRoute(labelValue(route))
+	m.httpRequests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	m.httpDuration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func (m *Metrics) boundedRoute(route string) string {
+	m.routesMu.Lock()
+	defer m.routesMu.Unlock()
+	if _, ok := m.routes[route]; ok {
+		return route
+	}
+	if len(m.routes) >= maxRoutes {
+		return "other"
+	}
+	m.routes[route] = struct{}{}
+	return route
+}
+
+// labelValue makes any string a legal label value: the client library
+// panics on invalid UTF-8.
+func labelValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
