@@ -1,0 +1,207 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/store/storetest"
+)
+
+var (
+	ctx = context.Background()
+	t0  = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+)
+
+func openQueue(t *testing.T, path string) (*queue.Queue, *store.Store) {
+	t.Helper()
+	st := storetest.OpenPath(t, path)
+	q, err := queue.Open(ctx, st, queue.Options{Now: func() time.Time { return t0.Add(time.Hour) }})
+	require.NoError(t, err)
+	return q, st
+}
+
+func newQueue(t *testing.T) *queue.Queue {
+	t.Helper()
+	q, _ := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	return q
+}
+
+func receipt(n int) queue.NewReceipt {
+	return queue.NewReceipt{
+		IdemKey: fmt.Sprintf("key-%d", n), BodyHash: fmt.Sprintf("hash-%d", n),
+		Body:        []byte(fmt.Sprintf(`{ "billIdSuffix": "%d", "totalAmount": 1000.10 }`, n)),
+		MerchantTin: "123", PosNo: "1", BillIDSuffix: fmt.Sprint(n), Now: t0.Add(time.Duration(n) * time.Second),
+	}
+}
+
+func enqueue(t *testing.T, q *queue.Queue, n int) queue.Entry {
+	t.Helper()
+	e, replayed, err := q.Enqueue(ctx, receipt(n))
+	require.NoError(t, err)
+	require.False(t, replayed)
+	return e
+}
+
+func claimOne(t *testing.T, q *queue.Queue, want string) queue.Entry {
+	t.Helper()
+	got, err := q.Claim(ctx, 1, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, want, got[0].QueueID)
+	require.Equal(t, queue.StateSending, got[0].State)
+	return got[0]
+}
+
+func finish(t *testing.T, q *queue.Queue, id string, next queue.State, o *queue.Outcome) queue.Entry {
+	t.Helper()
+	e, err := q.Finish(ctx, id, queue.Attempt{At: t0, Duration: time.Second, Result: queue.ResultSuccess}, next, o, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, next, e.State)
+	return e
+}
+
+func counts(t *testing.T, q *queue.Queue) map[queue.State]int {
+	t.Helper()
+	c, err := q.Counts()
+	require.NoError(t, err)
+	return c
+}
+
+func TestEnqueueFIFOIdempotencyAndRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	q, st := openQueue(t, path)
+	a, b := enqueue(t, q, 1), enqueue(t, q, 2)
+	require.Equal(t, "Q000000000001", a.QueueID)
+	require.Equal(t, "Q000000000002", b.QueueID)
+	require.Equal(t, receipt(1).Body, []byte(a.Body), "the POS bytes are kept exactly")
+
+	again, replayed, err := q.Enqueue(ctx, receipt(1))
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, a.QueueID, again.QueueID)
+
+	other := receipt(1)
+	other.BodyHash = "different"
+	_, _, err = q.Enqueue(ctx, other)
+	require.ErrorIs(t, err, queue.ErrConflict)
+
+	bad := receipt(3)
+	bad.Body = []byte(`{"unterminated"`)
+	_, _, err = q.Enqueue(ctx, bad)
+	require.ErrorIs(t, err, queue.ErrInvalid)
+	require.Equal(t, 2, counts(t, q)[queue.StateQueued], "nothing stored on conflict or error")
+
+	require.NoError(t, st.Close())
+	q2, _ := openQueue(t, path)
+	again, replayed, err = q2.Enqueue(ctx, receipt(2))
+	require.NoError(t, err)
+	require.True(t, replayed, "idempotency keys survive a restart")
+	require.Equal(t, b.QueueID, again.QueueID)
+	_, _, err = q2.Enqueue(ctx, other)
+	require.ErrorIs(t, err, queue.ErrConflict)
+	got, err := q2.Get(a.QueueID)
+	require.NoError(t, err)
+	require.Equal(t, a.Body, got.Body)
+	require.Equal(t, t0.Add(time.Second), got.AcceptedAt)
+	require.Equal(t, 3, enqueueID(t, q2, 3))
+}
+
+func enqueueID(t *testing.T, q *queue.Queue, n int) int {
+	seq, ok := queue.ParseID(enqueue(t, q, n).QueueID)
+	require.True(t, ok)
+	return int(seq)
+}
+
+func TestGetUnknown(t *testing.T) {
+	q := newQueue(t)
+	for _, id := range []string{"Q000000000001", "nonsense", ""} {
+		_, err := q.Get(id)
+		require.ErrorIs(t, err, queue.ErrNotFound, id)
+	}
+}
+
+func TestClaimOrderLimitAndBackoff(t *testing.T) {
+	q := newQueue(t)
+	for i := 1; i <= 5; i++ {
+		enqueue(t, q, i)
+	}
+	got, err := q.Claim(ctx, 2, t0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Q000000000001", "Q000000000002"}, []string{got[0].QueueID, got[1].QueueID})
+
+	retryAt := t0.Add(time.Minute)
+	_, err = q.Finish(ctx, got[0].QueueID, queue.Attempt{At: t0, Result: queue.ResultTransient, Error: "503"},
+		queue.StateQueued, nil, retryAt)
+	require.NoError(t, err)
+
+	got, err = q.Claim(ctx, 10, t0)
+	require.NoError(t, err)
+	require.Len(t, got, 3, "entry 1 waits for its backoff")
+	require.Equal(t, "Q000000000003", got[0].QueueID)
+
+	got, err = q.Claim(ctx, 10, retryAt)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, "Q000000000001", got[0].QueueID)
+	require.Len(t, got[0].Attempts, 1)
+	require.Equal(t, 5, counts(t, q)[queue.StateSending])
+}
+
+func TestRecoveryPutsSendingBackAsAmbiguous(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	q, st := openQueue(t, path)
+	r := enqueue(t, q, 1)
+	enqueue(t, q, 2)
+	claimOne(t, q, r.QueueID)
+	finish(t, q, r.QueueID, queue.StateSent, &queue.Outcome{Status: "SUCCESS", ID: "U1", Date: "2025-03-01 17:00:00"})
+	d, _, err := q.RequestDelete(ctx, r.QueueID, "", t0)
+	require.NoError(t, err)
+	got, err := q.Claim(ctx, 2, t0.Add(time.Hour))
+	require.NoError(t, err)
+	require.Len(t, got, 2) // receipt 2 and the delete
+	require.NoError(t, st.Close())
+
+	q2, _ := openQueue(t, path)
+	require.Equal(t, 2, q2.Recovered())
+	select {
+	case <-q2.Notify():
+	default:
+		t.Fatal("recovered work must wake the worker")
+	}
+	e, err := q2.Get("Q000000000002")
+	require.NoError(t, err)
+	require.Equal(t, queue.StateQueued, e.State)
+	require.Equal(t, 1, e.Ambiguous)
+	require.Equal(t, queue.ResultInterrupted, e.Attempts[0].Result)
+	e, err = q2.Get(d.QueueID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StateDeleteQueued, e.State)
+	c := counts(t, q2)
+	require.Equal(t, 0, c[queue.StateSending])
+	require.Equal(t, 1, c[queue.StateQueued])
+	require.Equal(t, 1, c[queue.StateDeleteQueued])
+}
+
+func TestAttemptHistoryIsBounded(t *testing.T) {
+	st := storetest.Open(t)
+	q, err := queue.Open(ctx, st, queue.Options{MaxAttempts: 3})
+	require.NoError(t, err)
+	e := enqueue(t, q, 1)
+	for i := range 5 {
+		claimOne(t, q, e.QueueID)
+		e, err = q.Finish(ctx, e.QueueID, queue.Attempt{At: t0.Add(time.Duration(i) * time.Minute),
+			Result: queue.ResultTransient, Error: fmt.Sprint("try ", i)}, queue.StateQueued, nil, time.Time{})
+		require.NoError(t, err)
+	}
+	require.Len(t, e.Attempts, 3)
+	require.Equal(t, 2, e.AttemptsDropped)
+	require.Equal(t, "try 0", e.Attempts[0].Error, "the first attempt is kept")
+	require.Equal(t, "try 4", e.Attempts[2].Error)
+}
