@@ -154,7 +154,7 @@ func TestEvictsLeastRecentlyUsed(t *testing.T) {
 	for _, tin := range []string{"a", "b", "c"} {
 		require.Equal(t, Miss, get(tin).cache())
 	}
-	require.Equal(t, Hit, get("a").cache()) // order now, most recent first: a c b
+	require.Equal(t, Hit, get("a").cache())  // order now, most recent first: a c b
 	require.Equal(t, Miss, get("d").cache()) // evicts b
 	require.Equal(t, 4, up.count("/api/info/check/getInfo"))
 	require.Equal(t, Hit, get("c").cache())

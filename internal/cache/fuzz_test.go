@@ -1,0 +1,98 @@
+package cache
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/receiptd/receiptd/internal/client"
+)
+
+// FuzzParseRoute: any path and query either maps to a lookup that obeys the
+// segment and parameter rules and whose key survives a restart (the stored
+// key rebuilds the same lookup), or is refused with a documented error.
+func FuzzParseRoute(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"/rest/info", ""},
+		{"/rest/bankAccounts", "tin=5317878"},
+		{"/api/info/check/getInfo", "tin=+1+"},
+		{"/api/info/check/getTinInfo", "regNo=%D0%A3%D0%91900&x=1"},
+		{"/api/info/check/getBranchInfo", ""},
+		{"/api/receipt/receipt/getProductTaxCode", ""},
+		{"/rest/sendData", ""},
+		{classPrefix, ""},
+		{classPrefix + "/", ""},
+		{classPrefix + "/1/11/111/1111/11111/1111111", ""},
+		{classPrefix + "/1/11/111/1111/11111/1111111/x", ""},
+		{classPrefix + "/%20/1", ""},
+		{classPrefix + "/a%2Fb/..", ""},
+		{classPrefix + "/%zz", ""},
+		{classPrefix + "x", ""},
+		{"/api/info/check/getInfo", "tin=1&tin=2"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, path, rawQuery string) {
+		q, _ := url.ParseQuery(rawQuery)
+		lk, err := parseRoute(path, q)
+		if err != nil {
+			if !errors.Is(err, ErrBadRequest) && !errors.Is(err, errNoRoute) {
+				t.Fatalf("undocumented error %v", err)
+			}
+			return
+		}
+		if lk.op == client.OpSendData {
+			return
+		}
+		if !cachedOp(lk.op) {
+			t.Fatalf("op %q is not cached", lk.op)
+		}
+		if lk.op != client.OpClassification && (lk.param == "" || len(lk.param) > maxParam ||
+			strings.TrimSpace(lk.param) != lk.param || strings.ContainsFunc(lk.param, isControl)) {
+			if _, ok := paramOf[lk.op]; ok {
+				t.Fatalf("bad parameter %q passed", lk.param)
+			}
+		}
+		if lk.op == client.OpClassification {
+			if len(lk.segs) > client.MaxSegments {
+				t.Fatalf("%d segments", len(lk.segs))
+			}
+			for _, s := range lk.segs {
+				if s == "" || strings.TrimSpace(s) != s || s == "." || s == ".." {
+					t.Fatalf("bad segment %q passed", s)
+				}
+			}
+		}
+		back, err := lookupFromKey(lk.op, lk.param)
+		if err != nil {
+			t.Fatalf("stored key %q of %s does not load: %v", lk.param, lk.op, err)
+		}
+		if back.key() != lk.key() || strings.Join(back.segs, "\x00") != strings.Join(lk.segs, "\x00") {
+			t.Fatalf("key round trip: %q %q became %q %q", lk.param, lk.segs, back.param, back.segs)
+		}
+		if back.query().Encode() != lk.query().Encode() {
+			t.Fatalf("query changed: %q vs %q", back.query().Encode(), lk.query().Encode())
+		}
+	})
+}
+
+// FuzzDecodeRecord: a damaged record never panics, and a decodable one
+// re-encodes to the same bytes.
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add(record{status: 200, contentType: "application/json", body: []byte(`{"data":null}`)}.encode())
+	f.Add(record{status: 299, negative: true}.encode())
+	f.Add([]byte{1, 0, 0})
+	f.Fuzz(func(t *testing.T, v []byte) {
+		r, err := decodeRecord(v, true)
+		if err != nil {
+			if !errors.Is(err, ErrBadRecord) {
+				t.Fatalf("undocumented error %v", err)
+			}
+			return
+		}
+		if got := r.encode(); string(got) != string(v) {
+			t.Fatalf("re-encoded %x, was %x", got, v)
+		}
+	})
+}
