@@ -1,0 +1,196 @@
+package queue_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// benchBody is a typical receipt request (~600 bytes).
+var benchBody = []byte(`{"totalAmount":11000.00,"totalVAT":1000.00,"totalCityTax":0,"districtCode":"0102",` +
+	`"merchantTin":"37900846788","branchNo":"001","posNo":"0001","type":"B2C_RECEIPT","billIdSuffix":"000001",` +
+	`"receipts":[{"totalAmount":11000.00,"taxType":"VAT_ABLE","merchantTin":"37900846788","totalVAT":1000.00,` +
+	`"items":[{"name":"Coffee","barCode":"6901234567892","barCodeType":"GS1","classificationCode":"2349010",` +
+	`"measureUnit":"pcs","qty":2,"unitPrice":5500.00,"totalVAT":1000.00,"totalCityTax":0,"totalAmount":11000.00}]}],` +
+	`"payments":[{"code":"CASH","status":"PAID","paidAmount":11000.00}]}`)
+
+var writerCounts = []int{1, 8, 64}
+
+// runWriters runs total operations spread over w goroutines and reports
+// latency percentiles.
+func runWriters(b *testing.B, w int, op func(i int64) error) {
+	var next atomic.Int64
+	lat := make([][]time.Duration, w)
+	var wg sync.WaitGroup
+	errs := make(chan error, w)
+	b.ResetTimer()
+	for g := range w {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				start := time.Now()
+				if err := op(i); err != nil {
+					errs <- err
+					return
+				}
+				lat[g] = append(lat[g], time.Since(start))
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+}
+
+// BenchmarkEnqueue measures durable enqueues (one fsynced commit per group)
+// at 1, 8 and 64 concurrent writers. Compare with BenchmarkRawUpdate.
+func BenchmarkEnqueue(b *testing.B) {
+	for _, w := range writerCounts {
+		b.Run(fmt.Sprintf("writers=%d", w), func(b *testing.B) {
+			st, err := store.Open(filepath.Join(b.TempDir(), "receiptd.db"), store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			q, err := queue.Open(ctx, st, queue.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			before := st.Stats()
+			runWriters(b, w, func(i int64) error {
+				key := fmt.Sprint("k", i)
+				_, _, err := q.Enqueue(ctx, queue.NewReceipt{IdemKey: key, BodyHash: key, Body: benchBody})
+				return err
+			})
+			after := st.Stats()
+			b.ReportMetric(float64(after.Updates-before.Updates)/float64(max(1, after.Commits-before.Commits)), "items/commit")
+		})
+	}
+}
+
+// BenchmarkRawUpdate is the baseline: one plain bbolt db.Update per item,
+// same body, same temp directory (same disk), default bbolt options.
+func BenchmarkRawUpdate(b *testing.B) {
+	for _, w := range writerCounts {
+		b.Run(fmt.Sprintf("writers=%d", w), func(b *testing.B) {
+			db, err := bbolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			runWriters(b, w, func(int64) error {
+				return db.Update(func(tx *bbolt.Tx) error {
+					bk, err := tx.CreateBucketIfNotExists([]byte("raw"))
+					if err != nil {
+						return err
+					}
+					seq, _ := bk.NextSequence()
+					return bk.Put(fmt.Appendf(nil, "%016d", seq), benchBody)
+				})
+			})
+		})
+	}
+}
+
+// BenchmarkOpenBacklog100k builds a 100k-entry backlog once, then measures
+// opening it (store.Open with and without the full check, plus queue.Open)
+// and the Go heap and process RSS right after open.
+func BenchmarkOpenBacklog100k(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "receiptd.db")
+	buildBacklog(b, path, 100_000)
+	fi, _ := os.Stat(path)
+	b.ReportMetric(float64(fi.Size())/(1<<20), "file-MiB")
+	for _, skip := range []bool{false, true} {
+		b.Run(fmt.Sprintf("skipcheck=%v", skip), func(b *testing.B) {
+			var heap, rss uint64
+			for b.Loop() {
+				runtime.GC()
+				var m0, m1 runtime.MemStats
+				runtime.ReadMemStats(&m0)
+				st, err := store.Open(path, store.Options{SkipCheckOnOpen: skip})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := queue.Open(ctx, st, queue.Options{}); err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&m1)
+				heap, rss = m1.HeapAlloc-min(m0.HeapAlloc, m1.HeapAlloc), rssKiB()
+				if err := st.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(heap)/1024, "heap-KiB-after-open")
+			b.ReportMetric(float64(rss)/1024, "rss-MiB")
+		})
+	}
+}
+
+func buildBacklog(b *testing.B, path string, n int) {
+	st, err := store.Open(path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	q, err := queue.Open(ctx, st, queue.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				key := fmt.Sprint("k", i)
+				if _, _, err := q.Enqueue(ctx, queue.NewReceipt{IdemKey: key, BodyHash: key, Body: benchBody}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// rssKiB reads the resident set size on Linux; elsewhere it reports 0.
+func rssKiB() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			var kib uint64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kib)
+			return kib
+		}
+	}
+	return 0
+}
+
