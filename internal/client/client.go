@@ -142,8 +142,13 @@ type Client struct {
 	timeout          time.Duration
 	headers          map[string]string
 	lookupHeaders    map[string]string
-	hc               *http.Client
+	hc               *http.Client // lookups and other GETs, keep-alive
 	transport        *http.Transport
+	// sendHC carries creates and deletes, each on a fresh connection: a
+	// POST written to a keep-alive connection the upstream has just closed
+	// would come back as Ambiguous although nothing was processed.
+	sendHC        *http.Client
+	sendTransport *http.Transport
 }
 
 // New validates cfg and returns a Client. It opens no connection.
@@ -183,12 +188,18 @@ func New(cfg Config) (*Client, error) {
 		transport: tr,
 	}
 	c.hc = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+	c.sendTransport = tr.Clone()
+	c.sendTransport.DisableKeepAlives = true
+	c.sendHC = &http.Client{Transport: c.sendTransport, CheckRedirect: checkRedirect}
 	return c, nil
 }
 
 // CloseIdleConnections closes idle keep-alive connections; the Client stays
 // usable.
-func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() {
+	c.transport.CloseIdleConnections()
+	c.sendTransport.CloseIdleConnections()
+}
 
 // checkRedirect never follows a redirect of a create or delete: re-sending a
 // receipt somewhere else is the caller's decision.

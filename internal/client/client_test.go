@@ -245,3 +245,33 @@ func TestOpsAndPaths(t *testing.T) {
 	}
 	require.Equal(t, 5, lookups)
 }
+
+// TestCreatesUseFreshConnections: a create never rides a keep-alive
+// connection the upstream may have closed meanwhile; lookups do reuse.
+func TestCreatesUseFreshConnections(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]map[string]bool{}
+	base := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		if conns[r.Method] == nil {
+			conns[r.Method] = map[string]bool{}
+		}
+		conns[r.Method][r.RemoteAddr] = true
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"status":"SUCCESS","msg":"","data":null}`)
+	})
+	c, err := client.New(client.Config{BaseURL: base, LookupBaseURL: base})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for range 3 {
+		_, err := c.CreateReceipt(ctx, []byte(`{}`))
+		require.NoError(t, err)
+		_, err = c.MerchantInfo(ctx, "1")
+		require.NoError(t, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, conns["POST"], 3)
+	require.Len(t, conns["GET"], 1)
+}

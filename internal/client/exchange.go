@@ -66,7 +66,11 @@ func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte
 		return nil, &Error{Op: op, Class: NotSent, Err: fmt.Errorf("build request: %w", err)}
 	}
 	c.setHeaders(req, op, body != nil)
-	resp, err := c.hc.Do(req)
+	hc := c.hc
+	if op.method() != http.MethodGet {
+		hc = c.sendHC
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, tr.transportError(op, err)
 	}
