@@ -1,0 +1,108 @@
+package syncer
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Ageing alert levels, as /receiptd/status reports them.
+const (
+	AlertNone     = "none"
+	AlertWarn     = "warn"
+	AlertCritical = "critical"
+)
+
+// AlertLevel is the ageing level of an oldest unsent entry of the given age.
+func AlertLevel(age, warn, critical time.Duration) string {
+	switch {
+	case age >= critical:
+		return AlertCritical
+	case age >= warn:
+		return AlertWarn
+	default:
+		return AlertNone
+	}
+}
+
+// alertState is the last ageing check; guarded by Worker.mu.
+type alertState struct {
+	level string
+	age   time.Duration
+}
+
+// Status is what the worker knows of the upstream and the queue's ageing.
+type Status struct {
+	Up          bool
+	Since       time.Time // when Up last changed (or the worker started)
+	LastSuccess time.Time // zero if nothing was accepted since start
+	LastError   string    // the last failure's text, if any
+	Alert       string    // AlertNone, AlertWarn or AlertCritical at the last check
+	OldestAge   time.Duration
+}
+
+// Status returns a snapshot of the worker's view.
+func (w *Worker) Status() Status {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	level := w.alert.level
+	if level == "" {
+		level = AlertNone
+	}
+	return Status{
+		Up: !w.link.down, Since: w.link.since, LastSuccess: w.link.lastSuccess,
+		LastError: w.link.lastError, Alert: level, OldestAge: w.alert.age,
+	}
+}
+
+// alertLoop checks the oldest unsent entry's age and expires held results
+// until ctx ends.
+func (w *Worker) alertLoop(ctx context.Context) {
+	t := time.NewTicker(w.cfg.AlertInterval)
+	defer t.Stop()
+	w.checkAge()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.checkAge()
+			w.mu.Lock()
+			w.handoffs.expire(w.now())
+			w.mu.Unlock()
+		}
+	}
+}
+
+// checkAge logs once per crossing of an ageing threshold, not every tick.
+func (w *Worker) checkAge() {
+	oldest, ok, err := w.q.OldestUnsent()
+	if err != nil {
+		w.log.Error("read oldest unsent entry", zap.Error(err))
+		return
+	}
+	var age time.Duration
+	if ok {
+		age = max(w.now().Sub(oldest), 0)
+	}
+	level := AlertLevel(age, w.cfg.UnsentWarn, w.cfg.UnsentCritical)
+	w.mu.Lock()
+	prev := w.alert.level
+	w.alert = alertState{level: level, age: age}
+	w.mu.Unlock()
+	w.m.SetAlertLevel(level)
+	if level == prev || (prev == "" && level == AlertNone) {
+		return
+	}
+	switch level {
+	case AlertCritical:
+		w.log.Error("oldest unsent receipt is past the critical age: check the connection to the tax service",
+			zap.Duration("age", age), zap.Duration("critical", w.cfg.UnsentCritical))
+	case AlertWarn:
+		w.log.Warn("oldest unsent receipt is past the warning age",
+			zap.Duration("age", age), zap.Duration("warn", w.cfg.UnsentWarn))
+	default:
+		w.log.Info("unsent receipts are no longer ageing", zap.Duration("age", age))
+	}
+}

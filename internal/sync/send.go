@@ -1,0 +1,247 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/queue"
+)
+
+// attemptResult is everything one attempt decided.
+type attemptResult struct {
+	attempt       queue.Attempt
+	next          queue.State
+	outcome       *queue.Outcome
+	nextAttemptAt time.Time
+	handoff       Result
+	retryAfter    time.Duration
+	err           error
+}
+
+// send carries out one attempt for e, which Claim has marked sending, and
+// records its outcome. e's slot is freed as soon as the upstream has
+// answered, so that the next claim shares a commit with this outcome.
+func (w *Worker) send(ctx context.Context, e queue.Entry, holdsSlot bool) {
+	start := w.now()
+	var res attemptResult
+	if e.Kind == queue.KindDelete {
+		res = w.sendDelete(ctx, e)
+	} else {
+		res = w.sendReceipt(ctx, e)
+	}
+	res.attempt.At = start
+	res.attempt.Duration = w.now().Sub(start)
+	if holdsSlot {
+		<-w.slots
+		w.signal()
+	}
+	w.noteLink(res)
+	w.record(e, res)
+	w.signal()
+}
+
+// sendReceipt sends a create request and maps its answer to a state.
+func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
+	r, err := w.up.CreateReceipt(ctx, e.Body)
+	if err == nil {
+		res := attemptResult{next: queue.StateSent, outcome: outcomeOf(r)}
+		res.attempt.Result = queue.ResultSuccess
+		if r.Status == "PAYMENT" {
+			res.next, res.attempt.Result = queue.StatePayment, queue.ResultPayment
+		}
+		res.attempt.HTTPStatus = r.HTTPStatus
+		res.handoff = Result{Answered: true, StatusCode: r.HTTPStatus, Body: r.Body}
+		return res
+	}
+	res := w.failed(e, err, queue.StateQueued)
+	if res.attempt.Result == queue.ResultRejected {
+		res.next = queue.StateRejected
+		if r != nil {
+			res.outcome = outcomeOf(r)
+		}
+	}
+	if res.attempt.Result == queue.ResultAmbiguous && w.cfg.OnAmbiguous == "hold" {
+		res.next, res.nextAttemptAt = queue.StateHeld, time.Time{}
+	}
+	return res
+}
+
+// sendDelete sends a delete request and maps its answer to a state.
+func (w *Worker) sendDelete(ctx context.Context, e queue.Entry) attemptResult {
+	err := w.up.DeleteReceipt(ctx, e.DeleteID, e.DeleteDate)
+	if err == nil {
+		res := attemptResult{next: queue.StateDeleted}
+		res.attempt.Result, res.attempt.HTTPStatus = queue.ResultSuccess, 200
+		res.outcome = &queue.Outcome{Status: "SUCCESS", ID: e.DeleteID, Date: e.DeleteDate, HTTPStatus: 200}
+		res.handoff = Result{Answered: true, StatusCode: 200}
+		return res
+	}
+	res := w.failed(e, err, queue.StateDeleteQueued)
+	if res.attempt.Result == queue.ResultRejected {
+		res.next = queue.StateDeleteRejected
+	}
+	return res
+}
+
+// failed maps a send error to an attempt result; retry is the state an
+// entry returns to when it will be sent again.
+func (w *Worker) failed(e queue.Entry, err error, retry queue.State) attemptResult {
+	res := attemptResult{next: retry, err: err}
+	res.attempt.Error = err.Error()
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		res.attempt.HTTPStatus = ce.StatusCode
+	}
+	n := len(e.Attempts) + 1
+	class, ok := client.ClassOf(err)
+	switch {
+	case ok && class == client.Rejected:
+		res.attempt.Result = queue.ResultRejected
+		res.outcome = &queue.Outcome{Status: "ERROR", Message: ce.Message, HTTPStatus: ce.StatusCode}
+		res.handoff = Result{Answered: true, StatusCode: ce.StatusCode, Body: ce.Body}
+	case ok && class == client.NotSent:
+		// The global backoff paces the next try; the entry keeps its place.
+		res.attempt.Result = queue.ResultNotSent
+	case ok && class == client.Transient:
+		res.attempt.Result = queue.ResultTransient
+		res.retryAfter = ce.RetryAfter
+		res.nextAttemptAt = w.now().Add(w.retryDelay(n, ce.RetryAfter))
+	default:
+		// Ambiguous, or an error the client could not classify: the request
+		// may have been processed, so it counts as ambiguous.
+		res.attempt.Result = queue.ResultAmbiguous
+		res.nextAttemptAt = w.now().Add(w.retryDelay(n, 0))
+	}
+	return res
+}
+
+// outcomeOf keeps what may be stored of an upstream answer: never the
+// lottery number or the QR data.
+func outcomeOf(r *client.Receipt) *queue.Outcome {
+	o := &queue.Outcome{
+		Status: r.Status, ID: r.ID, Date: r.Date, PosID: r.PosID.String(),
+		Message: r.Message, HTTPStatus: r.HTTPStatus,
+	}
+	for _, s := range r.SubReceipts {
+		o.SubReceipts = append(o.SubReceipts, queue.SubReceipt{ID: s.ID, BankAccountID: s.BankAccountID})
+	}
+	return o
+}
+
+// record writes the attempt's outcome, then hands the upstream's answer to
+// a waiting POS. Writing is retried: an outcome left unrecorded would make
+// the entry look ambiguous after a restart and be sent again.
+func (w *Worker) record(e queue.Entry, res attemptResult) {
+	kind := string(e.Kind)
+	w.m.SendAttempt(kind, string(res.attempt.Result), res.attempt.Duration)
+	if res.attempt.Result == queue.ResultAmbiguous {
+		w.m.Ambiguous()
+	}
+	var err error
+	for try := 0; try < 5; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = w.q.Finish(ctx, e.QueueID, res.attempt, res.next, res.outcome, res.nextAttemptAt)
+		cancel()
+		if err == nil {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+	}
+	log := w.log.With(zap.String("queueId", e.QueueID), zap.String("kind", kind))
+	if err != nil {
+		log.Error("record outcome; the entry will count as ambiguous after a restart",
+			zap.String("result", string(res.attempt.Result)), zap.Error(err))
+		w.publish(e.QueueID, Result{State: queue.StateSending})
+		return
+	}
+	switch res.next {
+	case queue.StateRejected, queue.StateDeleteRejected:
+		log.Warn("rejected by the tax service", zap.Int("httpStatus", res.attempt.HTTPStatus), zap.String("message", res.outcome.Message))
+	case queue.StateHeld:
+		log.Warn("ambiguous attempt: held for an operator", zap.Error(res.err))
+	case queue.StatePayment:
+		log.Info("payment incomplete: entry in state payment")
+	}
+	res.handoff.State = res.next
+	w.publish(e.QueueID, res.handoff)
+}
+
+// noteLink updates what the worker knows of the upstream from one attempt.
+func (w *Worker) noteLink(res attemptResult) {
+	switch res.attempt.Result {
+	case queue.ResultSuccess, queue.ResultPayment, queue.ResultRejected:
+		w.markUp(res.attempt.Result != queue.ResultRejected)
+	case queue.ResultNotSent:
+		w.markDown(res.err)
+	default:
+		w.mu.Lock()
+		w.link.failures++
+		w.link.lastError = res.attempt.Error
+		if res.retryAfter > 0 && res.attempt.HTTPStatus == 429 {
+			w.link.pauseUntil = w.now().Add(res.retryAfter)
+		}
+		tooMany := w.link.failures >= w.cfg.DownAfter
+		w.mu.Unlock()
+		if tooMany {
+			w.markDown(res.err)
+		}
+	}
+}
+
+// markUp records an answer from the upstream; success says whether it
+// accepted the request (it counts as the last success).
+func (w *Worker) markUp(success bool) {
+	now := w.now()
+	w.mu.Lock()
+	wasDown, since := w.link.down, w.link.since
+	w.link.failures = 0
+	if success {
+		w.link.lastSuccess = now
+	}
+	if wasDown {
+		w.link.down, w.link.since = false, now
+	}
+	w.mu.Unlock()
+	if wasDown {
+		w.m.SetUpstreamUp(true)
+		w.log.Info("tax service reachable again; draining the queue", zap.Duration("downFor", now.Sub(since)))
+		w.signal()
+	}
+}
+
+// markDown records that the upstream cannot be reached. Waiting POS
+// requests are released at once: nothing will answer them soon.
+func (w *Worker) markDown(err error) {
+	now := w.now()
+	w.mu.Lock()
+	wasDown := w.link.down
+	if err != nil {
+		w.link.lastError = err.Error()
+	}
+	if !wasDown {
+		w.link.down, w.link.since = true, now
+	}
+	w.handoffs.failWaiters()
+	w.mu.Unlock()
+	if !wasDown {
+		w.m.SetUpstreamUp(false)
+		w.log.Warn("tax service unreachable; receipts stay queued, probing with backoff", zap.Error(err))
+	}
+}
+
+func (w *Worker) isDown() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.link.down
+}
+
+// pausedFor is how long a 429's Retry-After still forbids sending.
+func (w *Worker) pausedFor() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.link.pauseUntil.Sub(w.now())
+}

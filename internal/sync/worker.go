@@ -1,0 +1,292 @@
+// Package syncer drains the receipt queue to the tax service. It lives in
+// the folder internal/sync, as the design names it, and is called syncer so
+// that it does not shadow the standard library's sync package.
+//
+// The Worker owns every upstream send. It claims queued entries oldest
+// first, sends up to Config.Concurrency of them at once, and records each
+// outcome in the queue before it forgets the attempt. What it promises:
+//
+//   - An entry is marked sending (durably) before its request leaves, so a
+//     crash mid-send is recovered as an ambiguous attempt, never lost.
+//   - A rejected entry is finished and never blocks the entries behind it;
+//     a transiently failing one waits out its own backoff while the rest go on.
+//   - When the upstream cannot be reached the whole worker backs off
+//     (cenkalti/backoff, jittered, capped at Config.MaxBackoff, never giving
+//     up) and probes with one request at that pace; the first answer brings
+//     it back to full concurrency.
+//   - The upstream's answer, lottery number and QR data included, is handed
+//     to a waiting POS and kept in memory for Config.ResultTTL at most; it is
+//     never written to disk or to a log.
+package syncer
+
+import (
+	"context"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/metrics"
+	"github.com/receiptd/receiptd/internal/queue"
+)
+
+// Upstream is the part of the tax service client the worker uses;
+// *client.Client implements it.
+type Upstream interface {
+	CreateReceipt(ctx context.Context, body []byte) (*client.Receipt, error)
+	DeleteReceipt(ctx context.Context, id, date string) error
+	Get(ctx context.Context, op client.Op, query url.Values, segments ...string) (*client.Raw, error)
+}
+
+// Config tunes the worker. Every zero value means the default given.
+type Config struct {
+	Concurrency     int           // sends in flight at once; zero: 2
+	MinBackoff      time.Duration // first retry interval; zero: 1s
+	MaxBackoff      time.Duration // cap of every retry interval; zero: 10s
+	OnAmbiguous     string        // "retry" (zero) or "hold"
+	DownAfter       int           // consecutive failed answers that mark the upstream down; zero: 3
+	ShutdownTimeout time.Duration // how long in-flight sends may finish at shutdown; zero: 10s
+	ResultTTL       time.Duration // how long upstream answers stay in memory; zero: 5m
+	MaxResults      int           // how many upstream answers stay in memory; zero: 10000
+	UnsentWarn      time.Duration // oldest unsent age that warns; zero: 24h
+	UnsentCritical  time.Duration // oldest unsent age that is critical; zero: 72h
+	AlertInterval   time.Duration // how often the ageing is checked; zero: 30s
+	PollInterval    time.Duration // how often entries waiting out a backoff are looked for; zero: 1s
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 2
+	}
+	if c.DownAfter <= 0 {
+		c.DownAfter = 3
+	}
+	if c.MaxResults <= 0 {
+		c.MaxResults = 10000
+	}
+	if c.OnAmbiguous == "" {
+		c.OnAmbiguous = "retry"
+	}
+	def(&c.MinBackoff, time.Second)
+	def(&c.MaxBackoff, 10*time.Second)
+	def(&c.ShutdownTimeout, 10*time.Second)
+	def(&c.ResultTTL, 5*time.Minute)
+	def(&c.UnsentWarn, 24*time.Hour)
+	def(&c.UnsentCritical, 72*time.Hour)
+	def(&c.AlertInterval, 30*time.Second)
+	def(&c.PollInterval, time.Second)
+	return c
+}
+
+// Worker drains the queue upstream. Create it with New and run it with Run;
+// the other methods may be called from any goroutine.
+type Worker struct {
+	q   *queue.Queue
+	up  Upstream
+	log *zap.Logger
+	m   *metrics.Metrics
+	cfg Config
+	now func() time.Time
+
+	slots chan struct{} // one token per send in flight
+	wake  chan struct{} // a slot came free or an outcome was recorded
+
+	mu       sync.Mutex
+	link     linkState
+	alert    alertState
+	handoffs handoffs
+}
+
+// linkState is what the worker knows of the upstream; guarded by Worker.mu.
+type linkState struct {
+	down        bool
+	since       time.Time // when down last changed (start-up counts)
+	lastSuccess time.Time
+	lastError   string
+	failures    int       // consecutive failed attempts
+	pauseUntil  time.Time // a 429 Retry-After: send nothing before then
+}
+
+// New returns a worker; it starts nothing until Run. m may be nil.
+func New(q *queue.Queue, up Upstream, cfg Config, log *zap.Logger, m *metrics.Metrics) *Worker {
+	cfg = cfg.withDefaults()
+	w := &Worker{
+		q: q, up: up, log: log.Named("sync"), m: m, cfg: cfg, now: time.Now,
+		slots: make(chan struct{}, cfg.Concurrency),
+		wake:  make(chan struct{}, 1),
+	}
+	w.link.since = w.now()
+	w.handoffs = newHandoffs(cfg.ResultTTL, cfg.MaxResults)
+	m.SetUpstreamUp(true)
+	return w
+}
+
+// Run drains the queue until ctx ends, then lets the sends in flight finish
+// for up to Config.ShutdownTimeout and records their outcomes. Sends still
+// running after that are cancelled and recorded as ambiguous. Run returns
+// only when no goroutine of the worker is left.
+func (w *Worker) Run(ctx context.Context) {
+	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSends()
+	var sends, loops sync.WaitGroup
+	loops.Add(1)
+	go func() {
+		defer loops.Done()
+		w.alertLoop(ctx)
+	}()
+	w.drainLoop(ctx, sendCtx, &sends)
+	loops.Wait()
+
+	finished := make(chan struct{})
+	go func() {
+		sends.Wait()
+		close(finished)
+	}()
+	timer := time.NewTimer(w.cfg.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-finished:
+	case <-timer.C:
+		w.log.Warn("shutdown timeout: cancelling sends in flight", zap.Duration("timeout", w.cfg.ShutdownTimeout))
+		cancelSends()
+		<-finished
+	}
+}
+
+// drainLoop claims and dispatches entries until ctx ends.
+func (w *Worker) drainLoop(ctx, sendCtx context.Context, sends *sync.WaitGroup) {
+	probe := w.newBackoff()
+	poll := time.NewTicker(w.cfg.PollInterval)
+	defer poll.Stop()
+	for ctx.Err() == nil {
+		if w.isDown() {
+			if !sleep(ctx, probe.NextBackOff()) {
+				return
+			}
+			w.probe(ctx, sendCtx)
+			if !w.isDown() {
+				probe.Reset()
+			}
+			continue
+		}
+		if wait := w.pausedFor(); wait > 0 {
+			sleep(ctx, wait)
+			continue
+		}
+		if w.dispatch(ctx, sendCtx, sends) {
+			continue // there may be more to claim right away
+		}
+		select {
+		case <-ctx.Done():
+		case <-w.q.Notify():
+		case <-w.wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// dispatch claims as many entries as there are free slots and starts a
+// send for each. It reports whether every free slot was filled.
+func (w *Worker) dispatch(ctx, sendCtx context.Context, sends *sync.WaitGroup) bool {
+	free := cap(w.slots) - len(w.slots)
+	if free == 0 {
+		return false
+	}
+	entries, err := w.q.Claim(ctx, free, w.now())
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Error("claim entries", zap.Error(err))
+		}
+		sleep(ctx, w.cfg.PollInterval)
+		return false
+	}
+	for _, e := range entries {
+		w.slots <- struct{}{}
+		sends.Add(1)
+		go func() {
+			defer sends.Done()
+			w.send(sendCtx, e, true)
+		}()
+	}
+	return len(entries) == free
+}
+
+// probe sends one request while the upstream is thought down: the oldest
+// due entry, or when there is none a PosAPI info request, so that the
+// status shows the recovery even with an empty queue.
+func (w *Worker) probe(ctx, sendCtx context.Context) {
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	entries, err := w.q.Claim(ctx, 1, w.now())
+	if err != nil || len(entries) == 0 {
+		<-w.slots
+		if err != nil && ctx.Err() == nil {
+			w.log.Error("claim entry for probe", zap.Error(err))
+		}
+		w.ping(sendCtx)
+		return
+	}
+	w.send(sendCtx, entries[0], true)
+}
+
+// ping asks PosAPI for its info; any HTTP answer shows it reachable.
+func (w *Worker) ping(ctx context.Context) {
+	_, err := w.up.Get(ctx, client.OpInfo, nil)
+	class, classified := client.ClassOf(err)
+	if err == nil || (classified && (class == client.Rejected || class == client.Transient)) {
+		w.markUp(false)
+		return
+	}
+	w.log.Debug("probe failed", zap.Error(err))
+}
+
+// newBackoff returns the jittered exponential backoff every wait uses.
+func (w *Worker) newBackoff() *backoff.ExponentialBackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(w.cfg.MinBackoff),
+		backoff.WithMaxInterval(w.cfg.MaxBackoff),
+		backoff.WithMaxElapsedTime(0), // never give up
+	)
+}
+
+// retryDelay is how long an entry waits after its n-th failed attempt:
+// the n-th step of the same backoff, or the upstream's Retry-After.
+func (w *Worker) retryDelay(n int, retryAfter time.Duration) time.Duration {
+	b := w.newBackoff()
+	var d time.Duration
+	for i := 0; i < n && i < 64; i++ {
+		d = b.NextBackOff()
+	}
+	return max(d, retryAfter)
+}
+
+// sleep waits for d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// signal wakes the drain loop without blocking.
+func (w *Worker) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
