@@ -259,7 +259,11 @@ func TestCreatesUseFreshConnections(t *testing.T) {
 		}
 		conns[r.Method][r.RemoteAddr] = true
 		mu.Unlock()
-		_, _ = io.WriteString(w, `{"status":"SUCCESS","msg":"","data":null}`)
+		if r.Method == "POST" {
+			_, _ = io.WriteString(w, `{"status":"SUCCESS"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"msg":"","status":200,"data":null}`)
 	})
 	c, err := client.New(client.Config{BaseURL: base, LookupBaseURL: base})
 	require.NoError(t, err)
