@@ -72,7 +72,21 @@ func answer(code int, header map[string]string, body string) http.HandlerFunc {
 	}
 }
 
-func TestErrorClassification(t *testing.T) {
+// classCase is one row of the classification table.
+type classCase struct {
+	name       string
+	base       func(t *testing.T) string
+	proxy      func(t *testing.T) string
+	class      client.Class
+	status     int
+	message    string
+	retryAfter time.Duration // lower bound
+	receipt    bool          // a *Receipt comes back with the error
+}
+
+// classCases are the servers (or absences of one) and what each must
+// yield for a create.
+func classCases(t *testing.T) []classCase {
 	dropSim := sim.New(sim.Options{})
 	require.NoError(t, dropSim.SetFaults(sim.Faults{DropRate: 1}))
 	tlsSrv := httptest.NewUnstartedServer(answer(200, nil, `{"status":"SUCCESS"}`))
@@ -81,16 +95,7 @@ func TestErrorClassification(t *testing.T) {
 	t.Cleanup(tlsSrv.Close)
 	httpDate := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
 
-	cases := []struct {
-		name       string
-		base       func(t *testing.T) string
-		proxy      func(t *testing.T) string
-		class      client.Class
-		status     int
-		message    string
-		retryAfter time.Duration // lower bound
-		receipt    bool          // a *Receipt comes back with the error
-	}{
+	return []classCase{
 		{name: "closed port", base: func(t *testing.T) string { return "http://" + closedAddr(t) }, class: client.NotSent},
 		{name: "proxy refused", base: func(*testing.T) string { return "https://tax.example" },
 			proxy: func(t *testing.T) string { return "http://" + closedAddr(t) }, class: client.NotSent},
@@ -131,6 +136,10 @@ func TestErrorClassification(t *testing.T) {
 			return handlerServer(t, answer(302, map[string]string{"Location": "/elsewhere"}, ``))
 		}, class: client.Transient, status: 302, receipt: true},
 	}
+}
+
+func TestErrorClassification(t *testing.T) {
+	cases := classCases(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := client.Config{BaseURL: tc.base(t), Timeout: 300 * time.Millisecond}
