@@ -1,0 +1,237 @@
+// Package api owns receiptd's local HTTP API: the routes POS software and
+// operators use (product.md, "Local API"), and the security rules that keep
+// that localhost surface safe from browsers and other programs.
+//
+// # Promises
+//
+//   - Every 2xx answer to POST or DELETE /rest/receipt comes after the entry is
+//     fsynced (queue.Enqueue and queue.RequestDelete return only then), and
+//     carries X-Queue-Id, replays included.
+//   - A body that fails validation gets 400 with every problem listed
+//     ({"status":"ERROR","message":"<path>: <problem>","errors":[...]}) and
+//     nothing is stored. A body is forwarded upstream byte for byte.
+//   - The wait rule: a create (or a queued delete) waits up to Options.Wait,
+//     or what the request asks with "Prefer: wait=N" (RFC 7240) capped at
+//     Options.MaxWait, for the upstream's answer, and answers with the
+//     upstream's own status code and body. Without an answer in time, when
+//     the upstream is known down, or once an attempt has failed, it answers
+//     202 {"queueId","state","message"} at once. "Prefer: respond-async" means
+//     no wait. An honoured preference is echoed in Preference-Applied.
+//   - The lottery number, the QR data and request bodies are never logged;
+//     customer identifiers are logged masked.
+//
+// # Replays
+//
+// A create whose idempotency key and body match an earlier one gets the
+// earlier entry's queueId and the header Idempotent-Replayed: true; nothing
+// is sent twice. What a POS that lost the first answer needs is the printable
+// answer, so the replay answer is, in order:
+//   - the upstream's answer verbatim (lottery and QR included) while the sync
+//     worker still holds it in memory;
+//   - for an entry still queued or being sent: the wait rule again, exactly as
+//     for a first request;
+//   - for a rejected entry: the upstream's refusal as kept, with its status code
+//     ({"status":"ERROR","message",...});
+//   - otherwise (sent or payment once the answer has left memory, held,
+//     cancelled): 202 {"queueId","state","message","outcome"}. The lottery
+//     number and QR data of a sent receipt cannot be given again: the law
+//     forbids keeping them, so the message says so and the POS must not print
+//     the receipt as a fresh one.
+//
+// # Security rules, in the order they are checked
+//
+//  1. Host: a loopback name (localhost, 127.0.0.0/8, [::1]) or one of
+//     Options.AllowedHosts, else 403 (DNS rebinding). Requests arriving on a
+//     Unix socket are exempt: no browser can reach one.
+//  2. Browsers: Sec-Fetch-Site other than same-origin or none, or an Origin
+//     whose host is not the request's Host, is 403.
+//  3. With Options.Token set, every route but /healthz needs
+//     "Authorization: Bearer <token>" (constant-time compare), else 401.
+//  4. POST and DELETE need Content-Type application/json (parameters such as
+//     charset allowed), else 415. A simple cross-site form cannot send it.
+//  5. Bodies over Options.MaxBody are 413. Nesting depth is bounded by the
+//     receipt parser; header size and read/write/idle timeouts by Serve.
+package api
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/metrics"
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/store"
+	syncer "github.com/receiptd/receiptd/internal/sync"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultWait            = 5 * time.Second
+	DefaultMaxWait         = 60 * time.Second
+	DefaultMaxBody         = 1 << 20
+	DefaultShutdownTimeout = 5 * time.Second
+	// MaxHeaderBytes bounds the request line and headers of one request.
+	MaxHeaderBytes = 64 << 10
+	// MaxIdempotencyKey bounds the length of an Idempotency-Key header.
+	MaxIdempotencyKey = 255
+)
+
+// Headers of the local API.
+const (
+	HeaderQueueID           = "X-Queue-Id"
+	HeaderReplayed          = "Idempotent-Replayed"
+	HeaderIdempotencyKey    = "Idempotency-Key"
+	HeaderPrefer            = "Prefer"
+	HeaderPreferenceApplied = "Preference-Applied"
+)
+
+// Deps are the parts of receiptd the API serves from. Store, Queue and Log
+// are required. Worker may be nil (then nothing waits: every accepted request
+// is answered 202), Lookups may be nil (lookup routes answer 503), Metrics
+// and NoteTIN may be nil.
+type Deps struct {
+	Store   *store.Store
+	Queue   *queue.Queue
+	Worker  *syncer.Worker
+	Lookups http.Handler
+	Metrics *metrics.Metrics
+	Log     *zap.Logger
+	// NoteTIN is told every merchant TIN of an accepted receipt, so the
+	// lookup cache can warm its merchant info.
+	NoteTIN func(tin string)
+}
+
+// Options tune the API. Every zero value means the default given.
+type Options struct {
+	Wait    time.Duration // accept.wait; zero: DefaultWait
+	MaxWait time.Duration // bound on Prefer: wait=N; zero: DefaultMaxWait
+	// Token is auth.token; empty means no authentication.
+	Token string
+	// AllowedHosts are Host names accepted besides the loopback ones
+	// (localhost, 127.0.0.0/8, [::1]); compared without case and port.
+	AllowedHosts []string
+	// Location is the zone of the idempotency day; nil means time.Local.
+	Location *time.Location
+	// UnsentWarn and UnsentCritical are the ageing thresholds reported by
+	// /receiptd/status; zero: 24h and 72h.
+	UnsentWarn, UnsentCritical time.Duration
+	Version                    string
+	MaxBody                    int64 // zero: DefaultMaxBody (1 MiB)
+	// ShutdownTimeout bounds how long Serve waits for requests in flight
+	// once its context ends; zero: DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Wait <= 0 {
+		o.Wait = DefaultWait
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWait
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.UnsentWarn <= 0 {
+		o.UnsentWarn = 24 * time.Hour
+	}
+	if o.UnsentCritical <= 0 {
+		o.UnsentCritical = 72 * time.Hour
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Server is the local API. Create it with New; Handler and Serve may be
+// used from any goroutine, and Serve may run on several listeners at once.
+type Server struct {
+	d       Deps
+	o       Options
+	log     *zap.Logger
+	ready   atomic.Bool
+	handler http.Handler
+	// quit ends every wait for an upstream answer once a Serve is shutting
+	// down, so waiting POS requests get their 202 instead of delaying it.
+	quit     context.Context
+	quitOnce context.CancelFunc
+}
+
+// New returns a Server; it starts nothing. It is not ready (/readyz 503)
+// until SetReady(true).
+func New(d Deps, o Options) *Server {
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	s := &Server{d: d, o: o.withDefaults(), log: d.Log.Named("api")}
+	s.quit, s.quitOnce = context.WithCancel(context.Background())
+	s.handler = s.routes()
+	return s
+}
+
+// Handler returns the whole route table behind the security rules and the
+// request metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// SetReady sets what /readyz answers.
+func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /rest/receipt", s.createReceipt)
+	mux.HandleFunc("DELETE /rest/receipt", s.deleteReceipt)
+	mux.HandleFunc("GET /receiptd/entries/{queueId}", s.getEntry)
+	mux.HandleFunc("GET /receiptd/entries", s.listEntries)
+	mux.HandleFunc("POST /receiptd/entries/{queueId}/retry", s.retryEntry)
+	mux.HandleFunc("GET /receiptd/status", s.status)
+	mux.HandleFunc("GET /receiptd/backup", s.backup)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.d.Metrics.Handler())
+	lookups := s.d.Lookups
+	if lookups == nil {
+		lookups = http.HandlerFunc(noLookups)
+	}
+	for _, p := range lookupRoutes {
+		mux.Handle("GET "+p, lookups)
+	}
+	return s.measure(s.secure(mux))
+}
+
+// lookupRoutes are served by Deps.Lookups (the lookup cache).
+var lookupRoutes = []string{
+	"/rest/info", "/rest/bankAccounts", "/rest/sendData",
+	"/api/info/check/getBranchInfo", "/api/receipt/receipt/getProductTaxCode",
+	"/api/info/check/getInfo", "/api/info/check/getTinInfo",
+	"/api/info/check/barcode/v2", "/api/info/check/barcode/v2/",
+}
+
+func noLookups(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusServiceUnavailable, map[string]any{
+		"msg": "lookups are not configured", "status": http.StatusServiceUnavailable, "data": nil,
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

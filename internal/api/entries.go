@@ -1,0 +1,196 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/queue"
+	syncer "github.com/receiptd/receiptd/internal/sync"
+)
+
+// maxListLimit is the largest page GET /receiptd/entries serves.
+const maxListLimit = 1000
+
+// entryView is an entry as GET /receiptd/entries shows it: outcome is
+// always present (null until there is one), as product.md lists it.
+type entryView struct {
+	queue.Entry
+	Outcome *queue.Outcome `json:"outcome"`
+}
+
+func viewOf(e queue.Entry) entryView { return entryView{Entry: e, Outcome: e.Outcome} }
+
+// entryPage is one page of GET /receiptd/entries; next is the cursor for
+// the following page ("after"), empty on the last one.
+type entryPage struct {
+	Entries []entryView `json:"entries"`
+	Next    string      `json:"next"`
+}
+
+func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("queueId")
+	e, err := s.d.Queue.Get(id)
+	if err != nil {
+		s.fail(w, "get entry", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOf(e))
+}
+
+func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
+	opts, msg := listOptions(r)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	entries, next, err := s.d.Queue.List(opts)
+	if err != nil {
+		s.fail(w, "list entries", err)
+		return
+	}
+	page := entryPage{Entries: make([]entryView, 0, len(entries)), Next: next}
+	for _, e := range entries {
+		page.Entries = append(page.Entries, viewOf(e))
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// listOptions reads state, limit and after; a bad value is answered with
+// the message returned.
+func listOptions(r *http.Request) (queue.ListOptions, string) {
+	q := r.URL.Query()
+	var o queue.ListOptions
+	if st := q.Get("state"); st != "" {
+		if !slices.Contains(queue.AllStates, queue.State(st)) {
+			return o, fmt.Sprintf("state: must be one of %v", queue.AllStates)
+		}
+		o.State = queue.State(st)
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxListLimit {
+			return o, fmt.Sprintf("limit: must be a whole number from 1 to %d", maxListLimit)
+		}
+		o.Limit = n
+	}
+	if a := q.Get("after"); a != "" {
+		if _, ok := queue.ParseID(a); !ok {
+			return o, "after: must be a queueId such as Q000000000042"
+		}
+		o.After = a
+	}
+	return o, ""
+}
+
+func (s *Server) retryEntry(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("queueId")
+	e, err := s.d.Queue.Retry(r.Context(), id)
+	if err != nil {
+		s.fail(w, "retry entry", err)
+		return
+	}
+	s.log.Info("entry put back in the queue by an operator", zap.String("queueId", id))
+	writeJSON(w, http.StatusOK, viewOf(e))
+}
+
+// Status is what GET /receiptd/status answers (product.md, "Shapes other
+// programs rely on").
+type Status struct {
+	// Counts has every state, zero included.
+	Counts map[queue.State]int `json:"counts"`
+	// OldestUnsentAge is the age in whole seconds of the oldest entry not yet
+	// accepted upstream; 0 when there is none.
+	OldestUnsentAge int64          `json:"oldestUnsentAge"`
+	Alert           string         `json:"alert"` // none, warn or critical
+	Upstream        UpstreamStatus `json:"upstream"`
+	// LastSuccess is when the upstream last accepted a request since start;
+	// null when it has not.
+	LastSuccess *time.Time `json:"lastSuccess"`
+	Version     string     `json:"version"`
+}
+
+// UpstreamStatus is the tax service's reachability as the sync worker sees it.
+type UpstreamStatus struct {
+	State     string    `json:"state"` // up or down
+	Since     time.Time `json:"since"`
+	LastError string    `json:"lastError,omitempty"`
+}
+
+// StatusJSON gathers what /receiptd/status answers; the status page uses it
+// too. ctx is accepted for the future: the reads are in-memory counters and
+// one index row each.
+func (s *Server) StatusJSON(_ context.Context) (Status, error) {
+	counts, err := s.d.Queue.Counts()
+	if err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
+	st := Status{Counts: map[queue.State]int{}, Version: s.o.Version, Upstream: UpstreamStatus{State: "up"}}
+	for _, state := range queue.AllStates {
+		st.Counts[state] = counts[state]
+	}
+	oldest, ok, err := s.d.Queue.OldestUnsent()
+	if err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
+	var age time.Duration
+	if ok {
+		age = max(s.o.Now().Sub(oldest), 0)
+	}
+	st.OldestUnsentAge = int64(age / time.Second)
+	st.Alert = syncer.AlertLevel(age, s.o.UnsentWarn, s.o.UnsentCritical)
+	if !ok {
+		st.Alert = syncer.AlertNone
+	}
+	if s.d.Worker != nil {
+		ws := s.d.Worker.Status()
+		if !ws.Up {
+			st.Upstream.State = "down"
+		}
+		st.Upstream.Since, st.Upstream.LastError = ws.Since.UTC(), ws.LastError
+		if !ws.LastSuccess.IsZero() {
+			ls := ws.LastSuccess.UTC()
+			st.LastSuccess = &ls
+		}
+	}
+	return st, nil
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	st, err := s.StatusJSON(r.Context())
+	if err != nil {
+		s.fail(w, "status", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// backupWriteTime bounds the streaming of one backup; it replaces the
+// server's WriteTimeout, which is sized for receipts.
+const backupWriteTime = 30 * time.Minute
+
+func (s *Server) backup(w http.ResponseWriter, r *http.Request) {
+	name := "receiptd-" + s.o.Now().UTC().Format("20060102T150405Z") + ".db"
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(backupWriteTime))
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	w.Header().Set("Cache-Control", "no-store")
+	n, err := s.d.Store.Backup(w)
+	if err != nil {
+		s.log.Error("backup failed; the copy sent is incomplete", zap.Int64("bytesSent", n), zap.Error(err))
+		if n == 0 {
+			w.Header().Del("Content-Disposition")
+			writeError(w, http.StatusInternalServerError, "backup failed: see the receiptd log")
+			return
+		}
+		// Break the connection so the client cannot take a truncated copy for
+		// a complete one.
+		panic(http.ErrAbortHandler)
+	}
+	s.log.Info("backup streamed", zap.Int64("bytes", n))
+}

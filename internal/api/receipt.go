@@ -1,0 +1,243 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/logging"
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/receipt"
+	syncer "github.com/receiptd/receiptd/internal/sync"
+)
+
+// clientKeyPrefix keeps Idempotency-Key values apart from the keys
+// receipt.DefaultKey derives, whatever a POS puts in the header.
+const clientKeyPrefix = "key:"
+
+// accepted is the body of a 202 (and of a local 200 such as a cancel).
+type accepted struct {
+	QueueID string         `json:"queueId"`
+	State   queue.State    `json:"state"`
+	Message string         `json:"message"`
+	Outcome *queue.Outcome `json:"outcome,omitempty"`
+}
+
+func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	c, err := receipt.ParseCreate(body)
+	if err != nil {
+		s.fail(w, "create", err)
+		return
+	}
+	key, msg := s.idempotencyKey(r, c)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	e, replayed, err := s.d.Queue.Enqueue(r.Context(), queue.NewReceipt{
+		IdemKey: key, Body: body, BodyHash: receipt.Fingerprint(body),
+		MerchantTin: c.MerchantTin, PosNo: c.PosNo, BillIDSuffix: c.BillIDSuffix, Now: s.o.Now(),
+	})
+	if err != nil {
+		s.fail(w, "create", err)
+		return
+	}
+	s.log.Info("receipt accepted", zap.String("queueId", e.QueueID), zap.Bool("replayed", replayed),
+		zap.String("merchantTin", c.MerchantTin), zap.String("posNo", c.PosNo), zap.String("billIdSuffix", c.BillIDSuffix),
+		logging.CustomerTin(c.CustomerTin), logging.ConsumerNo(c.ConsumerNo))
+	if s.d.NoteTIN != nil {
+		for _, tin := range c.TINs {
+			s.d.NoteTIN(tin)
+		}
+	}
+	w.Header().Set(HeaderQueueID, e.QueueID)
+	if replayed {
+		w.Header().Set(HeaderReplayed, "true")
+		s.answerReplay(w, r, e)
+		return
+	}
+	s.answerAfterWait(w, r, e)
+}
+
+func (s *Server) deleteReceipt(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	d, err := receipt.ParseDelete(body)
+	if err != nil {
+		s.fail(w, "delete", err)
+		return
+	}
+	e, action, err := s.d.Queue.RequestDelete(r.Context(), d.ID, d.Date, s.o.Now())
+	if err != nil {
+		s.fail(w, "delete", err)
+		return
+	}
+	s.log.Info("delete requested", zap.String("id", d.ID), zap.String("queueId", e.QueueID), zap.String("action", string(action)))
+	w.Header().Set(HeaderQueueID, e.QueueID)
+	switch {
+	case action == queue.DeleteCancelled:
+		writeJSON(w, http.StatusOK, accepted{QueueID: e.QueueID, State: e.State,
+			Message: "cancelled before it reached the tax service: it will never be sent"})
+	case e.State == queue.StateDeleteQueued || e.State == queue.StateSending:
+		s.answerAfterWait(w, r, e)
+	default:
+		s.answerFinished(w, e)
+	}
+}
+
+// readBody reads the whole body within MaxBody (secure installed the
+// limit). On failure it has answered.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		return body, true
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		writeError(w, http.StatusRequestEntityTooLarge, tooLarge(s.o.MaxBody))
+	} else {
+		writeError(w, http.StatusBadRequest, "body: could not be read")
+	}
+	return nil, false
+}
+
+// fail answers err and logs the server's own failures.
+func (s *Server) fail(w http.ResponseWriter, op string, err error) {
+	if writeFailure(w, err, s.o.MaxBody) {
+		s.log.Error(op+" failed", zap.Error(err))
+	}
+}
+
+// idempotencyKey is the Idempotency-Key header, else the key derived from
+// merchantTin, posNo, billIdSuffix and the local day. A bad header is
+// answered with the message returned.
+func (s *Server) idempotencyKey(r *http.Request, c *receipt.Create) (string, string) {
+	k := strings.TrimSpace(r.Header.Get(HeaderIdempotencyKey))
+	if k == "" {
+		return receipt.DefaultKey(c, s.o.Now(), s.o.Location), ""
+	}
+	if len(k) > MaxIdempotencyKey || strings.IndexFunc(k, func(c rune) bool { return c < 0x20 || c > 0x7e }) >= 0 {
+		return "", HeaderIdempotencyKey + ": must be 1 to " + strconv.Itoa(MaxIdempotencyKey) + " printable ASCII characters"
+	}
+	return clientKeyPrefix + k, ""
+}
+
+// answerAfterWait applies the wait rule to a new entry: the upstream's own
+// answer if it comes in time, else 202.
+func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue.Entry) {
+	wait := s.waitFor(w, r)
+	if res, ok := s.await(r.Context(), e.QueueID, wait); ok {
+		writeUpstream(w, e.QueueID, res)
+		return
+	}
+	if cur, err := s.d.Queue.Get(e.QueueID); err == nil {
+		e = cur
+	}
+	msg := "accepted and stored; no answer from the tax service yet: receiptd keeps sending it (see GET /receiptd/entries/" + e.QueueID + ")"
+	if s.d.Worker != nil && !s.d.Worker.Status().Up {
+		msg = "accepted and stored; the tax service is unreachable: receiptd sends it when it is back (see GET /receiptd/entries/" + e.QueueID + ")"
+	}
+	writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State, Message: msg})
+}
+
+// answerReplay answers a repeated create; see "Replays" in the package doc.
+func (s *Server) answerReplay(w http.ResponseWriter, r *http.Request, e queue.Entry) {
+	if res, ok := s.recent(e.QueueID); ok {
+		writeUpstream(w, e.QueueID, res)
+		return
+	}
+	switch e.State {
+	case queue.StateQueued, queue.StateSending:
+		s.answerAfterWait(w, r, e)
+	default:
+		s.answerFinished(w, e)
+	}
+}
+
+// answerFinished answers from what the queue kept of an entry that no
+// longer waits for the upstream.
+func (s *Server) answerFinished(w http.ResponseWriter, e queue.Entry) {
+	switch e.State {
+	case queue.StateRejected, queue.StateDeleteRejected:
+		code, msg := http.StatusBadRequest, "rejected by the tax service"
+		if e.Outcome != nil {
+			if e.Outcome.HTTPStatus != 0 {
+				code = e.Outcome.HTTPStatus
+			}
+			if e.Outcome.Message != "" {
+				msg = e.Outcome.Message
+			}
+		}
+		writeJSON(w, code, errorBody{Status: "ERROR", Message: msg, QueueID: e.QueueID, Outcome: e.Outcome})
+	case queue.StateCancelled, queue.StateDeleted:
+		writeJSON(w, http.StatusOK, accepted{QueueID: e.QueueID, State: e.State, Message: "already " + string(e.State), Outcome: e.Outcome})
+	case queue.StateSent, queue.StatePayment:
+		writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State, Outcome: e.Outcome,
+			Message: "already sent to the tax service; its lottery number and QR data are no longer held and cannot be given again"})
+	default:
+		writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State,
+			Message: "stored; state " + string(e.State) + " (see GET /receiptd/entries/" + e.QueueID + ")"})
+	}
+}
+
+// writeUpstream answers with the upstream's own status code and body.
+func writeUpstream(w http.ResponseWriter, queueID string, res syncer.Result) {
+	code := res.StatusCode
+	if code == 0 {
+		code = http.StatusOK
+	}
+	if len(res.Body) == 0 {
+		writeJSON(w, code, accepted{QueueID: queueID, State: res.State, Message: "answered by the tax service"})
+		return
+	}
+	writeRaw(w, code, res.Body)
+}
+
+func (s *Server) recent(queueID string) (syncer.Result, bool) {
+	if s.d.Worker == nil {
+		return syncer.Result{}, false
+	}
+	return s.d.Worker.Recent(queueID)
+}
+
+// await waits up to wait for the upstream's answer to queueID. It gives up
+// early when the request ends or a Serve is shutting down.
+func (s *Server) await(ctx context.Context, queueID string, wait time.Duration) (syncer.Result, bool) {
+	if wait <= 0 || s.d.Worker == nil {
+		return syncer.Result{}, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	stop := context.AfterFunc(s.quit, cancel)
+	defer stop()
+	return s.d.Worker.Await(ctx, queueID)
+}
+
+// waitFor is how long this request waits for the upstream: Options.Wait,
+// or what its Prefer header asks, capped at MaxWait. An honoured preference
+// is echoed in Preference-Applied.
+func (s *Server) waitFor(w http.ResponseWriter, r *http.Request) time.Duration {
+	p := parsePrefer(r.Header.Values(HeaderPrefer))
+	switch {
+	case p.async:
+		w.Header().Set(HeaderPreferenceApplied, "respond-async")
+		return 0
+	case p.hasWait:
+		d := min(p.wait, s.o.MaxWait)
+		w.Header().Set(HeaderPreferenceApplied, "wait="+strconv.FormatInt(int64(d/time.Second), 10))
+		return d
+	}
+	return s.o.Wait
+}

@@ -1,0 +1,158 @@
+package api
+
+import (
+	"crypto/subtle"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// connKind marks requests that arrived on a Unix socket (see Serve).
+type connKind struct{}
+
+// secure applies the security rules of the package doc, in their order,
+// before any route runs.
+func (s *Server) secure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		unix, _ := r.Context().Value(connKind{}).(bool)
+		if !unix && !s.hostAllowed(r.Host) {
+			writeError(w, http.StatusForbidden, "host "+quoteHost(r.Host)+" is not allowed: use localhost or a configured name")
+			return
+		}
+		if msg := crossOrigin(r); msg != "" {
+			writeError(w, http.StatusForbidden, msg)
+			return
+		}
+		if s.o.Token != "" && r.URL.Path != "/healthz" && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="receiptd"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <auth.token>)")
+			return
+		}
+		if r.Method == http.MethodPost || r.Method == http.MethodDelete {
+			if !isJSON(r.Header.Get("Content-Type")) {
+				writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+				return
+			}
+			if r.ContentLength > s.o.MaxBody {
+				writeError(w, http.StatusRequestEntityTooLarge, tooLarge(s.o.MaxBody))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBody)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed reports whether a Host header names this machine's loopback
+// interface or a configured name. An absent Host (HTTP/1.0) is allowed: a
+// browser always sends one.
+func (s *Server) hostAllowed(hostport string) bool {
+	if hostport == "" {
+		return true
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
+		return true
+	}
+	for _, a := range s.o.AllowedHosts {
+		if strings.EqualFold(host, strings.Trim(a, "[]")) {
+			return true
+		}
+	}
+	return false
+}
+
+// crossOrigin returns why a browser request from another origin is refused,
+// or "" when the request is not a cross-origin browser request.
+func crossOrigin(r *http.Request) string {
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "", "same-origin", "none":
+	default:
+		return "cross-origin browser requests are refused (Sec-Fetch-Site: " + site + ")"
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return ""
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+		return "cross-origin browser requests are refused (Origin does not match Host)"
+	}
+	return ""
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.o.Token)) == 1
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+func tooLarge(limit int64) string {
+	return "body: larger than the limit of " + itoa(limit) + " bytes"
+}
+
+// quoteHost keeps a hostile Host header from making the answer unreadable.
+func quoteHost(h string) string {
+	if len(h) > 64 {
+		h = h[:64] + "..."
+	}
+	return `"` + strings.ToValidUTF8(h, "?") + `"`
+}
+
+// measure counts every request by its route pattern (never the raw path, so
+// the label set stays small) and status code.
+func (s *Server) measure(next http.Handler) http.Handler {
+	if s.d.Metrics == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		route := r.Pattern // set by the ServeMux on this same request
+		if route == "" {
+			route = "refused"
+		}
+		s.d.Metrics.HTTPRequest(route, rec.code, time.Since(start))
+	})
+}
+
+// statusRecorder remembers the status code written. Unwrap keeps
+// http.ResponseController (write deadlines, flushing) working through it.
+type statusRecorder struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.code, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,110 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Timeouts of the http.Server that Serve runs. WriteTimeout leaves room for
+// the longest wait a request may ask for (Options.MaxWait).
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	idleTimeout       = 120 * time.Second
+	writeMargin       = 30 * time.Second
+)
+
+// ErrSocketInUse means another process answers on the Unix socket path
+// given to ListenUnix.
+var ErrSocketInUse = errors.New("unix socket is in use by another process")
+
+// ErrNotSocket means the path given to ListenUnix holds something other
+// than a socket, which ListenUnix refuses to remove.
+var ErrNotSocket = errors.New("path exists and is not a unix socket")
+
+// Serve serves the API on ln until ctx ends, then shuts down gracefully:
+// waiting requests are answered 202 at once, requests in flight get up to
+// Options.ShutdownTimeout, and connections still open after that are
+// closed. It returns nil after a shutdown, or the listener's error. Requests
+// on a Unix socket listener skip the Host check (no browser can reach one).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	unix := ln.Addr().Network() == "unix"
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      s.o.MaxWait + writeMargin,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+		ConnContext: func(c context.Context, _ net.Conn) context.Context {
+			return context.WithValue(c, connKind{}, unix)
+		},
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.quitOnce()
+	sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn("requests still running at shutdown were cut off", zap.Stringer("addr", ln.Addr()), zap.Error(err))
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// ListenUnix listens on a Unix domain socket at path. A socket file left by
+// an earlier run is removed first, unless a process still answers on it
+// (ErrSocketInUse); any other kind of file at path is refused (ErrNotSocket).
+// On Unix systems the socket gets mode 0660, so only its owner and group can
+// connect; on Windows access follows the folder's ACL.
+func ListenUnix(path string) (net.Listener, error) {
+	if err := removeStale(path); err != nil {
+		return nil, fmt.Errorf("listen unix %s: %w", path, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen unix %s: %w", path, err)
+	}
+	if err := restrictSocket(path); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("listen unix %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+// removeStale removes a socket file nobody answers on. Go reports an
+// AF_UNIX socket file as fs.ModeSocket on Windows too.
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return ErrNotSocket
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		_ = c.Close()
+		return ErrSocketInUse
+	}
+	return os.Remove(path)
+}
