@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -103,6 +104,7 @@ func (s *Store) commitGroup(group []*call) {
 	}
 	for len(live) > 0 {
 		failed, fnErr := -1, error(nil)
+		start := time.Now()
 		err := s.db.Update(func(tx *bbolt.Tx) error {
 			for i, c := range live {
 				if err := runFn(c.fn, tx); err != nil {
@@ -121,6 +123,9 @@ func (s *Store) commitGroup(group []*call) {
 		if err == nil {
 			s.commits.Add(1)
 			s.updates.Add(uint64(len(live)))
+			if s.onCommit != nil {
+				s.onCommit(time.Since(start), len(live))
+			}
 		}
 		for _, c := range live {
 			c.done <- err
