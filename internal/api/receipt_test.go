@@ -1,0 +1,158 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/api"
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/sim"
+	syncer "github.com/receiptd/receiptd/internal/sync"
+)
+
+func TestCreateOnlineReturnsUpstreamAnswer(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000001"))
+	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
+	qid := r.h.Get(api.HeaderQueueID)
+	require.Regexp(t, `^Q\d{12}$`, qid)
+	m := r.json(t)
+	require.Equal(t, "SUCCESS", m["status"])
+	require.Regexp(t, `^\d{33}$`, m["id"])
+	require.Regexp(t, `^SN \d{8}$`, m["lottery"])
+	require.NotEmpty(t, m["qrData"])
+
+	issued := e.sim.Receipts()
+	require.Len(t, issued, 1)
+	require.Equal(t, issued[0].Lottery, m["lottery"], "the simulator's own answer, verbatim")
+	require.JSONEq(t, receiptBody("000001"), string(issued[0].Body), "forwarded as sent")
+
+	ent := e.waitState(qid, queue.StateSent)
+	require.Equal(t, "receipt", ent["kind"])
+	require.Equal(t, m["id"], ent["outcome"].(map[string]any)["id"])
+	require.Equal(t, "5317878", <-e.tins, "the merchant TIN is passed on to the lookup cache")
+
+	logs := e.logText()
+	require.Contains(t, logs, qid)
+	require.NotContains(t, logs, m["lottery"].(string))
+	require.NotContains(t, logs, m["qrData"].(string))
+	require.NotContains(t, logs, "88776655443", "customerTin is masked")
+	require.Contains(t, logs, "*****443")
+}
+
+func TestCreateUpstreamDownAnswers202AtOnce(t *testing.T) {
+	// accept.wait is 30s and every request has a 10s deadline: a 202 proves
+	// the API did not wait for an upstream known to be down.
+	e := newEnv(t, envOpts{api: api.Options{Wait: 30 * time.Second}})
+	require.NoError(t, e.sim.SetFaults(sim.Faults{Down: true}))
+	var ids []string
+	for _, suffix := range []string{"000010", "000011", "000012"} {
+		r := e.do(http.MethodPost, "/rest/receipt", receiptBody(suffix))
+		require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
+		m := r.json(t)
+		require.Equal(t, r.h.Get(api.HeaderQueueID), m["queueId"])
+		require.Contains(t, []any{"queued", "sending"}, m["state"])
+		require.NotEmpty(t, m["message"])
+		ids = append(ids, m["queueId"].(string))
+	}
+	st := e.do(http.MethodGet, "/receiptd/status", "").json(t)
+	require.Equal(t, "down", st["upstream"].(map[string]any)["state"])
+
+	require.NoError(t, e.sim.SetFaults(sim.Faults{}))
+	for _, id := range ids {
+		e.waitState(id, queue.StateSent)
+	}
+	require.Len(t, e.sim.Receipts(), 3)
+}
+
+func TestCreateReplay(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000020"))
+	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
+	require.Empty(t, first.h.Get(api.HeaderReplayed))
+
+	// The same receipt, indented differently: the same entry, the held answer.
+	again := e.do(http.MethodPost, "/rest/receipt", strings.ReplaceAll(receiptBody("000020"), ",", ", "))
+	require.Equal(t, http.StatusOK, again.code, "%s", again.body)
+	require.Equal(t, "true", again.h.Get(api.HeaderReplayed))
+	require.Equal(t, first.h.Get(api.HeaderQueueID), again.h.Get(api.HeaderQueueID))
+	require.JSONEq(t, string(first.body), string(again.body), "the lottery and QR data again, for printing")
+	require.Len(t, e.sim.Receipts(), 1, "nothing sent twice")
+
+	// With an Idempotency-Key the key is the header, whatever the body's ids.
+	k1 := e.do(http.MethodPost, "/rest/receipt", receiptBody("000021"), api.HeaderIdempotencyKey, "sale-77")
+	require.Equal(t, http.StatusOK, k1.code, "%s", k1.body)
+	k2 := e.do(http.MethodPost, "/rest/receipt", receiptBody("000021"), api.HeaderIdempotencyKey, "sale-77")
+	require.Equal(t, "true", k2.h.Get(api.HeaderReplayed))
+	require.Equal(t, k1.h.Get(api.HeaderQueueID), k2.h.Get(api.HeaderQueueID))
+	require.Len(t, e.sim.Receipts(), 2)
+}
+
+func TestReplayAfterAnswerLeftMemory(t *testing.T) {
+	e := newEnv(t, envOpts{worker: syncer.Config{ResultTTL: time.Nanosecond}})
+	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000030"))
+	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
+	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000030"))
+	require.Equal(t, http.StatusAccepted, again.code, "%s", again.body)
+	require.Equal(t, "true", again.h.Get(api.HeaderReplayed))
+	m := again.json(t)
+	require.Equal(t, first.h.Get(api.HeaderQueueID), m["queueId"])
+	require.Equal(t, "sent", m["state"])
+	require.Contains(t, m["message"], "lottery number and QR data are no longer held")
+	require.Equal(t, first.json(t)["id"], m["outcome"].(map[string]any)["id"])
+	require.NotContains(t, string(again.body), "lottery\"")
+}
+
+func TestReplayOfRejectedReceipt(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	bad := strings.Replace(receiptBody("000031"), `"totalAmount":12345.6789012345678901,"merchantTin"`, `"totalAmount":1,"merchantTin"`, 1)
+	first := e.do(http.MethodPost, "/rest/receipt", bad)
+	require.Equal(t, http.StatusBadRequest, first.code, "the upstream's refusal: %s", first.body)
+	require.Equal(t, "ERROR", first.json(t)["status"])
+	qid := first.h.Get(api.HeaderQueueID)
+	e.waitState(qid, queue.StateRejected)
+	again := e.do(http.MethodPost, "/rest/receipt", bad)
+	require.Equal(t, "true", again.h.Get(api.HeaderReplayed))
+	require.Equal(t, http.StatusBadRequest, again.code, "%s", again.body)
+	require.Contains(t, again.json(t)["message"], "totalAmount")
+
+	// An operator's retry puts it back; it is refused again.
+	rt := e.do(http.MethodPost, "/receiptd/entries/"+qid+"/retry", "")
+	require.Equal(t, http.StatusOK, rt.code, "%s", rt.body)
+	require.Equal(t, "queued", rt.json(t)["state"])
+	e.waitState(qid, queue.StateRejected)
+}
+
+func TestCreateConflict(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	require.Equal(t, http.StatusOK, e.do(http.MethodPost, "/rest/receipt", receiptBody("000040")).code)
+	other := strings.Replace(receiptBody("000040"), `"totalVat":1`, `"totalVat":2`, 1)
+	r := e.do(http.MethodPost, "/rest/receipt", other)
+	require.Equal(t, http.StatusConflict, r.code, "%s", r.body)
+	require.Contains(t, r.json(t)["message"], "different body")
+
+	require.Equal(t, http.StatusOK, e.do(http.MethodPost, "/rest/receipt", receiptBody("000041"), api.HeaderIdempotencyKey, "k").code)
+	r = e.do(http.MethodPost, "/rest/receipt", receiptBody("000042"), api.HeaderIdempotencyKey, "k")
+	require.Equal(t, http.StatusConflict, r.code, "%s", r.body)
+	require.Len(t, e.sim.Receipts(), 2)
+}
+
+func TestPreferWait(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Wait: 30 * time.Second, MaxWait: 2 * time.Second}})
+	// The worker is not running: no answer can come, so each request waits
+	// exactly as long as it is allowed to and answers 202.
+	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000050"), "Prefer", "wait=0")
+	require.Equal(t, http.StatusAccepted, r.code)
+	require.Equal(t, "wait=0", r.h.Get(api.HeaderPreferenceApplied))
+	r = e.do(http.MethodPost, "/rest/receipt", receiptBody("000051"), "Prefer", "respond-async, wait=100")
+	require.Equal(t, http.StatusAccepted, r.code)
+	require.Equal(t, "respond-async", r.h.Get(api.HeaderPreferenceApplied))
+	r = e.do(http.MethodPost, "/rest/receipt", receiptBody("000052"), "Prefer", "wait=100000")
+	require.Equal(t, http.StatusAccepted, r.code, "capped at MaxWait (2s), within the 10s deadline")
+	require.Equal(t, "wait=2", r.h.Get(api.HeaderPreferenceApplied))
+	require.Equal(t, "queued", r.json(t)["state"])
+}
