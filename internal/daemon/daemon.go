@@ -1,0 +1,240 @@
+// Package daemon wires receiptd together: the store, the queue, the tax
+// service client, the sync worker, the lookup cache, metrics and the local
+// API. It is what `receiptd run` and `receiptd demo` start, and what the
+// end-to-end tests start.
+//
+// New does everything that can refuse to start (a locked or damaged
+// database, a listener that cannot be bound, a non-loopback address without
+// a token) before Run starts a single goroutine, so a refusal is an error
+// returned at once. Run owns every goroutine it starts and returns only
+// when all of them have ended and the database is closed.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/api"
+	"github.com/receiptd/receiptd/internal/cache"
+	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/metrics"
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/store"
+	syncer "github.com/receiptd/receiptd/internal/sync"
+)
+
+// DBFile is the database's file name inside data_dir.
+const DBFile = "receiptd.db"
+
+// Daemon is a wired receiptd, ready to Run once.
+type Daemon struct {
+	cfg       config.Config
+	log       *zap.Logger
+	st        *store.Store
+	q         *queue.Queue
+	worker    *syncer.Worker
+	cache     *cache.Cache
+	api       *api.Server
+	listeners []net.Listener
+}
+
+// New opens the database, binds the listeners and wires every component.
+// It starts no goroutine. Errors name their cause: the database file for a
+// locked or damaged database, "token" for a non-loopback address without
+// one.
+func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	d := &Daemon{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			d.closeAll()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	m := metrics.New()
+	d.st, err = store.Open(filepath.Join(cfg.DataDir, DBFile), store.Options{OnCommit: m.Commit})
+	if err != nil {
+		return nil, err
+	}
+	if d.q, err = queue.Open(context.Background(), d.st, queue.Options{}); err != nil {
+		return nil, fmt.Errorf("open queue: %w", err)
+	}
+	up, err := client.New(clientConfig(cfg.Upstream))
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	d.worker = syncer.New(d.q, up, syncConfig(cfg), log, m)
+	if d.cache, err = cache.New(context.Background(), d.st, up, cacheConfig(cfg.Cache), log, m); err != nil {
+		return nil, fmt.Errorf("open lookup cache: %w", err)
+	}
+	m.WatchQueue(d.queueStats)
+	if d.api, err = d.newAPI(m, version); err != nil {
+		return nil, err
+	}
+	if err := d.listen(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// newAPI builds the local API server from the config.
+func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error) {
+	loc, err := d.cfg.Accept.Location()
+	if err != nil {
+		return nil, fmt.Errorf("accept.timezone: %w", err)
+	}
+	return api.New(api.Deps{
+		Store: d.st, Queue: d.q, Worker: d.worker, Lookups: d.cache.Handler(),
+		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN,
+	}, api.Options{
+		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
+		Token: d.cfg.Auth.Token, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
+		UnsentWarn: d.cfg.Alerts.UnsentWarn.Duration, UnsentCritical: d.cfg.Alerts.UnsentCritical.Duration,
+		Version: version,
+	}), nil
+}
+
+// listen binds the TCP listener and, when configured, the Unix socket.
+func (d *Daemon) listen() error {
+	if d.cfg.Listen != "" {
+		ln, err := net.Listen("tcp", d.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", d.cfg.Listen, err)
+		}
+		d.listeners = append(d.listeners, ln)
+	}
+	if d.cfg.ListenUnix != "" {
+		ln, err := api.ListenUnix(d.cfg.ListenUnix)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", d.cfg.ListenUnix, err)
+		}
+		d.listeners = append(d.listeners, ln)
+	}
+	if len(d.listeners) == 0 {
+		return errors.New("nothing to listen on: set listen or listen_unix")
+	}
+	return nil
+}
+
+// URL is the base URL of the TCP listener ("" without one).
+func (d *Daemon) URL() string {
+	for _, ln := range d.listeners {
+		if ln.Addr().Network() == "tcp" {
+			return "http://" + ln.Addr().String()
+		}
+	}
+	return ""
+}
+
+// DBPath is the database file's path.
+func (d *Daemon) DBPath() string { return d.st.Path() }
+
+// Run serves until ctx ends, then shuts down: the listeners stop taking
+// requests, sends in flight get up to shutdown_timeout to finish and be
+// recorded, and the database is closed. Run may be called once.
+func (d *Daemon) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(d.listeners))
+	for _, ln := range d.listeners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := d.api.Serve(ctx, ln); err != nil {
+				errs <- fmt.Errorf("serve %s: %w", ln.Addr(), err)
+			}
+		}()
+	}
+	start := func(loop func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop(ctx)
+		}()
+	}
+	start(d.worker.Run)
+	start(d.cache.Run)
+	start(d.pruneLoop)
+	d.api.SetReady(true)
+	d.log.Info("receiptd ready", zap.String("url", d.URL()), zap.String("db", d.st.Path()),
+		zap.String("upstream", d.cfg.Upstream.BaseURL))
+
+	<-ctx.Done()
+	d.api.SetReady(false)
+	d.log.Info("shutting down", zap.Duration("timeout", d.cfg.ShutdownTimeout.Duration))
+	wg.Wait()
+	close(errs)
+	err := errors.Join(drain(errs)...)
+	if cerr := d.st.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close database: %w", cerr))
+	}
+	d.log.Info("stopped")
+	return err
+}
+
+func drain(errs <-chan error) []error {
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}
+
+// pruneLoop removes finished entries older than retention.keep.
+func (d *Daemon) pruneLoop(ctx context.Context) {
+	t := time.NewTicker(d.cfg.Retention.PruneInterval.Duration)
+	defer t.Stop()
+	for {
+		n, err := d.q.Prune(ctx, time.Now().Add(-d.cfg.Retention.Keep.Duration))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			d.log.Error("prune finished entries", zap.Error(err))
+		case n > 0:
+			d.log.Info("pruned finished entries", zap.Int("entries", n), zap.Duration("keep", d.cfg.Retention.Keep.Duration))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// queueStats feeds the queue gauges at scrape time.
+func (d *Daemon) queueStats() (map[string]int, time.Duration, error) {
+	counts, err := d.q.Counts()
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make(map[string]int, len(counts))
+	for s, n := range counts {
+		out[string(s)] = n
+	}
+	oldest, ok, err := d.q.OldestUnsent()
+	if err != nil || !ok {
+		return out, 0, err
+	}
+	return out, time.Since(oldest), nil
+}
+
+// closeAll releases what New acquired when New fails.
+func (d *Daemon) closeAll() {
+	for _, ln := range d.listeners {
+		_ = ln.Close()
+	}
+	if d.st != nil {
+		_ = d.st.Close()
+	}
+}

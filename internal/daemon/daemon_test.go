@@ -1,0 +1,107 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/sim"
+)
+
+func testConfig(t *testing.T, upstream string) config.Config {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = upstream, upstream
+	cfg.Sync.MinBackoff, cfg.Sync.MaxBackoff = config.Dur(20*time.Millisecond), config.Dur(100*time.Millisecond)
+	return cfg
+}
+
+// run starts d and returns a function that stops it and returns Run's error.
+func run(t *testing.T, d *daemon.Daemon) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	return func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return after cancel")
+			return nil
+		}
+	}
+}
+
+const sample = `{"branchNo":"001","totalAmount":10.5,"merchantTin":"5317878","posNo":"P1","type":"B2C_RECEIPT",
+"billIdSuffix":%q,"receipts":[{"totalAmount":10.5,"taxType":"VAT_ABLE","merchantTin":"5317878",
+"items":[{"name":"tea","measureUnit":"pc","qty":1,"unitPrice":10.5,"totalAmount":10.5}]}],
+"payments":[{"code":"CASH","status":"PAID","paidAmount":10.5}]}`
+
+func post(t *testing.T, url, body string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Post(url+"/rest/receipt", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, b
+}
+
+func TestDaemonAcceptsAndDeliversThenStopsCleanly(t *testing.T) {
+	s := sim.New(sim.Options{Seed: 1})
+	require.NoError(t, s.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = s.Close() })
+	d, err := daemon.New(testConfig(t, s.URL()), zaptest.NewLogger(t), "test")
+	require.NoError(t, err)
+	stop := run(t, d)
+
+	resp, body := post(t, d.URL(), fmt.Sprintf(sample, "d1"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.NotEmpty(t, resp.Header.Get("X-Queue-Id"))
+	require.Contains(t, string(body), s.Receipts()[0].Lottery)
+
+	st, err := http.Get(d.URL() + "/receiptd/status")
+	require.NoError(t, err)
+	var status struct {
+		Counts  map[string]int `json:"counts"`
+		Version string         `json:"version"`
+	}
+	require.NoError(t, json.NewDecoder(st.Body).Decode(&status))
+	st.Body.Close()
+	require.Equal(t, 1, status.Counts["sent"])
+	require.Equal(t, "test", status.Version)
+
+	require.NoError(t, stop())
+}
+
+func TestSecondInstanceIsRefusedNamingTheFile(t *testing.T) {
+	cfg := testConfig(t, "http://127.0.0.1:1")
+	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
+	require.NoError(t, err)
+	stop := run(t, d)
+	defer func() { require.NoError(t, stop()) }()
+
+	_, err = daemon.New(cfg, zaptest.NewLogger(t), "test")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), d.DBPath())
+}
+
+func TestNonLoopbackWithoutTokenIsRefused(t *testing.T) {
+	cfg := testConfig(t, "http://127.0.0.1:1")
+	cfg.Listen = "0.0.0.0:0"
+	_, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "token")
+}

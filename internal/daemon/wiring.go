@@ -1,0 +1,52 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/receiptd/receiptd/internal/cache"
+	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/config"
+	syncer "github.com/receiptd/receiptd/internal/sync"
+)
+
+// clientConfig maps [upstream] onto the client's configuration.
+func clientConfig(u config.Upstream) client.Config {
+	p := u.Paths
+	return client.Config{
+		BaseURL: u.BaseURL, LookupBaseURL: u.LookupBaseURL,
+		Paths: map[client.Op]string{
+			client.OpCreateReceipt: p.CreateReceipt, client.OpDeleteReceipt: p.DeleteReceipt,
+			client.OpInfo: p.Info, client.OpSendData: p.SendData, client.OpBankAccounts: p.BankAccounts,
+			client.OpBranchInfo: p.BranchInfo, client.OpProductTaxCode: p.ProductTaxCode,
+			client.OpMerchantInfo: p.MerchantInfo, client.OpTinInfo: p.TinInfo,
+			client.OpClassification: p.Classification,
+		},
+		Timeout: u.Timeout.Duration, Headers: u.Headers, LookupHeaders: u.LookupHeaders,
+		CAFile: u.CAFile, Proxy: u.Proxy,
+	}
+}
+
+// syncConfig maps [sync], [alerts] and shutdown_timeout onto the worker's.
+func syncConfig(c config.Config) syncer.Config {
+	return syncer.Config{
+		Concurrency: c.Sync.Concurrency, MinBackoff: c.Sync.MinBackoff.Duration,
+		MaxBackoff: c.Sync.MaxBackoff.Duration, OnAmbiguous: c.Sync.OnAmbiguous,
+		ShutdownTimeout: c.ShutdownTimeout.Duration,
+		UnsentWarn:      c.Alerts.UnsentWarn.Duration, UnsentCritical: c.Alerts.UnsentCritical.Duration,
+	}
+}
+
+// cacheConfig maps [cache] onto the lookup cache's.
+func cacheConfig(c config.Cache) cache.Config {
+	r := c.Refresh
+	refresh := map[client.Op]time.Duration{
+		client.OpBranchInfo: r.BranchInfo.Duration, client.OpProductTaxCode: r.ProductTaxCode.Duration,
+		client.OpMerchantInfo: r.MerchantInfo.Duration, client.OpTinInfo: r.TinInfo.Duration,
+		client.OpInfo: r.Info.Duration, client.OpBankAccounts: r.BankAccounts.Duration,
+		client.OpClassification: r.Classification.Duration,
+	}
+	return cache.Config{
+		Refresh: refresh, NegativeTTL: c.NegativeTTL.Duration,
+		MaxStale: c.MaxStale.Duration, MaxEntries: c.MaxEntries,
+	}
+}
