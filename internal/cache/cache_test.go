@@ -225,6 +225,21 @@ func TestUpstreamAnswers(t *testing.T) {
 	require.Contains(t, fr.LastError, "not JSON")
 }
 
+func TestNegativeAnswersExpireSooner(t *testing.T) {
+	s := startSim(t)
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{NegativeTTL: 5 * time.Minute})
+	for _, p := range []string{"/api/info/check/getInfo?tin=999", "/api/info/check/getInfo?tin=5317878",
+		"/api/info/check/getTinInfo?regNo=0000"} {
+		require.Equal(t, Miss, e.get(t, p).cache())
+	}
+	e.clk.Advance(4 * time.Minute)
+	require.Equal(t, Hit, e.get(t, "/api/info/check/getInfo?tin=999").cache())
+	e.clk.Advance(2 * time.Minute)
+	require.Equal(t, Stale, e.get(t, "/api/info/check/getInfo?tin=999").cache())
+	require.Equal(t, Stale, e.get(t, "/api/info/check/getTinInfo?regNo=0000").cache())
+	require.Equal(t, Hit, e.get(t, "/api/info/check/getInfo?tin=5317878").cache())
+}
+
 func TestMaxStaleBoundsStaleServing(t *testing.T) {
 	s := startSim(t)
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{MaxStale: time.Hour})
@@ -308,13 +323,25 @@ func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
 		cancel()
 		<-done
 	})
-	warmed := func() bool {
-		return s.Requests(sim.RouteBranchInfo) == 1 && s.Requests(sim.RouteProductTaxCode) == 1 &&
-			s.Requests(sim.RouteClassification) == 1
+	stored := func(lks ...lookup) bool {
+		for _, lk := range lks {
+			if rec, err := e.c.read(lk); err != nil || rec == nil {
+				return false
+			}
+		}
+		return true
 	}
-	require.Eventually(t, warmed, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return stored(lookup{op: client.OpBranchInfo}, lookup{op: client.OpProductTaxCode}, lookup{op: client.OpClassification})
+	}, 5*time.Second, 5*time.Millisecond)
 	e.c.NoteTIN(" 5317878 ")
-	require.Eventually(t, func() bool { return s.Requests(sim.RouteMerchantInfo) == 1 }, 5*time.Second, 5*time.Millisecond)
+	e.c.NoteTIN("5317878")
+	require.Eventually(t, func() bool {
+		return stored(lookup{op: client.OpMerchantInfo, param: "5317878"})
+	}, 5*time.Second, 5*time.Millisecond)
+	for _, r := range []string{sim.RouteBranchInfo, sim.RouteProductTaxCode, sim.RouteClassification, sim.RouteMerchantInfo} {
+		require.Equal(t, 1, s.Requests(r), r)
+	}
 	require.Equal(t, Hit, e.get(t, "/api/info/check/getInfo?tin=5317878").cache())
 	require.Equal(t, Hit, e.get(t, "/api/info/check/getBranchInfo").cache())
 

@@ -190,13 +190,12 @@ func (c *Cache) removeLocked(e *entry) {
 	}
 }
 
-// forget drops key from the index if its entry is still generation gen
-// (0: any generation).
+// forget drops key from the index if its entry is still generation gen.
 func (c *Cache) forget(key string, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.index[key]; ok {
-		if e := el.Value.(*entry); gen == 0 || e.gen == gen {
+		if e := el.Value.(*entry); e.gen == gen {
 			c.removeLocked(e)
 		}
 	}

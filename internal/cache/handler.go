@@ -121,7 +121,8 @@ func (c *Cache) serveLookup(w http.ResponseWriter, r *http.Request, lk lookup) {
 		case err != nil:
 			c.log.Warn("read cache entry", zap.String("kind", string(lk.op)), zap.Error(err))
 		case rec == nil:
-			c.forget(lk.key(), 0)
+			// Indexed but not yet committed (a put in flight): the fetch
+			// below joins that put's flight.
 		default:
 			age := now.Sub(rec.fetched)
 			ttl := c.ttl(lk.op, rec.negative)
