@@ -65,7 +65,8 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	m := metrics.New()
-	d.st, err = store.Open(filepath.Join(cfg.DataDir, DBFile), store.Options{OnCommit: m.Commit})
+	path := filepath.Join(cfg.DataDir, DBFile)
+	d.st, err = store.Open(path, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path)})
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +89,18 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		return nil, err
 	}
 	return d, nil
+}
+
+// FullCheckLimit is the largest database file that is walked page by page
+// at start-up. The walk touches every page, so on a large backlog it costs
+// start-up time and resident memory (230 MiB and 0.3 s at 100k entries);
+// above the limit only bbolt's own checks run at open (meta page checksums,
+// which catch a torn or foreign file).
+const FullCheckLimit = 32 << 20
+
+func skipFullCheck(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() > FullCheckLimit
 }
 
 // newAPI builds the local API server from the config.
