@@ -3,7 +3,9 @@ package receipt
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // checkRefusal asserts the contract every refusal keeps: a
@@ -72,6 +74,46 @@ func FuzzParseDelete(f *testing.F) {
 		}
 		if d.Date != "" && !validDate(d.Date) {
 			t.Fatalf("accepted date %q", d.Date)
+		}
+	})
+}
+
+// FuzzParseTree checks the hand-written JSON reader against encoding/json:
+// whatever it accepts is valid JSON, and it refuses valid JSON only for the
+// rules it adds (an object at the top, depth, duplicate keys).
+func FuzzParseTree(f *testing.F) {
+	f.Add([]byte(validBody))
+	f.Add([]byte(`{"a":[1,-0.5e+3,true,false,null,"\u00e9\n"],"b":{}}`))
+	f.Add([]byte(`{"a":01}`))
+	f.Add([]byte(`{"a":"\x"}`))
+	f.Add([]byte(`{"a":[1,]} `))
+	f.Add([]byte(`{"a":1}{"b":2}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, err := parseTree(body)
+		valid := json.Valid(body)
+		if err == nil {
+			if !valid {
+				t.Fatalf("accepted invalid JSON %q", body)
+			}
+			return
+		}
+		checkRefusal(t, err)
+		var ve *ValidationError
+		errors.As(err, &ve)
+		problem := ve.Errors[0].Problem
+		grammar := strings.HasPrefix(problem, "invalid JSON") || strings.HasPrefix(problem, "unexpected data") ||
+			strings.HasPrefix(problem, "empty body")
+		if valid && grammar {
+			t.Fatalf("refused valid JSON %q: %v", body, err)
+		}
+		if !valid && utf8.Valid(body) && !grammar && problem != "must be a JSON object" {
+			var v any
+			if json.Unmarshal(body, &v) == nil {
+				t.Fatalf("json.Valid and Unmarshal disagree on %q", body)
+			}
+			if !strings.HasPrefix(problem, "nesting deeper") && problem != "duplicate key" {
+				t.Fatalf("invalid JSON %q refused for another reason: %v", body, err)
+			}
 		}
 	})
 }

@@ -109,7 +109,16 @@ func TestParseCreateRefuses(t *testing.T) {
 		problem string // the first problem must contain this
 	}
 	cases := []tc{
-		{"not JSON", []byte("hello"), "body", "invalid JSON near byte 0"},
+		{"not JSON", []byte("hello"), "body", "must be a JSON object"},
+		{"form encoded", []byte("merchantTin=1&posNo=2"), "body", "must be a JSON object"},
+		{"bare word value", []byte(`{"a":hello}`), "body", "invalid JSON at byte 5: expected a value, found 'h'"},
+		{"trailing comma", []byte(`{"a":1,}`), "body", "invalid JSON at byte 7: expected a quoted key"},
+		{"leading zero", []byte(`{"a":01}`), "body", "invalid JSON at byte 6: expected ',' or '}'"},
+		{"bad escape", []byte(`{"a":"\x"}`), "body", "invalid JSON at byte 7: expected one of"},
+		{"control character", []byte("{\"a\":\"\t\"}"), "body", "no control character"},
+		{"unterminated string", []byte(`{"a":"x`), "body", "unexpected end of input"},
+		{"missing value", []byte(`{"a":}`), "body", "invalid JSON at byte 5: expected a value"},
+		{"array trailing comma", []byte(`{"a":[1,]}`), "body", "invalid JSON at byte 8: expected a value"},
 		{"empty body", nil, "body", "empty body"},
 		{"whitespace only", []byte(" \n"), "body", "empty body"},
 		{"array at top", []byte(`[]`), "body", "must be a JSON object"},
@@ -396,4 +405,35 @@ func TestValidationErrorIsAnError(t *testing.T) {
 	require.True(t, errors.As(err, &ve))
 	require.Equal(t, "branchNo: required", err.Error())
 	require.Len(t, ve.Errors, 7)
+}
+
+// BenchmarkParseCreate measures validation of a typical receipt and of a
+// large one (200 items); run with go test -bench=ParseCreate.
+func BenchmarkParseCreate(b *testing.B) {
+	dec := json.NewDecoder(strings.NewReader(validBody))
+	dec.UseNumber()
+	var m map[string]any
+	require.NoError(b, dec.Decode(&m))
+	one := itm(m)
+	items := make([]any, 200)
+	for i := range items {
+		items[i] = one
+	}
+	sub(m)["items"] = items
+	large, err := json.Marshal(m)
+	require.NoError(b, err)
+	for _, bc := range []struct {
+		name string
+		body []byte
+	}{{"typical", []byte(validBody)}, {"200 items", large}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseCreate(bc.body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
