@@ -41,7 +41,7 @@ type receiptWire struct {
 	Status   string      `json:"status"`
 	ID       flexString  `json:"id"`
 	Date     flexString  `json:"date"`
-	Message  string      `json:"message"`
+	Message  flexString  `json:"message"`
 	PosID    json.Number `json:"posId"`
 	Receipts []struct {
 		ID            flexString `json:"id"`
@@ -57,7 +57,7 @@ func DecodeReceipt(body []byte) (*Receipt, error) {
 		return nil, fmt.Errorf("receipt: %w: %w", ErrDecode, err)
 	}
 	r := &Receipt{Status: w.Status, ID: string(w.ID), Date: string(w.Date),
-		Message: w.Message, PosID: w.PosID, Body: body}
+		Message: string(w.Message), PosID: w.PosID, Body: body}
 	for _, s := range w.Receipts {
 		r.SubReceipts = append(r.SubReceipts, SubReceipt{ID: string(s.ID), BankAccountID: string(s.BankAccountID)})
 	}
