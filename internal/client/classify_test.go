@@ -133,7 +133,13 @@ func classCases(t *testing.T) []classCase {
 			return handlerServer(t, answer(200, nil, `{"status":"ERROR","message":"bad district"}`))
 		}, class: client.Rejected, status: 200, message: "bad district", receipt: true},
 		{name: "302 not followed", base: func(t *testing.T) string {
-			return handlerServer(t, answer(302, map[string]string{"Location": "/elsewhere"}, ``))
+			return handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/elsewhere" {
+					answer(200, nil, `{"status":"SUCCESS"}`)(w, r)
+					return
+				}
+				answer(302, map[string]string{"Location": "/elsewhere"}, ``)(w, r)
+			})
 		}, class: client.Transient, status: 302, receipt: true},
 	}
 }

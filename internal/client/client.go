@@ -201,10 +201,11 @@ func (c *Client) CloseIdleConnections() {
 	c.sendTransport.CloseIdleConnections()
 }
 
-// checkRedirect never follows a redirect of a create or delete: re-sending a
-// receipt somewhere else is the caller's decision.
-func checkRedirect(req *http.Request, via []*http.Request) error {
-	if req.Method != http.MethodGet || len(via) >= 5 {
+// checkRedirect never follows a redirect of a create or delete (net/http
+// would turn a redirected POST into a GET): re-sending a receipt somewhere
+// else is the caller's decision.
+func checkRedirect(_ *http.Request, via []*http.Request) error {
+	if via[0].Method != http.MethodGet || len(via) >= 5 {
 		return http.ErrUseLastResponse
 	}
 	return nil
