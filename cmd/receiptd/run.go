@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/kardianos/service"
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/logging"
+)
+
+func init() {
+	commands["run"] = command{summary: "run the daemon in the foreground (or under the service manager)", run: runRun}
+}
+
+func runRun(ctx context.Context, env *cmdEnv, args []string) error {
+	fs := newFlagSet(env, "run", "run [-config FILE]")
+	cfgPath := fs.String("config", "", "config file (default "+config.DefaultPath()+")")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	lc, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if !service.Interactive() {
+		return runAsService(ctx, lc)
+	}
+	log, closeLog, err := newLogger(lc.cfg, false)
+	if err != nil {
+		return usageError{err: err}
+	}
+	defer func() { _ = closeLog() }()
+	lc.logSource(log)
+	return runDaemon(ctx, lc.cfg, log)
+}
+
+// loadedConfig is a configuration and where it came from.
+type loadedConfig struct {
+	cfg  config.Config
+	path string // the file read, or the default path that was missing
+	// defaulted: no file at the default path, so the defaults apply.
+	defaulted bool
+}
+
+// logSource says which configuration is in force, so an operator reading
+// the log knows whether their file was read at all.
+func (lc loadedConfig) logSource(log *zap.Logger) {
+	if lc.defaulted {
+		log.Info("no config file at the default path; using the defaults", zap.String("path", lc.path))
+		return
+	}
+	log.Info("config loaded", zap.String("path", lc.path))
+}
+
+// loadConfig loads path, or config.DefaultPath() when path is "". Only a
+// file missing at the default path falls back to the defaults; every other
+// problem (a missing explicit file, a bad key) is a usageError, exit 2.
+func loadConfig(path string) (loadedConfig, error) {
+	explicit := path != ""
+	if !explicit {
+		path = config.DefaultPath()
+	}
+	cfg, err := config.Load(path)
+	switch {
+	case err == nil:
+		return loadedConfig{cfg: cfg, path: path}, nil
+	case !explicit && errors.Is(err, fs.ErrNotExist):
+		cfg, err = config.Load("")
+		if err != nil { // an environment override made the defaults invalid
+			return loadedConfig{}, usageError{err: err}
+		}
+		return loadedConfig{cfg: cfg, path: path, defaulted: true}, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return loadedConfig{}, usagef("config file %s does not exist", path)
+	default:
+		return loadedConfig{}, usageError{err: err}
+	}
+}
+
+// newLogger builds the logger log.* asks for. Format "auto" is console
+// output when standard error is a terminal and no log file is set, JSON
+// otherwise; asService forces JSON (the journal or a file reads it).
+func newLogger(cfg config.Config, asService bool) (*zap.Logger, func() error, error) {
+	console := false
+	switch cfg.Log.Format {
+	case "console":
+		console = true
+	case "auto":
+		console = !asService && cfg.Log.File == "" && isTerminal(os.Stderr)
+	}
+	log, closeLog, err := logging.New(logging.Options{
+		Level: cfg.Log.Level, File: cfg.Log.File,
+		MaxSizeMB: cfg.Log.MaxSizeMB, MaxFiles: cfg.Log.MaxFiles, Console: console,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("log: %w", err)
+	}
+	return log, closeLog, nil
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// startDaemon is daemon.New with its refusals classified: a configuration
+// the daemon refuses is a usageError (exit 2), anything else exit 1.
+func startDaemon(cfg config.Config, log *zap.Logger) (*daemon.Daemon, error) {
+	d, err := daemon.New(cfg, log, version)
+	if err != nil {
+		if errors.Is(err, config.ErrInvalid) {
+			return nil, usageError{err: err}
+		}
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	return d, nil
+}
+
+// runDaemon starts the daemon and serves until ctx ends.
+func runDaemon(ctx context.Context, cfg config.Config, log *zap.Logger) error {
+	d, err := startDaemon(cfg, log)
+	if err != nil {
+		return err
+	}
+	if err := d.Run(ctx); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
