@@ -9,6 +9,8 @@
 // its default (a test decodes it against Default).
 //
 // Durations are TOML strings in Go's syntax ("5s", "24h"); sizes are MiB.
+// Secrets may come from the environment instead of the file: see
+// EnvAuthToken, EnvUpstreamHeaderPrefix and EnvLookupHeaderPrefix.
 package config
 
 import (
@@ -189,49 +191,57 @@ func Default() Config {
 			MaxWait:  Dur(60 * time.Second),
 			Timezone: "Asia/Ulaanbaatar",
 		},
-		Upstream: Upstream{
-			// PosAPI listens on 7080 by default, which receiptd takes over
-			// so the POS only changes host; PosAPI moves to 7081.
-			BaseURL:       "http://127.0.0.1:7081",
-			LookupBaseURL: "https://api.ebarimt.mn",
-			Paths: Paths{
-				CreateReceipt:  "/rest/receipt",
-				DeleteReceipt:  "/rest/receipt",
-				Info:           "/rest/info",
-				SendData:       "/rest/sendData",
-				BankAccounts:   "/rest/bankAccounts",
-				BranchInfo:     "/api/info/check/getBranchInfo",
-				ProductTaxCode: "/api/receipt/receipt/getProductTaxCode",
-				MerchantInfo:   "/api/info/check/getInfo",
-				TinInfo:        "/api/info/check/getTinInfo",
-				Classification: "/api/info/check/barcode/v2",
-			},
-			Timeout:       Dur(30 * time.Second),
-			Headers:       map[string]string{},
-			LookupHeaders: map[string]string{},
-		},
+		Upstream: defaultUpstream(),
 		Sync: Sync{
 			Concurrency: 2,
 			MinBackoff:  Dur(time.Second),
 			MaxBackoff:  Dur(5 * time.Minute),
 			OnAmbiguous: OnAmbiguousRetry,
 		},
-		Cache: Cache{
-			Refresh: CacheRefresh{
-				BranchInfo:     Dur(24 * time.Hour),
-				ProductTaxCode: Dur(24 * time.Hour),
-				MerchantInfo:   Dur(time.Hour),
-				TinInfo:        Dur(24 * time.Hour),
-				Info:           Dur(time.Hour),
-				BankAccounts:   Dur(24 * time.Hour),
-				Classification: Dur(168 * time.Hour),
-			},
-			NegativeTTL: Dur(10 * time.Minute),
-			MaxEntries:  10000,
-		},
+		Cache:     defaultCache(),
 		Alerts:    Alerts{UnsentWarn: Dur(24 * time.Hour), UnsentCritical: Dur(72 * time.Hour)},
 		Retention: Retention{Keep: Dur(2160 * time.Hour), PruneInterval: Dur(time.Hour)},
 		Auth:      Auth{AllowedHosts: []string{}},
 		Log:       Log{Level: "info", Format: "auto", MaxSizeMB: 10, MaxFiles: 5},
+	}
+}
+
+func defaultUpstream() Upstream {
+	return Upstream{
+		// PosAPI listens on 7080 by default, which receiptd takes over
+		// so the POS only changes host; PosAPI moves to 7081.
+		BaseURL:       "http://127.0.0.1:7081",
+		LookupBaseURL: "https://api.ebarimt.mn",
+		Paths: Paths{
+			CreateReceipt:  "/rest/receipt",
+			DeleteReceipt:  "/rest/receipt",
+			Info:           "/rest/info",
+			SendData:       "/rest/sendData",
+			BankAccounts:   "/rest/bankAccounts",
+			BranchInfo:     "/api/info/check/getBranchInfo",
+			ProductTaxCode: "/api/receipt/receipt/getProductTaxCode",
+			MerchantInfo:   "/api/info/check/getInfo",
+			TinInfo:        "/api/info/check/getTinInfo",
+			Classification: "/api/info/check/barcode/v2",
+		},
+		Timeout:       Dur(30 * time.Second),
+		Headers:       map[string]string{},
+		LookupHeaders: map[string]string{},
+	}
+}
+
+func defaultCache() Cache {
+	return Cache{
+		Refresh: CacheRefresh{
+			BranchInfo:     Dur(24 * time.Hour),
+			ProductTaxCode: Dur(24 * time.Hour),
+			MerchantInfo:   Dur(time.Hour),
+			TinInfo:        Dur(24 * time.Hour),
+			Info:           Dur(time.Hour),
+			BankAccounts:   Dur(24 * time.Hour),
+			Classification: Dur(168 * time.Hour),
+		},
+		NegativeTTL: Dur(10 * time.Minute),
+		MaxEntries:  10000,
 	}
 }

@@ -223,6 +223,7 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"path without slash", "[upstream.paths]\ninfo = \"rest/info\"\n", "upstream.paths.info: must be a path starting with"},
 		{"zero timeout", "[upstream]\ntimeout = \"0s\"\n", "upstream.timeout: must be longer than 0"},
 		{"bad header name", "[upstream.headers]\n\"X Key\" = \"v\"\n", "upstream.headers.X Key: is not a valid HTTP header name"},
+		{"header set twice", "[upstream.headers]\nX-Key = \"a\"\nx-key = \"b\"\n", "upstream.headers.x-key: is set twice (as \"X-Key\" too)"},
 		{"header value line break", "[upstream.lookup_headers]\nX-Key = \"a\\r\\nEvil: 1\"\n", "upstream.lookup_headers.X-Key: value must not contain line breaks"},
 		{"missing ca_file", "[upstream]\nca_file = '" + caFile + "'\n", "upstream.ca_file: cannot be read"},
 		{"ftp proxy", "[upstream]\nproxy = \"ftp://proxy:21\"\n", "upstream.proxy: scheme must be one of http, https, socks5"},

@@ -205,8 +205,13 @@ func (p Paths) check(ch *checker) {
 }
 
 func checkHeaders(ch *checker, key string, headers map[string]string) {
+	seen := make(map[string]string, len(headers))
 	for _, name := range slices.Sorted(maps.Keys(headers)) {
 		value := headers[name]
+		if other, dup := seen[strings.ToLower(name)]; dup {
+			ch.add(key+"."+name, "is set twice (as %q too); header names ignore case", other)
+		}
+		seen[strings.ToLower(name)] = name
 		if !isToken(name) {
 			ch.add(key+"."+name, "is not a valid HTTP header name")
 		}
