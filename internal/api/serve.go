@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -107,4 +109,28 @@ func removeStale(path string) error {
 		return ErrSocketInUse
 	}
 	return os.Remove(path)
+}
+
+// ErrTokenRequired means a listen address reaches beyond this machine while
+// auth.token is empty; receiptd must refuse to start.
+var ErrTokenRequired = errors.New("listening on a non-loopback address requires auth.token")
+
+// CheckListen refuses a TCP listen address that is not loopback (an empty
+// host, 0.0.0.0 and [::] included) when token is empty. Host names other
+// than localhost count as non-loopback: what they resolve to can change.
+func CheckListen(addr, token string) error {
+	if token != "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen %q: %w", addr, err)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("listen %q: %w", addr, ErrTokenRequired)
 }

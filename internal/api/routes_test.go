@@ -1,0 +1,227 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
+
+	"github.com/receiptd/receiptd/internal/api"
+	"github.com/receiptd/receiptd/internal/metrics"
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+func TestEntriesRoutes(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true})
+	var ids []string
+	for i := range 5 {
+		r := e.do(http.MethodPost, "/rest/receipt", receiptBody(fmt.Sprintf("%06d", 500+i)), "Prefer", "wait=0")
+		require.Equal(t, http.StatusAccepted, r.code)
+		ids = append(ids, r.h.Get(api.HeaderQueueID))
+	}
+	d := e.do(http.MethodDelete, "/rest/receipt", deleteBody(ids[4], ""))
+	require.Equal(t, "cancelled", d.json(t)["state"])
+
+	one := e.entry(ids[0])
+	for _, k := range []string{"queueId", "state", "kind", "acceptedAt", "attempts", "outcome"} {
+		require.Contains(t, one, k)
+	}
+	require.Equal(t, "queued", one["state"])
+	require.Nil(t, one["outcome"])
+	require.Equal(t, []any{}, one["attempts"])
+
+	nf := e.do(http.MethodGet, "/receiptd/entries/Q000000009999", "")
+	require.Equal(t, http.StatusNotFound, nf.code)
+	require.Equal(t, "ERROR", nf.json(t)["status"])
+	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/receiptd/entries/nonsense", "").code)
+
+	// Paging: 2 a page, in FIFO order, following "next".
+	var seen []any
+	after := ""
+	for page := 0; page < 5; page++ {
+		r := e.do(http.MethodGet, "/receiptd/entries?limit=2&after="+after, "")
+		require.Equal(t, http.StatusOK, r.code, "%s", r.body)
+		m := r.json(t)
+		for _, ent := range m["entries"].([]any) {
+			seen = append(seen, ent.(map[string]any)["queueId"])
+		}
+		after = m["next"].(string)
+		if after == "" {
+			break
+		}
+	}
+	require.Equal(t, []any{ids[0], ids[1], ids[2], ids[3], ids[4]}, seen)
+
+	cancelled := e.do(http.MethodGet, "/receiptd/entries?state=cancelled", "").json(t)["entries"].([]any)
+	require.Len(t, cancelled, 1)
+	require.Equal(t, ids[4], cancelled[0].(map[string]any)["queueId"])
+
+	for _, q := range []string{"state=bogus", "limit=0", "limit=1001", "limit=ten", "after=Q12"} {
+		r := e.do(http.MethodGet, "/receiptd/entries?"+q, "")
+		require.Equal(t, http.StatusBadRequest, r.code, q)
+		require.NotEmpty(t, r.json(t)["message"])
+	}
+
+	// Retry only applies to rejected, payment and held entries.
+	r := e.do(http.MethodPost, "/receiptd/entries/"+ids[0]+"/retry", "")
+	require.Equal(t, http.StatusConflict, r.code, "%s", r.body)
+	require.Equal(t, http.StatusNotFound, e.do(http.MethodPost, "/receiptd/entries/Q000000009999/retry", "").code)
+}
+
+func TestStatusRoute(t *testing.T) {
+	e := newEnv(t, envOpts{api: api.Options{Version: "1.2.3"}})
+	require.Equal(t, http.StatusOK, e.do(http.MethodPost, "/rest/receipt", receiptBody("000600")).code)
+	m := e.do(http.MethodGet, "/receiptd/status", "").json(t)
+	require.Equal(t, "1.2.3", m["version"])
+	require.Equal(t, "none", m["alert"], "nothing unsent")
+	require.EqualValues(t, 0, m["oldestUnsentAge"])
+	up := m["upstream"].(map[string]any)
+	require.Equal(t, "up", up["state"])
+	require.Contains(t, up, "since")
+	require.NotNil(t, m["lastSuccess"])
+	counts := m["counts"].(map[string]any)
+	require.Len(t, counts, len(queue.AllStates), "every state, zero included")
+	require.EqualValues(t, 1, counts["sent"])
+	require.EqualValues(t, 0, counts["held"])
+}
+
+func TestStatusAgeing(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Now: now, UnsentWarn: time.Hour, UnsentCritical: 2 * time.Hour}})
+	require.Equal(t, http.StatusAccepted, e.do(http.MethodPost, "/rest/receipt", receiptBody("000601"), "Prefer", "wait=0").code)
+	for _, c := range []struct {
+		after time.Duration
+		alert string
+	}{{time.Minute, "none"}, {90 * time.Minute, "warn"}, {3 * time.Hour, "critical"}} {
+		clock.Store(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC).Add(c.after).UnixNano())
+		m := e.do(http.MethodGet, "/receiptd/status", "").json(t)
+		require.Equal(t, c.alert, m["alert"], c.after)
+		require.EqualValues(t, int64(c.after/time.Second), m["oldestUnsentAge"])
+		require.Nil(t, m["lastSuccess"], "nothing accepted upstream yet")
+	}
+}
+
+func TestBackupRoute(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true})
+	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000700"), "Prefer", "wait=0")
+	require.Equal(t, http.StatusAccepted, r.code)
+	b := e.do(http.MethodGet, "/receiptd/backup", "")
+	require.Equal(t, http.StatusOK, b.code)
+	require.Regexp(t, `^attachment; filename="receiptd-\d{8}T\d{6}Z\.db"$`, b.h.Get("Content-Disposition"))
+	require.Equal(t, "application/octet-stream", b.h.Get("Content-Type"))
+
+	path := filepath.Join(t.TempDir(), "copy.db")
+	require.NoError(t, os.WriteFile(path, b.body, 0o600))
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.View(func(tx *bbolt.Tx) error {
+		require.NotNil(t, tx.Bucket(store.BucketQueue), "the copy holds the queue")
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	}))
+}
+
+func TestHealthReadyMetricsLookups(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true})
+	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/healthz", "").code)
+	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/readyz", "").code)
+	e.srv.SetReady(false)
+	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodGet, "/readyz", "").code)
+	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/metrics", "").code, "metrics disabled: nil *Metrics")
+	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/", "").code, "the status page is not routed yet")
+	require.Equal(t, http.StatusMethodNotAllowed, e.do(http.MethodPut, "/rest/receipt", "{}", "Content-Type", "application/json").code)
+
+	for _, p := range []string{"/rest/info", "/rest/bankAccounts?tin=1", "/rest/sendData", "/api/info/check/getBranchInfo",
+		"/api/receipt/receipt/getProductTaxCode", "/api/info/check/getInfo?tin=1", "/api/info/check/getTinInfo?regNo=1",
+		"/api/info/check/barcode/v2", "/api/info/check/barcode/v2/1/2/3"} {
+		r := e.do(http.MethodGet, p, "")
+		require.Equal(t, http.StatusOK, r.code, p)
+		require.Contains(t, string(r.body), "lookup /", p)
+	}
+
+	off := newEnv(t, envOpts{noWorker: true, noLookups: true})
+	r := off.do(http.MethodGet, "/api/info/check/getBranchInfo", "")
+	require.Equal(t, http.StatusServiceUnavailable, r.code)
+	require.EqualValues(t, 503, r.json(t)["status"])
+}
+
+func TestMetricsCountRoutes(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true})
+	m := metrics.New()
+	srv := api.New(api.Deps{Store: e.st, Queue: e.q, Metrics: m}, api.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	defer func() { cancel(); require.NoError(t, <-served) }()
+	e.base = "http://" + ln.Addr().String()
+	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/receiptd/entries/Q000000000077", "").code)
+	require.Equal(t, http.StatusForbidden, e.do(http.MethodGet, "/healthz", "", "Host", "evil.example").code)
+	r := e.do(http.MethodGet, "/metrics", "")
+	require.Equal(t, http.StatusOK, r.code)
+	require.Contains(t, string(r.body), `receiptd_http_requests_total{code="404",route="GET /receiptd/entries/{queueId}"} 1`)
+	require.Contains(t, string(r.body), `receiptd_http_requests_total{code="403",route="refused"} 1`)
+	require.NotContains(t, string(r.body), "Q000000000077", "never the raw path")
+}
+
+func TestShutdownAnswersWaitingRequests(t *testing.T) {
+	// The worker never runs, so a request with a long wait would wait the
+	// whole minute; ending Serve's context answers it 202 at once.
+	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Wait: time.Minute}})
+	srv := e.srv
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	e.base = "http://" + ln.Addr().String()
+	answered := make(chan resp, 1)
+	go func() {
+		answered <- e.do(http.MethodPost, "/rest/receipt", receiptBody("000800"))
+	}()
+	require.Eventually(t, func() bool { return e.counts()[queue.StateQueued] == 1 }, 5*time.Second, 5*time.Millisecond)
+	cancel()
+	r := <-answered
+	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
+	require.NoError(t, <-served)
+}
+
+func TestCheckListen(t *testing.T) {
+	for _, c := range []struct {
+		addr, token string
+		ok          bool
+	}{
+		{"127.0.0.1:7080", "", true},
+		{"localhost:7080", "", true},
+		{"[::1]:7080", "", true},
+		{"0.0.0.0:7080", "", false},
+		{":7080", "", false},
+		{"[::]:7080", "", false},
+		{"192.168.1.5:7080", "", false},
+		{"till.lan:7080", "", false},
+		{"0.0.0.0:7080", "t", true},
+	} {
+		err := api.CheckListen(c.addr, c.token)
+		if c.ok {
+			require.NoError(t, err, c.addr)
+		} else {
+			require.ErrorIs(t, err, api.ErrTokenRequired, c.addr)
+			require.Contains(t, err.Error(), "token")
+		}
+	}
+}
