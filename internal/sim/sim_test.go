@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -255,7 +254,9 @@ func TestFaultDownAndUp(t *testing.T) {
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	_, _, _, err := do(t, "GET", s.URL()+"/rest/info", "")
 	require.Error(t, err)
-	require.True(t, errors.Is(err, syscall.ECONNREFUSED), "refused, got %v", err)
+	var opErr *net.OpError
+	require.ErrorAs(t, err, &opErr)
+	require.Equal(t, "dial", opErr.Op, "refused at connect, got %v", err)
 
 	require.NoError(t, s.SetFaults(sim.Faults{}))
 	require.Equal(t, addr, s.Addr())
