@@ -367,3 +367,32 @@ func TestConcurrentCreates(t *testing.T) {
 	}
 	require.Len(t, seen, 16)
 }
+
+func TestFaultErrorRateShare(t *testing.T) {
+	s := start(t, sim.Options{Seed: 5})
+	require.NoError(t, s.SetFaults(sim.Faults{ErrorRate: 0.5}))
+	codes := map[int]int{}
+	for range 40 {
+		code, _, _, err := do(t, "GET", s.URL()+"/rest/info", "")
+		require.NoError(t, err)
+		codes[code]++
+	}
+	require.Equal(t, 40, codes[200]+codes[503], "%v", codes)
+	require.Greater(t, codes[200], 5, "%v", codes)
+	require.Greater(t, codes[503], 5, "%v", codes)
+}
+
+func TestHandlerWithoutStartDropsWhenDown(t *testing.T) {
+	s := sim.New(sim.Options{})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	_, _, _, err := do(t, "GET", srv.URL+"/rest/info", "")
+	require.Error(t, err, "connection closed unanswered")
+	require.NoError(t, s.SetFaults(sim.Faults{}))
+	code, _, _, err := do(t, "GET", srv.URL+"/rest/info", "")
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+	require.NoError(t, s.Close())
+	require.ErrorIs(t, s.SetFaults(sim.Faults{}), sim.ErrClosed)
+}
