@@ -1,0 +1,164 @@
+// Package statuspage owns the status page served at GET / for a person: a
+// shop owner or an operator who wants to know, at a glance, whether the tax
+// service is reachable, how many receipts wait, whether the oldest of them
+// is getting too old, what failed last and how fresh the lookup cache is.
+//
+// It promises a page that is rendered on the server from one template
+// embedded in the binary, with inline CSS, no JavaScript and no external
+// asset (so it works offline, and a browser's console stays empty), that
+// refreshes itself every few seconds, that escapes everything it shows
+// (upstream messages are outside input), and that never signals a state by
+// colour alone. It depends on nothing of receiptd's: the caller gathers a
+// Data and this package only presents it.
+package statuspage
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// RefreshSeconds is how often the page reloads itself.
+const RefreshSeconds = 5
+
+// MaxFailures is how many failures the page shows at most, newest first;
+// the rest are dropped so a bad day cannot make the page unreadable.
+const MaxFailures = 50
+
+// Alert levels of Data.Alert, as /receiptd/status reports them.
+const (
+	AlertNone     = "none"
+	AlertWarn     = "warn"
+	AlertCritical = "critical"
+)
+
+// Data is everything the page shows. The zero value renders (an empty
+// queue, the tax service shown as unreachable since an unknown time).
+type Data struct {
+	Version string
+	// Now is the moment the data was gathered; ages are measured from it
+	// and times are shown in its location.
+	Now time.Time
+
+	// UpstreamUp is whether the tax service is reachable; UpstreamSince is
+	// when that last changed (zero: unknown).
+	UpstreamUp    bool
+	UpstreamSince time.Time
+	// LastSuccess is when the tax service last accepted a request (zero:
+	// not since start). LastError is the text of the last failure, if any.
+	LastSuccess time.Time
+	LastError   string
+
+	// Counts are entries by state (queued, sending, sent, payment,
+	// rejected, held, cancelled, delete_queued, deleted, delete_rejected).
+	// Absent states show as zero; unknown states are shown after the known
+	// ones.
+	Counts map[string]int
+
+	// OldestUnsentAge is the age of the oldest entry not yet accepted
+	// upstream (0: none). Alert is its level, AlertNone, AlertWarn or
+	// AlertCritical; UnsentWarn and UnsentCritical are the thresholds, shown
+	// in the words of the level.
+	OldestUnsentAge time.Duration
+	Alert           string
+	UnsentWarn      time.Duration
+	UnsentCritical  time.Duration
+
+	// Failures are the last failures, in any order (the page sorts them
+	// newest first and keeps MaxFailures).
+	Failures []Failure
+
+	// Cache is the lookup cache's freshness, one row per kind of lookup.
+	Cache []CacheKind
+}
+
+// Failure is one failed attempt or rejected entry.
+type Failure struct {
+	QueueID  string
+	Kind     string // receipt or delete
+	State    string // the entry's state now
+	At       time.Time
+	Message  string // the upstream's message or the error's text
+	Attempts int
+}
+
+// CacheKind is the freshness of one kind of lookup in the cache.
+type CacheKind struct {
+	Kind        string
+	Entries     int
+	OldestAge   time.Duration // age of the oldest entry (0: none)
+	LastRefresh time.Time     // zero: never refreshed since start
+	LastError   string        // the last refresh's failure, if any
+}
+
+//go:embed page.html.tmpl
+var files embed.FS
+
+var page = template.Must(template.New("page.html.tmpl").
+	Funcs(template.FuncMap{"lower": strings.ToLower}).
+	ParseFS(files, "page.html.tmpl"))
+
+// Render writes the page for d to w.
+func Render(w io.Writer, d Data) error {
+	if err := page.Execute(w, newView(d)); err != nil {
+		return fmt.Errorf("render status page: %w", err)
+	}
+	return nil
+}
+
+// Handler serves the page at the path "/" (any other path is 404, so a
+// catch-all mount cannot turn every unknown URL into the page). It answers
+// GET and HEAD only (405 otherwise). It calls source with the request's
+// context on every request; when source or rendering fails it logs the
+// error and answers 500 with a short text that does not repeat it. A nil
+// log discards.
+func Handler(source func(ctx context.Context) (Data, error), log *zap.Logger) http.Handler {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		var buf bytes.Buffer
+		d, err := source(r.Context())
+		if err == nil {
+			err = Render(&buf, d)
+		}
+		if err != nil {
+			log.Error("status page", zap.Error(err))
+			http.Error(w, "status page unavailable; the details are in receiptd's log", http.StatusInternalServerError)
+			return
+		}
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Content-Length", fmt.Sprint(buf.Len()))
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(buf.Bytes()) // a client gone away is not ours to report
+		}
+	})
+}
+
+// contentSecurityPolicy allows exactly what the page uses: its own inline
+// style and the empty data: favicon. No script can run, even if escaping
+// were ever broken.
+const contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
