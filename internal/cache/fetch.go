@@ -88,7 +88,9 @@ func (c *Cache) fetchNow(ctx context.Context, lk lookup) result {
 		if cl, _ := client.ClassOf(err); cl == client.Rejected && raw != nil {
 			return result{pass: raw}
 		}
-		c.noteFailure(lk, err)
+		if ctx.Err() == nil { // a shutdown is not the upstream's failure
+			c.noteFailure(lk, err)
+		}
 		return result{err: err}
 	}
 	rec := &record{

@@ -85,7 +85,10 @@ func parseRoute(escapedPath string, query url.Values) (lookup, error) {
 }
 
 // Handler serves the cached lookup routes and the send-data pass-through;
-// any other path is a 404, any method but GET and HEAD a 405.
+// any other path is a 404, any method but GET and HEAD a 405, a bad
+// parameter or classification path a 400 (all with the envelope). STALE
+// answers are refreshed by Run's workers: without Run, a stale entry is
+// served until it passes MaxStale, then fetched as a miss.
 func (c *Cache) Handler() http.Handler {
 	return http.HandlerFunc(c.serveHTTP)
 }

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +47,13 @@ func (c *Cache) refreshLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case lk := <-c.refreshCh:
-			if res := c.fetch(ctx, ctx, lk); res.err != nil {
+			res := c.fetch(ctx, ctx, lk)
+			if res.pass != nil {
+				// A 4xx for something that was there: keep serving what
+				// is cached, and wait before asking again.
+				c.noteFailure(lk, fmt.Errorf("%s: refresh refused: HTTP %d", lk.op, res.pass.StatusCode))
+			}
+			if res.err != nil {
 				c.log.Debug("background refresh failed", zap.String("kind", string(lk.op)), zap.Error(res.err))
 			}
 			c.refreshDone(lk)
