@@ -1,0 +1,101 @@
+package harness_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/harness"
+	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+func TestWriteConfigRoundTrips(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.Listen = "127.0.0.1:7999"
+	cfg.Sync.Concurrency = 3
+	cfg.Sync.MinBackoff = config.Dur(50 * time.Millisecond)
+	path := filepath.Join(t.TempDir(), "c.toml")
+	require.NoError(t, harness.WriteConfig(path, cfg))
+	got, err := config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, cfg, got)
+}
+
+func TestStartFileRefusesMissingConfig(t *testing.T) {
+	_, err := harness.StartFile(context.Background(), "/nonexistent/receiptd", filepath.Join(t.TempDir(), "none.toml"))
+	require.Error(t, err)
+}
+
+// TestProcessLifecycle builds the real binary, starts it, crashes it,
+// restarts it on the same data and stops it cleanly.
+func TestProcessLifecycle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin, err := harness.Build(ctx, t.TempDir())
+	require.NoError(t, err)
+
+	s := sim.New(sim.Options{Seed: 1})
+	require.NoError(t, s.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = s.Close() })
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = s.URL(), s.URL()
+	dir := t.TempDir()
+
+	p, err := harness.Start(ctx, bin, dir, cfg)
+	require.NoError(t, err)
+	require.NotContains(t, p.URL(), ":0", "a free port replaces port 0")
+	require.NoError(t, p.WaitReady(ctx))
+	if runtime.GOOS == "linux" {
+		rss, err := p.RSS()
+		require.NoError(t, err)
+		require.Greater(t, rss, int64(1<<20))
+	}
+	require.NoError(t, p.Kill())
+	require.NoError(t, p.Kill(), "Kill may be called again")
+	_, err = http.Get(p.URL() + "/healthz")
+	require.Error(t, err, "a killed daemon answers nothing")
+
+	p2, err := harness.StartFile(ctx, bin, p.ConfigPath())
+	require.NoError(t, err)
+	require.Equal(t, p.URL(), p2.URL())
+	require.NoError(t, p2.WaitReady(ctx))
+	stopCtx, stopCancel := context.WithTimeout(ctx, 20*time.Second)
+	defer stopCancel()
+	require.NoError(t, p2.Stop(stopCtx))
+	require.NoError(t, p2.Stop(stopCtx), "Stop after a clean stop is nil")
+	require.Contains(t, p2.LogTail(1<<20), "ready")
+
+	st, err := store.Open(filepath.Join(cfg.DataDir, "receiptd.db"), store.Options{})
+	require.NoError(t, err)
+	require.NoError(t, st.Check())
+	require.NoError(t, st.Close())
+}
+
+func TestWaitReadyReportsAStartupRefusal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin, err := harness.Build(ctx, t.TempDir())
+	require.NoError(t, err)
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = t.TempDir()
+	db := filepath.Join(cfg.DataDir, "receiptd.db")
+	st, err := store.Open(db, store.Options{}) // holds the lock: the daemon must refuse
+	require.NoError(t, err)
+	defer st.Close()
+	p, err := harness.Start(ctx, bin, t.TempDir(), cfg)
+	require.NoError(t, err)
+	err = p.WaitReady(ctx)
+	require.ErrorIs(t, err, harness.ErrExited)
+	require.Contains(t, err.Error(), db)
+}
