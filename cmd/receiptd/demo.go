@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/logging"
+	"github.com/receiptd/receiptd/internal/sim"
+)
+
+func init() {
+	commands["demo"] = command{summary: "run the daemon beside the built-in tax service simulator, on loopback", run: runDemo}
+}
+
+// demoOptions are demo's flags.
+type demoOptions struct {
+	listen      string
+	outage      time.Duration
+	outageAfter time.Duration
+}
+
+func runDemo(ctx context.Context, env *cmdEnv, args []string) error {
+	fs := newFlagSet(env, "demo", "demo [-outage D] [-outage-after D] [-listen ADDR]")
+	var o demoOptions
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:7080", "loopback address of the daemon (a free port if this one is busy)")
+	fs.DurationVar(&o.outage, "outage", 0, "take the simulated tax service down for this long, then bring it back (0: no outage)")
+	fs.DurationVar(&o.outageAfter, "outage-after", 15*time.Second, "when the outage starts")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if o.outage < 0 || o.outageAfter < 0 {
+		return usagef("-outage and -outage-after must not be negative")
+	}
+	if host, _, err := net.SplitHostPort(o.listen); err != nil || !isLoopbackHost(host) {
+		return usagef("-listen %q: the demo listens on a loopback address only, like 127.0.0.1:7080", o.listen)
+	}
+	log, closeLog, err := logging.New(logging.Options{Level: "info", Console: true})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeLog() }()
+	return demo(ctx, env, log, o)
+}
+
+func isLoopbackHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// demo owns the simulator, the temporary data directory and the daemon,
+// and releases them in reverse order when ctx ends.
+func demo(ctx context.Context, env *cmdEnv, log *zap.Logger, o demoOptions) error {
+	s := sim.New(sim.Options{Seed: time.Now().UnixNano()})
+	if err := s.Start("127.0.0.1:0"); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer s.Close()
+	dir, err := os.MkdirTemp("", "receiptd-demo-")
+	if err != nil {
+		return fmt.Errorf("demo: temporary data directory: %w", err)
+	}
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			log.Warn("could not remove the demo's data directory", zap.String("dir", dir), zap.Error(err))
+		}
+	}()
+	d, err := startDaemon(demoConfig(o.listen, dir, s.URL(), log), log)
+	if err != nil {
+		return err
+	}
+	sample := filepath.Join(dir, "receipt.json")
+	if err := os.WriteFile(sample, sampleReceipt("000001"), 0o600); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	printDemoHelp(env, d.URL(), s.URL(), sample, o)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if o.outage > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outageLoop(ctx, log.Named("demo"), s, d.URL(), o)
+		}()
+	}
+	if err := d.Run(ctx); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	return nil
+}
+
+// demoConfig is the defaults, pointed at the simulator, with short backoff
+// so a recovery shows within seconds.
+func demoConfig(listen, dir, simURL string, log *zap.Logger) config.Config {
+	cfg := config.Default()
+	if ln, err := net.Listen("tcp", listen); err != nil {
+		log.Info("address busy; using a free port", zap.String("listen", listen), zap.Error(err))
+		listen = "127.0.0.1:0"
+	} else {
+		_ = ln.Close()
+	}
+	cfg.Listen = listen
+	cfg.DataDir = dir
+	cfg.Upstream.BaseURL = simURL
+	cfg.Upstream.LookupBaseURL = simURL
+	cfg.Upstream.Timeout = config.Dur(5 * time.Second)
+	cfg.Sync.MinBackoff = config.Dur(500 * time.Millisecond)
+	cfg.Sync.MaxBackoff = config.Dur(3 * time.Second)
+	return cfg
+}
+
+func printDemoHelp(env *cmdEnv, api, simURL, sample string, o demoOptions) {
+	w := env.stdout
+	fmt.Fprintf(w, "\nreceiptd demo: the daemon at %s, a simulated tax service at %s\n\n", api, simURL)
+	fmt.Fprintf(w, "  status page   %s/\n", api)
+	fmt.Fprintf(w, "  status JSON   %s/receiptd/status\n", api)
+	fmt.Fprintf(w, "  entries       %s/receiptd/entries\n", api)
+	fmt.Fprintf(w, "  metrics       %s/metrics\n", api)
+	fmt.Fprintf(w, "  sim faults    %s/sim/faults   (PUT {\"down\":true,\"downFor\":\"30s\"} to cut the line)\n\n", simURL)
+	fmt.Fprintln(w, "send a receipt:")
+	if runtime.GOOS == "windows" {
+		fmt.Fprintf(w, "  curl -s -i -H \"Content-Type: application/json\" --data-binary @%s %s/rest/receipt\n", sample, api)
+	} else {
+		fmt.Fprintf(w, "  curl -s -i -H 'Content-Type: application/json' -d '%s' %s/rest/receipt\n", sampleReceipt("000001"), api)
+	}
+	fmt.Fprintln(w, "(sent twice, it is answered as the first time with Idempotent-Replayed: true;")
+	fmt.Fprintln(w, " change billIdSuffix for a new receipt)")
+	if o.outage > 0 {
+		fmt.Fprintf(w, "\nin %s the tax service goes down for %s; watch the log and the status page.\n", o.outageAfter, o.outage)
+	}
+	fmt.Fprintln(w, "\nCtrl-C stops the demo and deletes its data.")
+}
+
+// sampleReceipt is a valid B2C receipt whose totals add up exactly:
+// 2 × 6250.25 = 12500.50, paid 500.50 cash and 12000 by card.
+func sampleReceipt(billIDSuffix string) []byte {
+	return fmt.Appendf(nil, `{"branchNo":"001","totalAmount":12500.50,"totalVAT":1136.41,"totalCityTax":0,`+
+		`"districtCode":"0102","merchantTin":"37900846788","posNo":"POS-1","type":"B2C_RECEIPT",`+
+		`"billIdSuffix":%q,"receipts":[{"totalAmount":12500.50,"taxType":"VAT_ABLE",`+
+		`"merchantTin":"37900846788","totalVAT":1136.41,"totalCityTax":0,"items":[{"name":"Bread",`+
+		`"barCode":"4900000000001","barCodeType":"GS1","classificationCode":"2349010","measureUnit":"pcs",`+
+		`"qty":2,"unitPrice":6250.25,"totalVAT":1136.41,"totalCityTax":0,"totalAmount":12500.50}]}],`+
+		`"payments":[{"code":"CASH","status":"PAID","paidAmount":500.50},`+
+		`{"code":"PAYMENT_CARD","status":"PAID","paidAmount":12000}]}`, billIDSuffix)
+}

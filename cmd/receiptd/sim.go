@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/receiptd/receiptd/internal/sim"
+)
+
+func init() {
+	commands["sim"] = command{summary: "run the tax service simulator alone, with fault injection", run: runSim}
+}
+
+func runSim(ctx context.Context, env *cmdEnv, args []string) error {
+	fs := newFlagSet(env, "sim", "sim [-listen ADDR] [-seed N] [-latency D] [-error-rate F] [-drop-rate F]")
+	listen := fs.String("listen", "127.0.0.1:7081", "address to listen on (PosAPI's usual port, receiptd's default upstream)")
+	seed := fs.Int64("seed", time.Now().UnixNano(), "seed of ids, lottery numbers and fault rolls (a run is reproducible with the same seed)")
+	latency := fs.Duration("latency", 0, "delay added to every answer")
+	errorRate := fs.Float64("error-rate", 0, "share (0 to 1) of requests answered 503")
+	dropRate := fs.Float64("drop-rate", 0, "share (0 to 1) of creates and deletes processed, then left unanswered")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	s := sim.New(sim.Options{Seed: *seed})
+	defer s.Close()
+	if err := s.SetFaults(sim.Faults{Latency: *latency, ErrorRate: *errorRate, DropRate: *dropRate}); err != nil {
+		return usagef("%v", err)
+	}
+	if err := s.Start(*listen); err != nil {
+		return fmt.Errorf("start simulator: %w", err)
+	}
+	printSimHelp(env, s.URL(), *seed)
+	<-ctx.Done()
+	fmt.Fprintln(env.stderr, "simulator stopped")
+	return nil
+}
+
+func printSimHelp(env *cmdEnv, base string, seed int64) {
+	fmt.Fprintf(env.stdout, `tax service simulator listening on %[1]s (seed %[2]d)
+point receiptd at it: upstream.base_url = upstream.lookup_base_url = "%[1]s"
+
+control API (never faulted):
+  curl -s %[1]s/sim/faults                 the faults in force
+  curl -s -X PUT %[1]s/sim/faults -d '{"down":true,"downFor":"30s"}'
+                                           refuse connections for 30s (give downFor: the control API goes down too)
+  curl -s -X PUT %[1]s/sim/faults -d '{"latency":"2s","errorRate":0.2,"dropRate":0.1}'
+                                           slow answers, 20%% 503s, 10%% answers lost after processing
+  curl -s -X PUT %[1]s/sim/faults -d '{}'   healthy again
+  curl -s %[1]s/sim/receipts               receipts issued (lottery and QR data included: a test tool)
+  curl -s %[1]s/sim/requests               request counts per route
+  curl -s -X POST %[1]s/sim/reset          forget receipts and counts
+Ctrl-C stops it.
+`, base, seed)
+}
