@@ -195,7 +195,7 @@ func Default() Config {
 		Sync: Sync{
 			Concurrency: 2,
 			MinBackoff:  Dur(time.Second),
-			MaxBackoff:  Dur(5 * time.Minute),
+			MaxBackoff:  Dur(10 * time.Second),
 			OnAmbiguous: OnAmbiguousRetry,
 		},
 		Cache:     defaultCache(),
