@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/store"
 )
 
 // lookups the sim answers, with the refresh interval of their kind.
@@ -59,6 +62,11 @@ func TestOnlineFillsThenOfflineServesStale(t *testing.T) {
 		require.Equal(t, "30", a.header.Get(HeaderAge), l.path)
 		require.Equal(t, want[l.path].body, a.body, l.path)
 		require.Equal(t, before[l.route], s.Requests(l.route), "a hit asks nothing upstream: %s", l.path)
+	}
+	for _, k := range e.c.Freshness() {
+		require.Equal(t, 30*time.Second, k.OldestAge, k.Kind)
+		require.NotZero(t, k.LastRefresh, k.Kind)
+		require.Empty(t, k.LastError, k.Kind)
 	}
 
 	// Offline, 2 hours later: hourly and negative kinds are STALE, daily and
@@ -125,7 +133,9 @@ func TestConcurrentMissesMakeOneRequest(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			answers[i] = e.get(t, "/api/info/check/getInfo?tin=5317878")
+			var err error
+			answers[i], err = tryGet(e.srv.URL + "/api/info/check/getInfo?tin=5317878")
+			assert.NoError(t, err)
 		}()
 	}
 	close(start)
@@ -409,4 +419,45 @@ func TestConfigValidation(t *testing.T) {
 		_, err := New(context.Background(), st, nil, cfg, nil, nil)
 		require.ErrorIs(t, err, ErrConfig, name)
 	}
+}
+
+// TestIndexAndStoreAgreeUnderChurn: concurrent misses, hits and evictions
+// of a small cache leave the bucket holding exactly the indexed entries.
+func TestIndexAndStoreAgreeUnderChurn(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"msg":"","status":200,"data":{"tin":"` + r.URL.Query().Get("tin") + `"}}`))
+	})
+	st := openStore(t)
+	e := newEnv(t, st, newClient(t, up.srv.URL), Config{MaxEntries: 5})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 15 {
+				tin := strconv.Itoa((g*7 + i*3) % 12)
+				a, err := tryGet(e.srv.URL + "/api/info/check/getInfo?tin=" + tin)
+				assert.NoError(t, err)
+				assert.Equal(t, http.StatusOK, a.status)
+				assert.Equal(t, `{"msg":"","status":200,"data":{"tin":"`+tin+`"}}`, a.body)
+			}
+		}()
+	}
+	wg.Wait()
+	var stored []string
+	require.NoError(t, st.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(store.BucketCache).Bucket([]byte(client.OpMerchantInfo)).ForEach(func(k, _ []byte) error {
+			stored = append(stored, string(k[1:]))
+			return nil
+		})
+	}))
+	e.c.mu.Lock()
+	var indexed []string
+	for el := e.c.lru.Front(); el != nil; el = el.Next() {
+		indexed = append(indexed, el.Value.(*entry).lk.param)
+	}
+	e.c.mu.Unlock()
+	require.Len(t, indexed, 5)
+	require.ElementsMatch(t, indexed, stored)
+	require.Equal(t, 5, e.c.Freshness()[2].Entries)
 }

@@ -89,12 +89,20 @@ func (e *env) get(t testing.TB, path string) answer {
 
 func httpGet(t testing.TB, url string) answer {
 	t.Helper()
-	resp, err := http.Get(url)
+	a, err := tryGet(url)
 	require.NoError(t, err)
+	return a
+}
+
+// tryGet is httpGet for goroutines other than the test's (no FailNow).
+func tryGet(url string) (answer, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return answer{}, err
+	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return answer{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return answer{status: resp.StatusCode, header: resp.Header, body: string(b)}, err
 }
 
 func (a answer) cache() string { return a.header.Get(HeaderCache) }
