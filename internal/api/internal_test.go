@@ -1,0 +1,80 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/receipt"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+func TestParsePrefer(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		fields []string
+		want   preference
+	}{
+		{"none", nil, preference{}},
+		{"wait", []string{"wait=10"}, preference{hasWait: true, wait: 10 * time.Second}},
+		{"case and spaces", []string{" WAIT = 3 "}, preference{hasWait: true, wait: 3 * time.Second}},
+		{"quoted", []string{`wait="7"`}, preference{hasWait: true, wait: 7 * time.Second}},
+		{"zero", []string{"wait=0"}, preference{hasWait: true}},
+		{"with parameters", []string{"wait=4; foo=bar"}, preference{hasWait: true, wait: 4 * time.Second}},
+		{"list", []string{"handling=lenient, respond-async, wait=9"}, preference{async: true, hasWait: true, wait: 9 * time.Second}},
+		{"two fields, first wins", []string{"wait=2", "wait=5"}, preference{hasWait: true, wait: 2 * time.Second}},
+		{"negative ignored", []string{"wait=-1"}, preference{}},
+		{"decimal ignored", []string{"wait=1.5"}, preference{}},
+		{"empty ignored", []string{"wait="}, preference{}},
+		{"unknown ignored", []string{"return=minimal"}, preference{}},
+		{"huge saturates", []string{"wait=99999999999999999999999"}, preference{hasWait: true, wait: 1<<63 - 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, parsePrefer(c.fields))
+		})
+	}
+}
+
+func TestFailureStatus(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("enqueue: %w", err) }
+	for _, c := range []struct {
+		err  error
+		code int
+		msg  string
+	}{
+		{wrap(store.ErrDiskFull), http.StatusInsufficientStorage, "disk full"},
+		{wrap(queue.ErrConflict), http.StatusConflict, "different body"},
+		{wrap(queue.ErrNotFound), http.StatusNotFound, "no such entry"},
+		{wrap(queue.ErrIllegalTransition), http.StatusConflict, "illegal"},
+		{wrap(queue.ErrInvalid), http.StatusBadRequest, "invalid"},
+		{wrap(context.Canceled), http.StatusServiceUnavailable, "send it again"},
+		{wrap(store.ErrClosed), http.StatusServiceUnavailable, "send it again"},
+		{wrap(store.ErrFailed), http.StatusInternalServerError, "see the receiptd log"},
+		{&http.MaxBytesError{Limit: 10}, http.StatusRequestEntityTooLarge, "limit of 99"},
+		{&receipt.ValidationError{Errors: []receipt.FieldError{{Field: "posNo", Problem: "required"}}}, http.StatusBadRequest, "posNo: required"},
+		{errors.New("boom"), http.StatusInternalServerError, "nothing was stored"},
+	} {
+		code, msg := failureStatus(c.err, 99)
+		require.Equal(t, c.code, code, "%v", c.err)
+		require.Contains(t, msg, c.msg)
+	}
+}
+
+// TestDiskFullAnswers507 drives the create handler's error path with a
+// closed-over failure: a disk-full Enqueue must be 507 with a clear message,
+// and is logged as the server's failure.
+func TestDiskFullAnswers507(t *testing.T) {
+	rec := httptest.NewRecorder()
+	s := New(Deps{}, Options{})
+	s.fail(rec, "create", fmt.Errorf("enqueue: %w", fmt.Errorf("commit /data/receiptd.db: %w", store.ErrDiskFull)))
+	require.Equal(t, http.StatusInsufficientStorage, rec.Code)
+	require.Contains(t, rec.Body.String(), `"status":"ERROR"`)
+	require.Contains(t, rec.Body.String(), "disk full")
+}
