@@ -90,6 +90,7 @@ func runEntries(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	p := &pager{c: c, state: *state, limit: min(*limit, maxPage), after: *after}
 	var shown []queue.Entry
+	truncated := false
 	for len(shown) < *limit {
 		entries, raws, err := p.next(ctx)
 		if err != nil {
@@ -99,6 +100,7 @@ func runEntries(ctx context.Context, env *cmdEnv, args []string) error {
 			break
 		}
 		n := min(len(entries), *limit-len(shown))
+		truncated = n < len(entries)
 		shown = append(shown, entries[:n]...)
 		if *asJSON {
 			for _, raw := range raws[:n] {
@@ -109,7 +111,7 @@ func runEntries(ctx context.Context, env *cmdEnv, args []string) error {
 	if !*asJSON {
 		printEntryTable(env, shown)
 	}
-	if len(shown) == *limit && !p.done && len(shown) > 0 {
+	if len(shown) > 0 && (truncated || (len(shown) == *limit && !p.done)) {
 		fmt.Fprintf(env.stderr, "more: receiptd entries -after %s\n", shown[len(shown)-1].QueueID)
 	}
 	return nil

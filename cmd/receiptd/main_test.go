@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// runCLI runs the command line in-process and returns its exit code and
+// output.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = runMain(context.Background(), args, &cmdEnv{stdout: &out, stderr: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	return path
+}
+
+// closedAddr is a loopback address nobody listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+func TestExitCodes(t *testing.T) {
+	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
+	badConfig := writeFile(t, "bad.toml", "listen = \"127.0.0.1:7080\"\nlisten_typo = 1\n[sync]\nconcurrency = -3\n")
+	badValue := writeFile(t, "value.toml", "[sync]\nconcurrency = -3\non_ambiguous = \"maybe\"\n")
+	noDaemon := closedAddr(t)
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		inStdout []string
+		inStderr []string
+	}{
+		{"no command", nil, exitUsage, nil, []string{"usage: receiptd"}},
+		{"help", []string{"-h"}, exitOK, nil, []string{"commands:", "config check", "export"}},
+		{"unknown command", []string{"frobnicate"}, exitUsage, nil, []string{`unknown command "frobnicate"`}},
+		{"bad flag", []string{"entries", "-bogus"}, exitUsage, nil, []string{"-bogus", "usage: receiptd entries"}},
+		{"extra argument", []string{"version", "extra"}, exitUsage, nil, []string{"unexpected arguments: extra"}},
+		{"version", []string{"version"}, exitOK, []string{"receiptd dev"}, nil},
+		{"config check example", []string{"config", "check", "-config", "../../config.example.toml"}, exitOK,
+			[]string{"ok: ../../config.example.toml"}, nil},
+		{"config check unknown key", []string{"config", "check", "-config", badConfig}, exitUsage, nil,
+			[]string{"listen_typo: unknown key"}},
+		{"config check bad values", []string{"config", "check", "-config", badValue}, exitUsage, nil,
+			[]string{"2 problem(s)", "  sync.concurrency: ", "  sync.on_ambiguous: "}},
+		{"config check missing file", []string{"config", "check", "-config", filepath.Join(t.TempDir(), "none.toml")},
+			exitUsage, nil, []string{"does not exist"}},
+		{"run with a bad config", []string{"run", "-config", badValue}, exitUsage, nil, []string{"sync.concurrency"}},
+		{"run with a missing config", []string{"run", "-config", filepath.Join(t.TempDir(), "x.toml")}, exitUsage, nil,
+			[]string{"does not exist"}},
+		{"entries without a daemon", []string{"entries", "-addr", noDaemon, "-token", "t"}, exitFailure, nil,
+			[]string{"is receiptd running?", noDaemon}},
+		{"retry without a daemon", []string{"retry", "-addr", noDaemon, "-token", "t", "Q000000000001"}, exitFailure, nil,
+			[]string{"is receiptd running?"}},
+		{"backup without a daemon", []string{"backup", "-addr", noDaemon, "-token", "t", filepath.Join(t.TempDir(), "b.db")},
+			exitFailure, nil, []string{"is receiptd running?"}},
+		{"entries bad state", []string{"entries", "-state", "lost"}, exitUsage, nil, []string{`-state "lost"`}},
+		{"entries with a bad config", []string{"entries", "-config", badConfig}, exitUsage, nil, []string{"listen_typo"}},
+		{"retry without id", []string{"retry"}, exitUsage, nil, []string{"want one queueId"}},
+		{"retry bad id", []string{"retry", "42"}, exitUsage, nil, []string{"not a queueId"}},
+		{"backup without file", []string{"backup"}, exitUsage, nil, []string{"want the file"}},
+		{"export without range", []string{"export"}, exitUsage, nil, []string{"-from and -to are required"}},
+		{"export bad date", []string{"export", "-from", "yesterday", "-to", "2026-01-01"}, exitUsage, nil,
+			[]string{`-from "yesterday"`}},
+		{"export reversed", []string{"export", "-from", "2026-02-01", "-to", "2026-01-01"}, exitUsage, nil,
+			[]string{"is after"}},
+		{"export bad format", []string{"export", "-from", "2026-01-01", "-to", "2026-01-02", "-format", "xml"},
+			exitUsage, nil, []string{`-format "xml"`}},
+		{"demo non-loopback", []string{"demo", "-listen", "0.0.0.0:7080"}, exitUsage, nil, []string{"loopback"}},
+		{"sim bad rate", []string{"sim", "-error-rate", "2"}, exitUsage, nil, []string{"rates"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			require.Equal(t, tc.code, code, "stdout: %s\nstderr: %s", stdout, stderr)
+			for _, s := range tc.inStdout {
+				require.Contains(t, stdout, s)
+			}
+			for _, s := range tc.inStderr {
+				require.Contains(t, stderr, s)
+			}
+		})
+	}
+}
+
+func TestEveryCommandPrintsItsFlags(t *testing.T) {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	require.Subset(t, names, []string{"run", "demo", "sim", "install", "uninstall", "start", "stop", "restart",
+		"status", "entries", "retry", "export", "backup", "config check", "version"})
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append(strings.Fields(name), "-h")...)
+			require.Equal(t, exitOK, code, stderr)
+			require.Contains(t, stderr, "usage: receiptd "+name)
+		})
+	}
+}
+
+func TestKeyErrorsFindsEveryKey(t *testing.T) {
+	path := writeFile(t, "c.toml", "[accept]\ntimezone = \"Mars/Olympus\"\n[log]\nlevel = \"loud\"\nmax_files = -1\n")
+	_, err := loadConfig(path)
+	require.Error(t, err)
+	var keys []string
+	for _, ke := range keyErrors(err) {
+		keys = append(keys, ke.Key)
+	}
+	require.Equal(t, []string{"accept.timezone", "log.level", "log.max_files"}, keys)
+}
+
+func TestDialable(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:7080":   "127.0.0.1:7080",
+		"0.0.0.0:7080":     "127.0.0.1:7080",
+		":7080":            "127.0.0.1:7080",
+		"[::]:7080":        "[::1]:7080",
+		"till.lan:7080":    "till.lan:7080",
+		"192.168.1.5:7080": "192.168.1.5:7080",
+	} {
+		require.Equal(t, want, dialable(in), in)
+	}
+}
