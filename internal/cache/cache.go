@@ -206,30 +206,15 @@ func New(ctx context.Context, st *store.Store, up Upstream, cfg Config, log *zap
 // index and deletes undecodable records and those beyond MaxEntries.
 func (c *Cache) load(ctx context.Context) error {
 	var entries []*entry
-	drop := map[client.Op][][]byte{}
+	var drop map[client.Op][][]byte
 	err := c.st.Update(ctx, func(tx *bbolt.Tx) error {
-		entries, drop = nil, map[client.Op][][]byte{}
 		root := tx.Bucket(store.BucketCache)
 		if root == nil {
 			return fmt.Errorf("bucket %q missing", store.BucketCache)
 		}
-		for _, op := range cachedOps {
-			b, err := root.CreateBucketIfNotExists([]byte(op))
-			if err != nil {
-				return fmt.Errorf("create bucket %s: %w", op, err)
-			}
-			err = b.ForEach(func(k, v []byte) error {
-				e, err := loadEntry(op, k, v)
-				if err != nil {
-					drop[op] = append(drop[op], append([]byte(nil), k...))
-					return nil
-				}
-				entries = append(entries, e)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
+		var err error
+		if entries, drop, err = scan(root); err != nil {
+			return err
 		}
 		sort.SliceStable(entries, func(i, j int) bool { return entries[i].fetched.After(entries[j].fetched) })
 		for _, e := range entries[min(len(entries), c.cfg.MaxEntries):] {
@@ -262,6 +247,31 @@ func (c *Cache) load(ctx context.Context) error {
 		c.log.Info("dropped undecodable or surplus cache records", zap.Int("records", dropped))
 	}
 	return nil
+}
+
+// scan creates every kind's bucket under root and reads its records'
+// headers; undecodable records' keys come back in drop.
+func scan(root *bbolt.Bucket) (entries []*entry, drop map[client.Op][][]byte, err error) {
+	drop = map[client.Op][][]byte{}
+	for _, op := range cachedOps {
+		b, err := root.CreateBucketIfNotExists([]byte(op))
+		if err != nil {
+			return nil, nil, fmt.Errorf("create bucket %s: %w", op, err)
+		}
+		err = b.ForEach(func(k, v []byte) error {
+			e, err := loadEntry(op, k, v)
+			if err != nil {
+				drop[op] = append(drop[op], append([]byte(nil), k...))
+				return nil
+			}
+			entries = append(entries, e)
+			return nil
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("scan %s: %w", op, err)
+		}
+	}
+	return entries, drop, nil
 }
 
 func loadEntry(op client.Op, k, v []byte) (*entry, error) {

@@ -461,3 +461,30 @@ func TestIndexAndStoreAgreeUnderChurn(t *testing.T) {
 	require.ElementsMatch(t, indexed, stored)
 	require.Equal(t, 5, e.c.Freshness()[2].Entries)
 }
+
+func TestNewDropsUndecodableRecords(t *testing.T) {
+	s := startSim(t)
+	st := openStore(t)
+	e := newEnv(t, st, newClient(t, s.URL()), Config{})
+	require.Equal(t, Miss, e.get(t, "/rest/info").cache())
+	require.NoError(t, st.Update(context.Background(), func(tx *bbolt.Tx) error {
+		b := tx.Bucket(store.BucketCache)
+		if err := b.Bucket([]byte(client.OpBranchInfo)).Put([]byte("=x"), record{status: 200}.encode()); err != nil {
+			return err // a parameter on a parameterless kind
+		}
+		return b.Bucket([]byte(client.OpMerchantInfo)).Put([]byte("=5317878"), []byte{9, 9, 9})
+	}))
+	e2 := newEnv(t, st, newClient(t, s.URL()), Config{})
+	fr := e2.c.Freshness()
+	require.Equal(t, 0, fr[0].Entries)
+	require.Equal(t, 0, fr[2].Entries)
+	require.Equal(t, 1, fr[4].Entries)
+	require.NoError(t, st.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(store.BucketCache)
+		require.Nil(t, b.Bucket([]byte(client.OpBranchInfo)).Get([]byte("=x")))
+		require.Nil(t, b.Bucket([]byte(client.OpMerchantInfo)).Get([]byte("=5317878")))
+		return nil
+	}))
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	require.Equal(t, Hit, e2.get(t, "/rest/info").cache())
+}

@@ -95,7 +95,7 @@ func (c *Cache) fetchNow(ctx context.Context, lk lookup) result {
 	}
 	rec := &record{
 		fetched: c.now(), status: raw.StatusCode, body: raw.Body,
-		contentType: raw.Header.Get("Content-Type"),
+		contentType: storableType(raw.Header.Get("Content-Type")),
 		negative:    isNegative(lk.op, raw.Body),
 	}
 	if err := c.put(ctx, lk, rec); err != nil {
@@ -103,6 +103,17 @@ func (c *Cache) fetchNow(ctx context.Context, lk lookup) result {
 		c.log.Warn("store lookup answer", zap.String("kind", string(lk.op)), zap.Error(err))
 	}
 	return result{rec: rec}
+}
+
+// maxContentType bounds a stored Content-Type (the record keeps its
+// length in two bytes); a longer one is stored as JSON's.
+const maxContentType = 256
+
+func storableType(ct string) string {
+	if len(ct) > maxContentType {
+		return "application/json"
+	}
+	return ct
 }
 
 // isNegative reports a lookup envelope whose data is null or absent.
