@@ -275,6 +275,11 @@ func TestSendDataPassesThrough(t *testing.T) {
 	}
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	requireEnvelope(t, e.get(t, "/rest/sendData"), http.StatusServiceUnavailable)
+	resp, err := http.Head(e.srv.URL + "/rest/sendData")
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, 2, s.Requests(sim.RouteSendData))
 }
 
 func TestRoutesAndMethods(t *testing.T) {

@@ -85,7 +85,8 @@ func parseRoute(escapedPath string, query url.Values) (lookup, error) {
 }
 
 // Handler serves the cached lookup routes and the send-data pass-through;
-// any other path is a 404, any method but GET and HEAD a 405, a bad
+// any other path is a 404, any method but GET and HEAD (GET only for
+// sendData) a 405, a bad
 // parameter or classification path a 400 (all with the envelope). STALE
 // answers are refreshed by Run's workers: without Run, a stale entry is
 // served until it passes MaxStale, then fetched as a miss.
@@ -103,8 +104,9 @@ func (c *Cache) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeEnvelope(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+	// sendData makes PosAPI act, so a HEAD must not trigger it.
+	if r.Method != http.MethodGet && (r.Method != http.MethodHead || lk.op == client.OpSendData) {
+		w.Header().Set("Allow", allowed(lk.op))
 		writeEnvelope(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
@@ -113,6 +115,13 @@ func (c *Cache) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.serveLookup(w, r, lk)
+}
+
+func allowed(op client.Op) string {
+	if op == client.OpSendData {
+		return "GET"
+	}
+	return "GET, HEAD"
 }
 
 // serveLookup answers from the cache when it can, else from the upstream.
