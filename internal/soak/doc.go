@@ -1,0 +1,26 @@
+// Package soak holds receiptd's end-to-end soak test; it has no code of its
+// own besides this comment.
+//
+// TestSoak runs the real receiptd binary as a subprocess (package harness)
+// with the tax service simulator (package sim) in process as its upstream.
+// Several POS clients post receipts, re-post on transport errors with the
+// same Idempotency-Key, submit duplicates on purpose and delete receipts
+// (some still unsent, some sent), while the simulator cycles through
+// outages, latency beyond the upstream timeout, a 5xx rate and
+// process-then-drop, and receiptd is SIGKILLed and restarted at random
+// moments. At the end, with the upstream healthy and the queue drained, it
+// checks what product.md promises:
+//
+//   - every request answered 2xx reached a terminal state;
+//   - every sent receipt was received by the simulator (its outcome id is one
+//     the simulator issued, for that billIdSuffix);
+//   - no receipt was issued twice unless its entry recorded an ambiguous or
+//     interrupted attempt, and duplicates never made a second entry;
+//   - no cancelled receipt was ever issued;
+//   - the database, opened after receiptd stopped, passes store.Check.
+//
+// The run is bounded to about three minutes (about 20 seconds with
+// -short). The seed is logged first; SOAK_SEED=N repeats a run's choices
+// (timing still differs), and SOAK_DURATION=90s sets the length of the load
+// phase.
+package soak
