@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	binDir    string
+)
+
+// receiptdBinary builds the command once per test run.
+func receiptdBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "receiptd-bin-")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "receiptd")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			binPath = string(out)
+		}
+	})
+	require.NoError(t, buildErr, binPath)
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binCmd returns an exec.Cmd of the binary with a clean environment
+// (no RECEIPTD_ variables from the developer's shell).
+func binCmd(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, receiptdBinary(t), args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RECEIPTD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
+}
+
+// runRefused runs `receiptd run` with cfgText and returns its exit code and
+// standard error; it must end within the 10 seconds product.md allows.
+func runRefused(t *testing.T, cfgText string) (int, string) {
+	t.Helper()
+	cfg := writeFile(t, "config.toml", cfgText)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := binCmd(ctx, t, "run", "-config", cfg)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "run did not exit within 10s; stderr: %s", stderr.String())
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "run should refuse to start; stderr: %s", stderr.String())
+	return ee.ExitCode(), stderr.String()
+}
+
+func TestRunRefusesNonLoopbackWithoutToken(t *testing.T) {
+	code, stderr := runRefused(t, "listen = \"0.0.0.0:0\"\ndata_dir = "+tomlString(t.TempDir())+"\n")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "token")
+	require.Contains(t, stderr, "listen")
+}
+
+func TestRunRefusesLockedDatabase(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, daemon.DBFile), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	code, stderr := runRefused(t, "listen = \"127.0.0.1:0\"\ndata_dir = "+tomlString(dir)+"\n")
+	require.Equal(t, exitFailure, code)
+	require.Contains(t, stderr, filepath.Join(dir, daemon.DBFile))
+}
+
+func tomlString(s string) string { return `'` + s + `'` }
+
+// TestRunServesAndStopsOnSIGTERM starts the daemon, talks to it through
+// the CLI with only the config file, and stops it the way systemd does.
+func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGTERM")
+	}
+	addr := closedAddr(t)
+	cfg := writeFile(t, "config.toml", "listen = \""+addr+"\"\ndata_dir = "+tomlString(t.TempDir())+
+		"\nshutdown_timeout = \"5s\"\n[upstream]\nbase_url = \"http://"+closedAddr(t)+"\"\n"+
+		"lookup_base_url = \"http://"+closedAddr(t)+"\"\n[log]\nformat = \"json\"\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run := binCmd(ctx, t, "run", "-config", cfg)
+	stderr, err := run.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, run.Start())
+	logs := waitForLine(t, stderr, "receiptd ready")
+	require.Contains(t, logs, `"msg":"config loaded"`, "JSON when not on a terminal")
+
+	resp, err := http.Post("http://"+addr+"/rest/receipt", "application/json", bytes.NewReader(sampleReceipt("000777")))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "the upstream is down: queued")
+
+	out, err := binCmd(ctx, t, "entries", "-config", cfg).CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Regexp(t, regexp.MustCompile(`Q000000000001\s+receipt\s+queued`), string(out))
+
+	require.NoError(t, run.Process.Signal(syscall.SIGTERM))
+	rest, _ := io.ReadAll(stderr)
+	require.NoError(t, run.Wait(), string(rest))
+	require.Contains(t, string(rest), `"msg":"stopped"`)
+}
+
+// waitForLine reads r until a line contains want, and returns what it read.
+func waitForLine(t *testing.T, r io.Reader, want string) string {
+	t.Helper()
+	var seen strings.Builder
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), want) {
+			return seen.String()
+		}
+	}
+	t.Fatalf("no line with %q; output:\n%s", want, seen.String())
+	return ""
+}
+
+// TestDemo runs the demo, posts the sample receipt it prints, and stops it
+// with Ctrl-C: it must exit 0 and remove its data directory.
+func TestDemo(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGINT")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	demo := binCmd(ctx, t, "demo", "-listen", closedAddr(t))
+	stdout, err := demo.StdoutPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	demo.Stderr = &stderr
+	require.NoError(t, demo.Start())
+	printed := waitForLine(t, stdout, "/rest/receipt")
+	m := regexp.MustCompile(`-d '(\{.*\})' (http://\S+)/rest/receipt`).FindStringSubmatch(printed)
+	require.NotNil(t, m, printed)
+	require.Contains(t, printed, m[2]+"/metrics")
+	require.Contains(t, printed, "/sim/faults")
+
+	resp, err := http.Post(m[2]+"/rest/receipt", "application/json", strings.NewReader(m[1]))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), `"status":"SUCCESS"`)
+
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	require.NoError(t, demo.Process.Signal(os.Interrupt))
+	require.NoError(t, demo.Wait(), stderr.String())
+	dir := regexp.MustCompile(`"db": "([^"]+)/receiptd\.db"`).FindStringSubmatch(stderr.String())
+	require.NotNil(t, dir, stderr.String())
+	require.NoDirExists(t, dir[1])
+}
