@@ -127,7 +127,7 @@ func TestRenderFacts(t *testing.T) {
 			name: "empty",
 			data: Data{Now: now, UpstreamUp: true, Alert: AlertNone},
 			want: []string{
-				"version unknown", "Reachable", "up, since an unknown time",
+				"version unknown", "Reachable", "up (since: unknown)",
 				"Last accepted receipt: none since receiptd started",
 				"nothing waiting ✓ OK", "0 waiting", "none need attention",
 				"queued 0", "delete_rejected 0", "No failures recorded.", "No lookups cached yet.",

@@ -110,7 +110,7 @@ func upstreamOf(d Data) upstreamView {
 		verb = "down"
 	}
 	if d.UpstreamSince.IsZero() {
-		u.Detail = verb + ", since an unknown time"
+		u.Detail = verb + " (since: unknown)"
 	} else {
 		u.Detail = fmt.Sprintf("%s for %s (since %s)", verb, human(d.Now.Sub(d.UpstreamSince)), clock(d.UpstreamSince, d.Now))
 	}
