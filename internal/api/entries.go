@@ -147,7 +147,9 @@ func (s *Server) StatusJSON(_ context.Context) (Status, error) {
 	if !ok {
 		st.Alert = syncer.AlertNone
 	}
-	if s.d.Worker != nil {
+	if s.d.Worker == nil {
+		st.Upstream = UpstreamStatus{State: "down", LastError: "no sync worker: nothing is sent"}
+	} else {
 		ws := s.d.Worker.Status()
 		if !ws.Up {
 			st.Upstream.State = "down"

@@ -14,7 +14,7 @@ import (
 
 // mutated decodes the valid receipt, lets change edit it and encodes it
 // again; numbers stay json.Number so they are written back exactly.
-func mutated(t *testing.T, change func(m map[string]any)) string {
+func mutated(t testing.TB, change func(m map[string]any)) string {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(receiptBody("000900")))
 	dec.UseNumber()
@@ -51,7 +51,7 @@ type badCase struct {
 	want   string // the message names the problem
 }
 
-func malformedCases(t *testing.T) []badCase {
+func malformedCases(t testing.TB) []badCase {
 	valid := receiptBody("000900")
 	deep := `{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`
 	cases := []badCase{
