@@ -164,7 +164,7 @@ func (c *Cache) serveLookup(w http.ResponseWriter, r *http.Request, lk lookup) {
 	default:
 		w.Header().Set(HeaderCache, Miss)
 		writeEnvelope(w, http.StatusServiceUnavailable,
-			fmt.Sprintf("%s: not cached and the tax service is unreachable: %v", lk.op, res.err))
+			fmt.Sprintf("%s: no usable cached answer and the tax service is unreachable: %v", lk.op, res.err))
 	}
 }
 
