@@ -21,6 +21,7 @@
 #   receiptd_<version>-1_<arch>.deb, receiptd-<version>-1.<arch>.rpm
 #   receiptd-<version>-<x64|x86>.msi
 set -euo pipefail
+shopt -s inherit_errexit
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -87,7 +88,8 @@ build_binary() { # goos goarch -> prints the output path
 	echo "build.sh: go build $goos/$goarch -> $out" >&2
 	CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch \
 		go build -C "$RECEIPTD_BIN_DIR" -trimpath \
-		-ldflags "-s -w -X main.version=$VERSION" -o "$out" .
+		-ldflags "-s -w -X main.version=$VERSION" -o "$out" . ||
+		die "go build $goos/$goarch of $RECEIPTD_BIN_DIR failed"
 	echo "$out"
 }
 

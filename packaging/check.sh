@@ -119,6 +119,10 @@ check_rpm() { # goarch
 	done
 }
 
+# msi_export MSI TABLE: the table as tab-separated lines, without the CRs
+# msiinfo writes.
+msi_export() { msiinfo export "$1" "$2" | tr -d '\r'; }
+
 check_msi() { # goarch
 	local goarch=$1 arch msi tables seq ri ii comp template pe
 	case $goarch in
@@ -131,29 +135,29 @@ check_msi() { # goarch
 		want "$tables" "^${t}$" "msi $arch: table $t"
 	done
 	want "$(msiinfo suminfo "$msi")" "$template" "msi $arch: platform"
-	want "$(msiinfo export "$msi" File)" $'^ReceiptdExeFile\tReceiptdExe\treceiptd.exe\t' "msi $arch: receiptd.exe"
-	want "$(msiinfo export "$msi" File)" $'\tconfig.example.toml\t' "msi $arch: config.example.toml"
-	want "$(msiinfo export "$msi" ServiceInstall)" $'\treceiptd\t[^\t]*\t16\t2\t1\t.*\trun -config "\\[APPDATADIR\\]config.toml"\t' \
+	want "$(msi_export "$msi" File)" $'^ReceiptdExeFile\tReceiptdExe\treceiptd.exe\t' "msi $arch: receiptd.exe"
+	want "$(msi_export "$msi" File)" $'\tconfig.example.toml\t' "msi $arch: config.example.toml"
+	want "$(msi_export "$msi" ServiceInstall)" $'\treceiptd\t[^\t]*\t16\t2\t1\t.*\trun -config "\\[APPDATADIR\\]config.toml"\t' \
 		"msi $arch: service receiptd, own process, automatic, run -config"
-	want "$(msiinfo export "$msi" ServiceControl)" $'\treceiptd\t163\t' "msi $arch: service started on install, stopped and removed on uninstall"
-	want "$(msiinfo export "$msi" CustomAction)" 'start= delayed-auto' "msi $arch: delayed auto-start"
-	want "$(msiinfo export "$msi" CustomAction)" 'failure receiptd .*actions= restart/' "msi $arch: restart on failure"
-	want "$(msiinfo export "$msi" CustomAction)" 'if not exist "\[APPDATADIR\]config.toml" copy' "msi $arch: config.toml copied only when missing"
-	want "$(msiinfo export "$msi" Upgrade)" '6F1B7A52-3C0E-4D8B-9E0A-2B6F3C1D7E41' "msi $arch: upgrade code"
-	want "$(msiinfo export "$msi" Registry)" 'EventLog\\Application\\receiptd' "msi $arch: event log source"
-	seq=$(msiinfo export "$msi" InstallExecuteSequence)
+	want "$(msi_export "$msi" ServiceControl)" $'\treceiptd\t163\t' "msi $arch: service started on install, stopped and removed on uninstall"
+	want "$(msi_export "$msi" CustomAction)" 'start= delayed-auto' "msi $arch: delayed auto-start"
+	want "$(msi_export "$msi" CustomAction)" 'failure receiptd .*actions= restart/' "msi $arch: restart on failure"
+	want "$(msi_export "$msi" CustomAction)" 'if not exist "\[APPDATADIR\]config.toml" copy' "msi $arch: config.toml copied only when missing"
+	want "$(msi_export "$msi" Upgrade)" '6F1B7A52-3C0E-4D8B-9E0A-2B6F3C1D7E41' "msi $arch: upgrade code"
+	want "$(msi_export "$msi" Registry)" 'EventLog\\Application\\receiptd' "msi $arch: event log source"
+	seq=$(msi_export "$msi" InstallExecuteSequence)
 	ri=$(awk -F'\t' '$1 == "RemoveExistingProducts" {print $3}' <<<"$seq")
 	ii=$(awk -F'\t' '$1 == "InstallInitialize" {print $3}' <<<"$seq")
 	if [[ -n $ri && -n $ii ]] && ((ri < ii)); then ok "msi $arch: old version removed before install"; else
 		fail "msi $arch: RemoveExistingProducts ($ri) not before InstallInitialize ($ii)"; fi
-	comp=$(msiinfo export "$msi" Component | awk -F'\t' '$1 == "ReceiptdExe" {print $4}')
+	comp=$(msi_export "$msi" Component | awk -F'\t' '$1 == "ReceiptdExe" {print $4}')
 	if [[ $arch == x64 ]]; then
 		[[ $comp == 256 ]] && ok "msi $arch: 64-bit components" || fail "msi $arch: component attributes $comp, want 256"
 	else
 		[[ $comp == 0 ]] && ok "msi $arch: 32-bit components" || fail "msi $arch: component attributes $comp, want 0"
 	fi
 	if [[ -n ${VERSION:-} ]]; then
-		want "$(msiinfo export "$msi" Property)" $'^ProductVersion\t[0-9]+\\.[0-9]+\\.[0-9]+' "msi $arch: ProductVersion"
+		want "$(msi_export "$msi" Property)" $'^ProductVersion\t[0-9]+\\.[0-9]+\\.[0-9]+' "msi $arch: ProductVersion"
 	fi
 	mkdir -p "$tmp/msi-$arch"
 	(cd "$tmp/msi-$arch" && msiextract "$(realpath "$msi")" >/dev/null) || fail "msi $arch: msiextract"
