@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,4 +156,17 @@ func TestPreferWait(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.code, "capped at MaxWait (2s), within the 10s deadline")
 	require.Equal(t, "wait=2", r.h.Get(api.HeaderPreferenceApplied))
 	require.Equal(t, "queued", r.json(t)["state"])
+}
+
+func TestTaxTypeSpellingsForwardedAsSent(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	for i, spelling := range []string{"NO_VAT", "NOT_VAT"} {
+		body := strings.Replace(receiptBody(fmt.Sprintf("%06d", 60+i)), `"taxType":"VAT_ABLE"`, `"taxType":"`+spelling+`"`, 1)
+		r := e.do(http.MethodPost, "/rest/receipt", body)
+		require.Less(t, r.code, 500, "%s", r.body)
+		require.NotEmpty(t, r.h.Get(api.HeaderQueueID), "accepted and sent, whatever the upstream says")
+		issued := e.sim.Receipts()
+		require.Len(t, issued, i+1)
+		require.Equal(t, body, string(issued[i].Body), "byte for byte")
+	}
 }
