@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,9 @@ type program struct {
 	cfg  config.Config
 	log  *zap.Logger
 	slog service.Logger // Event Log on Windows; nil elsewhere
+	// margin is added to shutdown_timeout before Stop gives up; zero means
+	// stopMargin.
+	margin time.Duration
 
 	mu       sync.Mutex
 	cancel   context.CancelFunc
@@ -122,7 +126,7 @@ func (p *program) Stop(service.Service) error {
 		return nil
 	}
 	cancel()
-	limit := p.cfg.ShutdownTimeout.Duration + stopMargin
+	limit := p.cfg.ShutdownTimeout.Duration + cmp.Or(p.margin, stopMargin)
 	select {
 	case <-done:
 	case <-time.After(limit):
