@@ -80,7 +80,7 @@ func scrubField(f zapcore.Field) (zapcore.Field, bool) {
 		b, _ := f.Interface.([]byte)
 		return scrubString(f.Key, string(b))
 	case zapcore.ErrorType, zapcore.StringerType:
-		s, ok := fieldValue(f).(string)
+		s, ok := textOf(f.Interface)
 		if !ok {
 			return f, false
 		}
@@ -111,6 +111,24 @@ func fieldValue(f zapcore.Field) any {
 	enc := zapcore.NewMapObjectEncoder()
 	f.AddTo(enc)
 	return enc.Fields[f.Key]
+}
+
+// textOf is err.Error() or s.String(), as zap would render it; false if v
+// is neither or panics (zap then reports that itself, as it does for a nil
+// pointer receiver).
+func textOf(v any) (text string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			text, ok = "", false
+		}
+	}()
+	switch x := v.(type) {
+	case error:
+		return x.Error(), true
+	case fmt.Stringer:
+		return x.String(), true
+	}
+	return "", false
 }
 
 // scrubMarshaler renders an object or array field into maps and slices,

@@ -3,6 +3,7 @@ package logging
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,4 +229,45 @@ func FuzzMaskTIN(f *testing.F) {
 		require.True(t, strings.HasPrefix(got, maskPrefix))
 		require.LessOrEqual(t, len([]rune(got)), len([]rune(maskPrefix))+maskKeep)
 	})
+}
+
+// BenchmarkLogLine measures what the scrubbing core adds to a typical line
+// (nothing to scrub) and to a line that needs it, against a plain core.
+func BenchmarkLogLine(b *testing.B) {
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	plain := zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zapcore.InfoLevel)
+	clean := []zap.Field{zap.String("queueId", "Q000000000042"), zap.Int("attempt", 2),
+		zap.Duration("took", 1500), zap.Error(errors.New("connection refused"))}
+	dirty := append(clean, zap.String("body", `{"id":"1","lottery":"SN 47461258","qrData":"77"}`),
+		zap.String("customerTin", tin))
+	for _, bc := range []struct {
+		name   string
+		core   zapcore.Core
+		fields []zap.Field
+	}{
+		{"plain-core/clean", plain, clean},
+		{"scrub-core/clean", WrapCore(plain), clean},
+		{"scrub-core/dirty", WrapCore(plain), dirty},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			log := zap.New(bc.core)
+			b.ReportAllocs()
+			for b.Loop() {
+				log.Info("receipt sent upstream", bc.fields...)
+			}
+		})
+	}
+}
+
+type nilStringer struct{ s string }
+
+func (n *nilStringer) String() string { return n.s }
+
+func TestNilPointerStringerDoesNotPanic(t *testing.T) {
+	obsCore, logs := observer.New(zapcore.InfoLevel)
+	log := zap.New(WrapCore(obsCore))
+	require.NotPanics(t, func() {
+		log.Info("x", zap.Stringer("s", (*nilStringer)(nil)))
+	})
+	require.Equal(t, 1, logs.Len())
 }
