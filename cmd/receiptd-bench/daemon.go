@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/harness"
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/receipt"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// receiptBody is a valid receipt whose totals add up (the simulator
+// refuses mismatched totals).
+const receiptBody = `{"branchNo":"001","totalAmount":10.5,"merchantTin":"5317878","posNo":"B1","type":"B2C_RECEIPT",
+"billIdSuffix":%q,"receipts":[{"totalAmount":10.5,"taxType":"VAT_ABLE","merchantTin":"5317878",
+"items":[{"name":"tea","measureUnit":"pc","qty":1,"unitPrice":10.5,"totalAmount":10.5}]}],
+"payments":[{"code":"CASH","status":"PAID","paidAmount":10.5}]}`
+
+func body(suffix string) []byte { return fmt.Appendf(nil, receiptBody, suffix) }
+
+// bench holds what every scenario shares.
+type bench struct {
+	bin string
+	dir string // scratch directory; every data dir is below it (one disk)
+	n   int    // scenarios started, for unique directory names
+}
+
+// config returns a configuration with a fresh data directory.
+func (b *bench) config(upstream string, concurrency int) (config.Config, string, error) {
+	b.n++
+	dir := filepath.Join(b.dir, fmt.Sprintf("run%02d", b.n))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return config.Config{}, "", fmt.Errorf("scenario dir: %w", err)
+	}
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = upstream, upstream
+	cfg.Sync.Concurrency = concurrency
+	cfg.Sync.MinBackoff, cfg.Sync.MaxBackoff = config.Dur(50*time.Millisecond), config.Dur(time.Second)
+	cfg.Log.Level = "warn"
+	return cfg, dir, nil
+}
+
+// start starts the daemon and waits until it is ready.
+func (b *bench) start(ctx context.Context, cfg config.Config, dir string) (*harness.Process, time.Duration, error) {
+	p, err := harness.Start(ctx, b.bin, dir, cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := p.WaitReady(ctx); err != nil {
+		return nil, 0, err
+	}
+	return p, time.Since(p.Started), nil
+}
+
+func stop(ctx context.Context, p *harness.Process) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return p.Stop(ctx)
+}
+
+// writeBacklog enqueues n receipts straight into a new database in dataDir
+// with internal/queue (the daemon is not running), from many goroutines so
+// they share group commits.
+func writeBacklog(ctx context.Context, dataDir string, n int) (time.Duration, error) {
+	t0 := time.Now()
+	st, err := store.Open(filepath.Join(dataDir, daemon.DBFile), store.Options{})
+	if err != nil {
+		return 0, fmt.Errorf("backlog: %w", err)
+	}
+	q, err := queue.Open(ctx, st, queue.Options{})
+	if err != nil {
+		_ = st.Close()
+		return 0, fmt.Errorf("backlog: %w", err)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 512)
+	for range 512 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				suffix := fmt.Sprintf("bl-%07d", i)
+				b := body(suffix)
+				_, _, err := q.Enqueue(ctx, queue.NewReceipt{IdemKey: "bench-" + suffix, Body: b,
+					BodyHash: receipt.Fingerprint(b), MerchantTin: "5317878", PosNo: "B1", BillIDSuffix: suffix})
+				if err != nil {
+					errs <- fmt.Errorf("backlog: enqueue %s: %w", suffix, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	err = <-errs
+	if cerr := st.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("backlog: %w", cerr)
+	}
+	return time.Since(t0), err
+}

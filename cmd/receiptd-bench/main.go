@@ -1,0 +1,146 @@
+// Command receiptd-bench measures every speed target of receiptd in one run
+// on the current machine and prints one table, each figure beside its
+// reference measured in the same run, with the target and PASS or MISS.
+//
+// It builds cmd/receiptd and runs it as a subprocess (package harness), with
+// the tax service simulator (package sim) in process as the upstream:
+//
+//	go run ./cmd/receiptd-bench          # the full run, a few minutes
+//	go run ./cmd/receiptd-bench -quick   # under a minute, noisier
+//
+// All data lives under one scratch directory (-dir, default a new temporary
+// directory), so the daemon's writes and the raw fsync reference hit the
+// same disk. The load average is printed before and after: on a shared
+// machine the figures are only as quiet as the machine.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"time"
+
+	"github.com/receiptd/receiptd/internal/harness"
+)
+
+// options are the command's flags.
+type options struct {
+	dir        string
+	keep       bool
+	acceptFor  time.Duration
+	fsyncN     int
+	drainFor   time.Duration
+	latency    time.Duration
+	lookups    int
+	backlog    int
+	settle     time.Duration
+	drainConcs []int
+}
+
+func parseFlags() options {
+	var o options
+	quick := flag.Bool("quick", false, "short run (under a minute): shorter windows, fewer samples")
+	flag.StringVar(&o.dir, "dir", "", "scratch directory on the disk to measure (default: a new temporary directory)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
+	flag.DurationVar(&o.acceptFor, "accept-for", 5*time.Second, "measuring window per accept concurrency level")
+	flag.IntVar(&o.fsyncN, "fsync-n", 300, "raw fsync'd writes per reference")
+	flag.DurationVar(&o.drainFor, "drain-for", 5*time.Second, "capacity window, and the backlog size in seconds of capacity, per drain level")
+	flag.DurationVar(&o.latency, "latency", 20*time.Millisecond, "fixed simulator latency for the drain benchmark")
+	flag.IntVar(&o.lookups, "lookups", 2000, "timed cached lookups")
+	flag.IntVar(&o.backlog, "backlog", 100000, "receipts in the backlog for RSS and time to ready")
+	flag.DurationVar(&o.settle, "settle", 3*time.Second, "RSS sampling window after ready")
+	flag.Parse()
+	if *quick {
+		o.acceptFor, o.fsyncN, o.drainFor, o.lookups, o.settle = 1500*time.Millisecond, 100, 1500*time.Millisecond, 500, time.Second
+	}
+	o.drainConcs = []int{1, 2, 8}
+	return o
+}
+
+func main() {
+	o := parseFlags()
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "receiptd-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	dir := o.dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "receiptd-bench-")
+		if err != nil {
+			return err
+		}
+		dir = d
+	}
+	if !o.keep {
+		defer os.RemoveAll(dir)
+	}
+	started, loadBefore := time.Now(), loadAvg()
+	bin, err := harness.Build(ctx, dir)
+	if err != nil {
+		return err
+	}
+	b := &bench{bin: bin, dir: dir}
+	res, err := b.measureAll(ctx, o)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	fmt.Printf("receiptd-bench %s on %s (%s/%s, %d CPUs), scratch dir %s\n",
+		started.UTC().Format(time.RFC3339), host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), dir)
+	fmt.Printf("load average before: %s, after: %s; took %s\n\n", loadBefore, loadAvg(), time.Since(started).Round(time.Second))
+	printTable(res.rows(o))
+	fmt.Println()
+	fmt.Println(res.notes(o))
+	return nil
+}
+
+// results is everything measured.
+type results struct {
+	fsync   rawFsync
+	accept  []acceptResult
+	drain   []drainResult
+	lookup  lookupResult
+	empty   startResult
+	backlog startResult
+}
+
+func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
+	var r results
+	var err error
+	step := func(name string) { fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), name) }
+	step("raw fsync reference")
+	if r.fsync, err = measureFsync(b.dir, o.fsyncN); err != nil {
+		return r, err
+	}
+	step("accept at 1, 16, 64 clients")
+	if r.accept, err = b.runAccept(ctx, o.acceptFor); err != nil {
+		return r, err
+	}
+	for _, c := range o.drainConcs {
+		step(fmt.Sprintf("drain at sync.concurrency %d", c))
+		d, err := b.runDrain(ctx, c, o.latency, o.drainFor)
+		if err != nil {
+			return r, err
+		}
+		r.drain = append(r.drain, d)
+	}
+	step("cached lookup")
+	if r.lookup, err = b.runLookup(ctx, o.lookups); err != nil {
+		return r, err
+	}
+	step("start with an empty database")
+	if r.empty, err = b.runStart(ctx, 0, o.settle); err != nil {
+		return r, err
+	}
+	step(fmt.Sprintf("start with a %d-receipt backlog", o.backlog))
+	r.backlog, err = b.runStart(ctx, o.backlog, o.settle)
+	return r, err
+}
