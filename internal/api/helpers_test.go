@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/receiptd/receiptd/internal/api"
+	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -43,6 +44,7 @@ type envOpts struct {
 	worker    syncer.Config
 	noWorker  bool // the worker is built but not run until env.runWorker
 	noLookups bool
+	realCache bool // the lookup routes are served by the real lookup cache
 }
 
 // env is the whole stack of the end-to-end tests: the simulator as the
@@ -88,7 +90,11 @@ func newEnv(t *testing.T, o envOpts) *env {
 		default:
 		}
 	}}
-	if !o.noLookups {
+	if o.realCache {
+		c, err := cache.New(context.Background(), st, cl, cache.Config{}, log, nil)
+		require.NoError(t, err)
+		deps.Lookups = c.Handler()
+	} else if !o.noLookups {
 		deps.Lookups = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.WriteString(w, "lookup "+r.URL.Path)
 		})

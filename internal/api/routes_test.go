@@ -17,6 +17,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 )
 
@@ -225,3 +226,20 @@ func TestCheckListen(t *testing.T) {
 		}
 	}
 }
+
+func TestLookupsThroughTheRealCache(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true, realCache: true})
+	first := e.do(http.MethodGet, "/api/info/check/getBranchInfo", "")
+	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
+	require.Equal(t, "MISS", first.h.Get("X-Cache"))
+	require.NoError(t, e.sim.SetFaults(simDown()))
+	again := e.do(http.MethodGet, "/api/info/check/getBranchInfo", "")
+	require.Equal(t, http.StatusOK, again.code)
+	require.Equal(t, "HIT", again.h.Get("X-Cache"), "served offline from the cache")
+	require.Equal(t, first.body, again.body)
+	require.Equal(t, http.StatusBadRequest, e.do(http.MethodGet, "/api/info/check/barcode/v2/a/%20", "").code)
+	require.Equal(t, http.StatusForbidden, e.do(http.MethodGet, "/api/info/check/getBranchInfo", "", "Host", "evil.example").code,
+		"the security rules cover the lookup routes")
+}
+
+func simDown() sim.Faults { return sim.Faults{Down: true} }
