@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -46,6 +47,9 @@ func (f *daemonFlags) client() (*apiClient, error) {
 		return c, c.setBase(f.addr)
 	}
 	lc, err := loadConfig(f.config)
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, usagef("%v (run as root or as a member of group receiptd, or pass -addr and -token)", err)
+	}
 	if err != nil {
 		return nil, err
 	}

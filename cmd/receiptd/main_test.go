@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -142,4 +143,15 @@ func TestDialable(t *testing.T) {
 	} {
 		require.Equal(t, want, dialable(in), in)
 	}
+}
+
+func TestUnreadableConfigGetsAHint(t *testing.T) {
+	if os.Geteuid() == 0 || runtime.GOOS == "windows" {
+		t.Skip("root reads any file")
+	}
+	path := writeFile(t, "c.toml", "")
+	require.NoError(t, os.Chmod(path, 0))
+	code, _, stderr := runCLI(t, "entries", "-config", path)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "pass -addr and -token")
 }

@@ -26,11 +26,15 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 		return err
 	}
 	lc, err := loadConfig(*cfgPath)
+	if !service.Interactive() {
+		if err != nil {
+			eventLogError(err)
+			return err
+		}
+		return runAsService(ctx, lc)
+	}
 	if err != nil {
 		return err
-	}
-	if !service.Interactive() {
-		return runAsService(ctx, lc)
 	}
 	log, closeLog, err := newLogger(lc.cfg, false)
 	if err != nil {

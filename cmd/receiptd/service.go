@@ -213,3 +213,19 @@ func programData() string {
 	}
 	return `C:\ProgramData`
 }
+
+// eventLogError records a failure that happens before the service program
+// exists (a bad config) in the Windows Event Log, where an administrator
+// looks when the service does not start; standard error goes nowhere there.
+func eventLogError(err error) {
+	if runtime.GOOS != "windows" {
+		return
+	}
+	s, serr := service.New(&program{}, &service.Config{Name: serviceName})
+	if serr != nil {
+		return
+	}
+	if l, lerr := s.Logger(nil); lerr == nil {
+		_ = l.Errorf("receiptd cannot start: %v", err)
+	}
+}
