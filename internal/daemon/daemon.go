@@ -116,13 +116,16 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
 		UnsentWarn: d.cfg.Alerts.UnsentWarn.Duration, UnsentCritical: d.cfg.Alerts.UnsentCritical.Duration,
-		Version: version,
+		Version: version, ShutdownTimeout: d.cfg.ShutdownTimeout.Duration,
 	}), nil
 }
 
 // listen binds the TCP listener and, when configured, the Unix socket.
 func (d *Daemon) listen() error {
 	if d.cfg.Listen != "" {
+		if err := api.CheckListen(d.cfg.Listen, d.cfg.Auth.Token); err != nil {
+			return err
+		}
 		ln, err := net.Listen("tcp", d.cfg.Listen)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", d.cfg.Listen, err)
