@@ -159,6 +159,11 @@ Keep = "me"
 	require.Equal(t, map[string]string{"X-Api-Key": "from-env", "Keep": "me"}, cfg.Upstream.Headers)
 	require.Equal(t, map[string]string{"X-Gateway": "gw"}, cfg.Upstream.LookupHeaders)
 
+	withFileToken := writeConfig(t, "[auth]\ntoken = \"from-the-file-0123\"\n")
+	cfg, err = load(withFileToken, []string{"RECEIPTD_AUTH_TOKEN="})
+	require.NoError(t, err)
+	require.Equal(t, "from-the-file-0123", cfg.Auth.Token, "an empty variable keeps the file's token")
+
 	t.Setenv(EnvAuthToken, "through-the-real-environment")
 	cfg, err = Load(path)
 	require.NoError(t, err)

@@ -99,7 +99,11 @@ func applyEnv(cfg *Config, environ []string) {
 		}
 		switch {
 		case name == EnvAuthToken:
-			cfg.Auth.Token = value
+			// Set but empty (a unit file's "Environment=RECEIPTD_AUTH_TOKEN=")
+			// must not silently remove the file's token.
+			if value != "" {
+				cfg.Auth.Token = value
+			}
 		case strings.HasPrefix(name, EnvLookupHeaderPrefix):
 			setHeader(&cfg.Upstream.LookupHeaders, strings.TrimPrefix(name, EnvLookupHeaderPrefix), value)
 		case strings.HasPrefix(name, EnvUpstreamHeaderPrefix):
