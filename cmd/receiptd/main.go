@@ -73,7 +73,11 @@ func runMain(ctx context.Context, args []string, env *cmdEnv) int {
 		return exitOK
 	}
 	name, rest := args[0], args[1:]
-	if name == "config" && len(rest) > 0 && rest[0] == "check" {
+	if name == "config" {
+		if len(rest) == 0 || rest[0] != "check" {
+			fmt.Fprintln(env.stderr, "usage: receiptd config check [-config FILE]")
+			return exitUsage
+		}
 		name, rest = "config check", rest[1:]
 	}
 	cmd, ok := commands[name]
