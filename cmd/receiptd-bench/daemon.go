@@ -109,3 +109,30 @@ func writeBacklog(ctx context.Context, dataDir string, n int) (time.Duration, er
 	}
 	return time.Since(t0), err
 }
+
+// measureEnqueue times n sequential queue.Enqueue calls on a new database
+// in dir: the accept path without HTTP, to tell API cost from storage cost.
+func measureEnqueue(ctx context.Context, dir string, n int) (sample, error) {
+	st, err := store.Open(filepath.Join(dir, "enqueue-ref", daemon.DBFile), store.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue reference: %w", err)
+	}
+	defer st.Close()
+	q, err := queue.Open(ctx, st, queue.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue reference: %w", err)
+	}
+	var s sample
+	for i := range n {
+		suffix := fmt.Sprintf("ref-%07d", i)
+		b := body(suffix)
+		t0 := time.Now()
+		_, _, err := q.Enqueue(ctx, queue.NewReceipt{IdemKey: "bench-" + suffix, Body: b,
+			BodyHash: receipt.Fingerprint(b), MerchantTin: "5317878", PosNo: "B1", BillIDSuffix: suffix})
+		if err != nil {
+			return nil, fmt.Errorf("enqueue reference: %w", err)
+		}
+		s = append(s, time.Since(t0))
+	}
+	return s, nil
+}

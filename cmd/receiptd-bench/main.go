@@ -105,6 +105,7 @@ func run(ctx context.Context, o options) error {
 // results is everything measured.
 type results struct {
 	fsync   rawFsync
+	enqueue sample // queue.Enqueue without HTTP, one writer
 	accept  []acceptResult
 	drain   []drainResult
 	lookup  lookupResult
@@ -118,6 +119,10 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 	step := func(name string) { fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), name) }
 	step("raw fsync reference")
 	if r.fsync, err = measureFsync(b.dir, o.fsyncN); err != nil {
+		return r, err
+	}
+	step("queue.Enqueue reference")
+	if r.enqueue, err = measureEnqueue(ctx, b.dir, o.fsyncN); err != nil {
 		return r, err
 	}
 	step("accept at 1, 16, 64 clients")

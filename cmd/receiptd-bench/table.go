@@ -18,6 +18,11 @@ func (r results) rows(o options) []row {
 			x.result = verdict(a.lat.p50() <= 2*boltP50)
 		}
 		rows = append(rows, x)
+		if i == 0 {
+			rows = append(rows, row{figure: "  storage part: queue.Enqueue, no HTTP: p50 / p99",
+				measured:  fmt.Sprintf("%s / %s", ms(r.enqueue.p50()), ms(r.enqueue.p99())),
+				reference: fmt.Sprintf("%.1fx bbolt Update p50", float64(r.enqueue.p50())/float64(boltP50))})
+		}
 	}
 	one := r.accept[0].rate
 	for _, a := range r.accept {
@@ -54,7 +59,8 @@ func (r results) notes(o options) string {
 	fmt.Fprintf(&b, "- accept: POST /rest/receipt with \"Prefer: wait=0\", a unique Idempotency-Key each, keep-alive connections,\n")
 	fmt.Fprintf(&b, "  the upstream simulator DOWN (every answer a durable 202); %s per level after a warm-up; one daemon for all levels.\n", o.acceptFor)
 	fmt.Fprintf(&b, "- raw fsync reference: %d bbolt Updates of one 32-byte value, and %d 32-byte os.File writes each followed by Sync,\n", o.fsyncN, o.fsyncN)
-	fmt.Fprintf(&b, "  in the scratch directory that holds the daemon's data.\n")
+	fmt.Fprintf(&b, "  in the scratch directory that holds the daemon's data; queue.Enqueue: %d sequential enqueues of the same\n", o.fsyncN)
+	fmt.Fprintf(&b, "  receipt body straight into a new database there (no HTTP, no daemon).\n")
 	fmt.Fprintf(&b, "- drain: a backlog of %s of capacity written with internal/queue before start; rate = receipts issued by the\n", o.drainFor)
 	fmt.Fprintf(&b, "  simulator per second (its own timestamps, first to last); capacity = the same rate for a plain client loop\n")
 	fmt.Fprintf(&b, "  of as many goroutines straight to the simulator for %s.\n", o.drainFor)
