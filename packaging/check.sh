@@ -175,6 +175,15 @@ check_install() { # install the host's deb and purge it again
 	getent passwd receiptd >/dev/null && ok "user receiptd exists" || fail "no user receiptd"
 	want "$(stat -c '%U:%G %a' /var/lib/receiptd)" '^receiptd:receiptd 750$' "/var/lib/receiptd receiptd:receiptd 0750"
 	want "$(stat -c '%U:%G %a' /etc/receiptd/config.toml)" '^root:receiptd 640$' "config.toml root:receiptd 0640"
+	if command -v systemd-analyze >/dev/null 2>&1; then
+		systemd-analyze verify --man=no /lib/systemd/system/receiptd.service >"$tmp/verify.log" 2>&1 &&
+			ok "systemd-analyze verify receiptd.service" ||
+			{ cat "$tmp/verify.log" >&2; fail "systemd-analyze verify receiptd.service"; }
+	fi
+	# An upgrade (here: the same package again) keeps an edited config.
+	echo '# edited by check.sh' >>/etc/receiptd/config.toml
+	dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log" >&2; fail "dpkg -i (again) $deb"; }
+	want "$(tail -1 /etc/receiptd/config.toml)" '^# edited by check.sh$' "reinstall kept the edited config"
 	dpkg --purge receiptd >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log" >&2; fail "dpkg --purge receiptd"; return 0; }
 	[[ ! -e /etc/receiptd/config.toml ]] && ok "purge removed the config" || fail "purge left /etc/receiptd/config.toml"
 	[[ -d /var/lib/receiptd ]] && ok "purge kept /var/lib/receiptd" || fail "purge removed /var/lib/receiptd"
