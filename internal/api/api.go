@@ -61,8 +61,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/store"
 	syncer "github.com/receiptd/receiptd/internal/sync"
 )
@@ -102,6 +104,9 @@ type Deps struct {
 	// NoteTIN is told every merchant TIN of an accepted receipt, so the
 	// lookup cache can warm its merchant info.
 	NoteTIN func(tin string)
+	// Freshness, when set, gives the lookup cache's freshness for the
+	// status page.
+	Freshness func() []cache.KindStatus
 }
 
 // Options tune the API. Every zero value means the default given.
@@ -199,6 +204,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /receiptd/backup", s.backup)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /{$}", statuspage.Handler(s.pageData, s.log))
 	mux.Handle("GET /metrics", s.d.Metrics.Handler())
 	lookups := s.d.Lookups
 	if lookups == nil {

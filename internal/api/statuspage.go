@@ -1,0 +1,64 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/statuspage"
+)
+
+// failureStates are the states whose entries the status page lists as
+// failures: each needs a person's attention.
+var failureStates = []queue.State{queue.StateRejected, queue.StateHeld, queue.StatePayment, queue.StateDeleteRejected}
+
+// pageData gathers what the status page at GET / shows.
+func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
+	st, err := s.StatusJSON(ctx)
+	if err != nil {
+		return statuspage.Data{}, err
+	}
+	d := statuspage.Data{
+		Version: st.Version, Now: s.o.Now(),
+		UpstreamUp: st.Upstream.State == "up", UpstreamSince: st.Upstream.Since, LastError: st.Upstream.LastError,
+		Counts:          make(map[string]int, len(st.Counts)),
+		OldestUnsentAge: time.Duration(st.OldestUnsentAge) * time.Second, Alert: st.Alert,
+		UnsentWarn: s.o.UnsentWarn, UnsentCritical: s.o.UnsentCritical,
+	}
+	if st.LastSuccess != nil {
+		d.LastSuccess = *st.LastSuccess
+	}
+	for state, n := range st.Counts {
+		d.Counts[string(state)] = n
+	}
+	for _, state := range failureStates {
+		entries, err := s.d.Queue.Latest(state, statuspage.MaxFailures)
+		if err != nil {
+			return statuspage.Data{}, fmt.Errorf("status page: %w", err)
+		}
+		for _, e := range entries {
+			d.Failures = append(d.Failures, failureOf(e))
+		}
+	}
+	if s.d.Freshness != nil {
+		for _, k := range s.d.Freshness() {
+			d.Cache = append(d.Cache, statuspage.CacheKind{
+				Kind: string(k.Kind), Entries: k.Entries, OldestAge: k.OldestAge,
+				LastRefresh: k.LastRefresh, LastError: k.LastError,
+			})
+		}
+	}
+	return d, nil
+}
+
+// failureOf is how one entry appears among the failures.
+func failureOf(e queue.Entry) statuspage.Failure {
+	f := statuspage.Failure{QueueID: e.QueueID, Kind: string(e.Kind), State: string(e.State), At: e.UpdatedAt, Attempts: len(e.Attempts) + e.AttemptsDropped}
+	if e.Outcome != nil && e.Outcome.Message != "" {
+		f.Message = e.Outcome.Message
+	} else if n := len(e.Attempts); n > 0 {
+		f.Message = e.Attempts[n-1].Error
+	}
+	return f
+}

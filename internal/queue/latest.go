@@ -1,0 +1,42 @@
+package queue
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+)
+
+// Latest returns up to n entries in state s, newest first. It reads only
+// those entries, however many there are in s, so the status page can show
+// the last failures of a long audit trail cheaply.
+func (q *Queue) Latest(s State, n int) ([]Entry, error) {
+	var out []Entry
+	err := q.st.View(func(tx *bbolt.Tx) error {
+		b := buckets(tx)
+		prefix := append([]byte(s), 0)
+		c := b.bystate.Cursor()
+		// Seek past the last key of s: the prefix with its separator
+		// incremented is the first key after every key of s.
+		end := append([]byte(s), 1)
+		k, _ := c.Seek(end)
+		if k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < n; k, _ = c.Prev() {
+			e, err := b.load(binary.BigEndian.Uint64(k[len(prefix):]))
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("latest %s: %w", s, err)
+	}
+	return out, nil
+}
