@@ -54,6 +54,7 @@ func downData() Data {
 	d.LastError = "dial tcp 127.0.0.1:9: connect: connection refused"
 	d.Alert, d.OldestUnsentAge = AlertWarn, 25*time.Hour
 	d.Cache[0].LastError = "upstream unreachable"
+	d.Cache[1].LastError = "connection refused"
 	return d
 }
 
@@ -92,7 +93,7 @@ func TestRenderFacts(t *testing.T) {
 				"Q000000000041 receipt rejected 1 merchantTin: not registered",
 				"Q000000000040 receipt queued 4 connection refused",
 				"branchInfo 1 2h 10m ago (14:20:00 UTC) ✓ OK",
-				"classification 0 — never since start",
+				"classification 0 — never since start – Nothing cached yet",
 				"version 1.2.3", "updated 14:30:00 UTC",
 			},
 			absent: []string{"Unreachable", "Warning", "Critical", "Last error"},
@@ -106,6 +107,7 @@ func TestRenderFacts(t *testing.T) {
 				"Last accepted receipt: 2h 14m ago",
 				"1d 1h ⚠ Warning: older than 24h",
 				"Last refresh failed (serving stored data): upstream unreachable",
+				"classification 0 — never since start ⚠ Last refresh failed (nothing stored to serve): connection refused",
 			},
 			absent: []string{"Reachable ", "Critical"},
 		},

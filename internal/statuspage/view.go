@@ -206,8 +206,13 @@ func cacheRows(d Data) []cacheRow {
 		} else {
 			r.LastRefresh = fmt.Sprintf("%s ago (%s)", human(d.Now.Sub(c.LastRefresh)), clock(c.LastRefresh, d.Now))
 		}
-		if c.LastError != "" {
+		switch {
+		case c.LastError != "" && c.Entries > 0:
 			r.Level, r.Symbol, r.Status = levelWarn, "⚠", "Last refresh failed (serving stored data): "+c.LastError
+		case c.LastError != "":
+			r.Level, r.Symbol, r.Status = levelWarn, "⚠", "Last refresh failed (nothing stored to serve): "+c.LastError
+		case c.Entries == 0:
+			r.Level, r.Symbol, r.Status = levelQuiet, "–", "Nothing cached yet"
 		}
 		rows = append(rows, r)
 	}
