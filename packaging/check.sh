@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# "test && ok || fail" is safe here: ok, want and check_binary always succeed.
+# shellcheck disable=SC2015
 # Inspect what packaging/build.sh made and fail loudly when something
 # expected is missing: the four binaries, a .deb and an .rpm per Linux
 # architecture (dpkg-deb -I/-c, rpm -qp), an MSI per Windows architecture
@@ -37,6 +39,7 @@ want() {
 one_file() {
 	local matches=()
 	shopt -s nullglob
+	# shellcheck disable=SC2206 # $1 is a glob on purpose
 	matches=("$DIST"/$1)
 	shopt -u nullglob
 	if ((${#matches[@]} != 1)); then

@@ -37,5 +37,5 @@ if [[ -x $gobin/nfpm ]] && "$gobin/nfpm" --version 2>/dev/null | grep -q "Module
 fi
 echo "install-tools: go install nfpm $NFPM_VERSION into $gobin"
 # Outside the repository, so receiptd's go.mod is not touched.
-(cd / && GOFLAGS= go install "github.com/goreleaser/nfpm/v2/cmd/nfpm@$NFPM_VERSION")
+(cd / && GOFLAGS='' go install "github.com/goreleaser/nfpm/v2/cmd/nfpm@$NFPM_VERSION")
 "$gobin/nfpm" --version >/dev/null
