@@ -73,7 +73,8 @@ check_deb() { # goarch
 	list=$(dpkg-deb -c "$deb") || { fail "dpkg-deb -c $deb"; return 0; }
 	want "$info" "^ Package: receiptd$" "deb $goarch: Package"
 	want "$info" "^ Architecture: ${goarch}$" "deb $goarch: Architecture"
-	[[ -z ${VERSION:-} ]] || want "$info" "^ Version: .*${VERSION//+/\\+}" "deb $goarch: Version $VERSION"
+	# nfpm writes a pre-release 1.2.3-rc1 as 1.2.3~rc1: compare x.y.z only.
+	[[ -z ${VERSION:-} ]] || want "$info" "^ Version: ${VERSION%%[-+~]*}([-+~]|\$)" "deb $goarch: Version $VERSION"
 	for script in preinst postinst prerm postrm conffiles; do
 		want "$info" " ${script}( |$)" "deb $goarch: control has $script"
 	done
@@ -112,7 +113,7 @@ check_rpm() { # goarch
 	fi
 	files=$(rpm -qp --nosignature --qf '[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpmf" 2>/dev/null)
 	want "$(rpm -qp --nosignature --qf '%{NAME} %{ARCH}' "$rpmf" 2>/dev/null)" "^receiptd ${rarch}$" "rpm $goarch: name and arch"
-	[[ -z ${VERSION:-} ]] || want "$(rpm -qp --nosignature --qf '%{VERSION}' "$rpmf" 2>/dev/null)" "^${VERSION%%[-+]*}" "rpm $goarch: version"
+	[[ -z ${VERSION:-} ]] || want "$(rpm -qp --nosignature --qf '%{VERSION}' "$rpmf" 2>/dev/null)" "^${VERSION%%[-+~]*}([-+~]|\$)" "rpm $goarch: version"
 	want "$files" "^-rwxr-xr-x root:root +/usr/bin/receiptd$" "rpm $goarch: /usr/bin/receiptd 0755"
 	want "$files" "^-rw-r----- root:receiptd cn /etc/receiptd/config.toml$" "rpm $goarch: config.toml %config(noreplace) 0640"
 	want "$files" " /usr/lib/systemd/system/receiptd.service$" "rpm $goarch: systemd unit"
