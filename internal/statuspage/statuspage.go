@@ -20,6 +20,7 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,7 +151,7 @@ func Handler(source func(ctx context.Context) (Data, error), log *zap.Logger) ht
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Content-Length", fmt.Sprint(buf.Len()))
+		h.Set("Content-Length", strconv.Itoa(buf.Len()))
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodGet {
 			_, _ = w.Write(buf.Bytes()) // a client gone away is not ours to report
