@@ -143,7 +143,8 @@ func TestHealthReadyMetricsLookups(t *testing.T) {
 	e.srv.SetReady(false)
 	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodGet, "/readyz", "").code)
 	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/metrics", "").code, "metrics disabled: nil *Metrics")
-	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/", "").code, "the status page is not routed yet")
+	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/", "").code, "the status page")
+	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/nothing-here", "").code)
 	require.Equal(t, http.StatusMethodNotAllowed, e.do(http.MethodPut, "/rest/receipt", "{}", "Content-Type", "application/json").code)
 
 	for _, p := range []string{"/rest/info", "/rest/bankAccounts?tin=1", "/rest/sendData", "/api/info/check/getBranchInfo",
