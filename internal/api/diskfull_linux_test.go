@@ -8,11 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,10 +27,7 @@ const diskFullEnv = "RECEIPTD_API_DISKFULL_DB"
 // path as ENOSPC) without root or a tiny filesystem.
 func TestDiskFull(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "receiptd.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDiskFullChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), diskFullEnv+"="+path)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "child output:\n%s", out)
+	out := storetest.RunChild(t, "TestDiskFullChild", diskFullEnv, path)
 	require.Contains(t, string(out), "DISKFULL-OK", "child output:\n%s", out)
 
 	// Reopened, the file is consistent and holds exactly the acknowledged receipts.
@@ -75,13 +69,7 @@ func TestDiskFullChild(t *testing.T) {
 
 	// The limit leaves room for small receipts only: a receipt with 900 KiB
 	// of extra fields cannot be stored.
-	signal.Ignore(syscall.SIGXFSZ)
-	var old syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
-	fi, err := os.Stat(path)
-	require.NoError(t, err)
-	low := syscall.Rlimit{Cur: uint64(fi.Size()) + 512<<10, Max: old.Max}
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &low))
+	lift := storetest.LimitFileGrowth(t, path, 512<<10)
 
 	pad := strings.Repeat("p", 900<<10)
 	post := func(i int, pad string) resp {
@@ -102,7 +90,7 @@ func TestDiskFullChild(t *testing.T) {
 	require.Equal(t, accepted, counts[queue.StateQueued], "nothing of the refused receipt stored")
 	require.Equal(t, http.StatusInsufficientStorage, post(100, pad).code, "still full")
 
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old))
+	lift()
 	require.Equal(t, http.StatusAccepted, post(100, pad).code, "space is back: the same receipt is taken")
 	cancel()
 	require.NoError(t, <-served)

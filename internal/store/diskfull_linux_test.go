@@ -7,11 +7,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,10 +25,7 @@ const diskFullEnv = "RECEIPTD_STORE_DISKFULL_DB"
 // same path as ENOSPC, without root or a tiny filesystem.
 func TestDiskFull(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "receiptd.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDiskFullChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), diskFullEnv+"="+path)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "child output:\n%s", out)
+	out := storetest.RunChild(t, "TestDiskFullChild", diskFullEnv, path)
 	var stored int
 	for _, line := range strings.Split(string(out), "\n") {
 		if _, e := fmt.Sscanf(line, "DISKFULL-RESULT stored=%d", &stored); e == nil {
@@ -68,13 +62,7 @@ func TestDiskFullChild(t *testing.T) {
 	}
 	require.NoError(t, write())
 
-	signal.Ignore(syscall.SIGXFSZ)
-	var old syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
-	fi, err := os.Stat(path)
-	require.NoError(t, err)
-	low := syscall.Rlimit{Cur: uint64(fi.Size()) + 4<<20, Max: old.Max}
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &low))
+	lift := storetest.LimitFileGrowth(t, path, 4<<20)
 
 	for range 1000 {
 		if err = write(); err != nil {
@@ -88,7 +76,7 @@ func TestDiskFullChild(t *testing.T) {
 	require.ErrorIs(t, write(), store.ErrDiskFull, "still full, still not poisoned")
 	require.Equal(t, stored, countKeys(t, s))
 
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old))
+	lift()
 	require.NoError(t, write(), "space is back")
 	require.NoError(t, s.Check())
 	require.NoError(t, s.Close())
