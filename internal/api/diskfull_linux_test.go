@@ -28,7 +28,7 @@ const diskFullEnv = "RECEIPTD_API_DISKFULL_DB"
 func TestDiskFull(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	out := storetest.RunChild(t, "TestDiskFullChild", diskFullEnv, path)
-	require.Contains(t, string(out), "DISKFULL-OK", "child output:\n%s", out)
+	require.Contains(t, out, "DISKFULL-OK", "child output:\n%s", out)
 
 	// Reopened, the file is consistent and holds exactly the acknowledged receipts.
 	st := storetest.OpenPath(t, path)
@@ -36,7 +36,7 @@ func TestDiskFull(t *testing.T) {
 	q, err := queue.Open(context.Background(), st, queue.Options{})
 	require.NoError(t, err)
 	var stored int
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if _, e := fmt.Sscanf(strings.TrimSpace(line), "DISKFULL-OK accepted=%d", &stored); e == nil {
 			break
 		}

@@ -27,7 +27,7 @@ func TestDiskFull(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	out := storetest.RunChild(t, "TestDiskFullChild", diskFullEnv, path)
 	var stored int
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if _, e := fmt.Sscanf(line, "DISKFULL-RESULT stored=%d", &stored); e == nil {
 			break
 		}
