@@ -138,12 +138,13 @@ func (s *Server) idempotencyKey(r *http.Request, c *receipt.Create) (string, str
 // answer if it comes in time, else 202.
 func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue.Entry) {
 	wait := s.waitFor(w, r)
-	if res, ok := s.await(r.Context(), e.QueueID, wait); ok {
+	res, ok := s.await(r.Context(), e.QueueID, wait)
+	if ok {
 		writeUpstream(w, e.QueueID, res)
 		return
 	}
-	if cur, err := s.d.Queue.Get(e.QueueID); err == nil {
-		e = cur
+	if res.State != "" {
+		e.State = res.State // an attempt ended without an answer
 	}
 	msg := "accepted and stored; no answer from the tax service yet: receiptd keeps sending it (see GET /receiptd/entries/" + e.QueueID + ")"
 	if s.d.Worker != nil && !s.d.Worker.Status().Up {

@@ -18,7 +18,7 @@ import (
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
-func testConfig(t *testing.T, upstream string) config.Config {
+func testConfig(t testing.TB, upstream string) config.Config {
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.Listen = "127.0.0.1:0"
@@ -28,7 +28,7 @@ func testConfig(t *testing.T, upstream string) config.Config {
 }
 
 // run starts d and returns a function that stops it and returns Run's error.
-func run(t *testing.T, d *daemon.Daemon) func() error {
+func run(t testing.TB, d *daemon.Daemon) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

@@ -29,9 +29,6 @@ func (q *Queue) Enqueue(ctx context.Context, r NewReceipt) (Entry, bool, error) 
 	if r.IdemKey == "" || r.BodyHash == "" || !json.Valid(r.Body) {
 		return Entry{}, false, fmt.Errorf("enqueue: %w: key, hash and a JSON body are required", ErrInvalid)
 	}
-	if e, found, err := q.lookupIdem(r); found || err != nil {
-		return e, found, err
-	}
 	now := r.Now
 	if now.IsZero() {
 		now = q.now()
@@ -69,18 +66,6 @@ func (q *Queue) Enqueue(ctx context.Context, r NewReceipt) (Entry, bool, error) 
 		q.signal()
 	}
 	return e, replayed, nil
-}
-
-// lookupIdem answers a replay or conflict without a write transaction.
-func (q *Queue) lookupIdem(r NewReceipt) (e Entry, found bool, err error) {
-	err = q.st.View(func(tx *bbolt.Tx) error {
-		e, found, err = idemEntry(buckets(tx), r)
-		return err
-	})
-	if err != nil {
-		return Entry{}, false, fmt.Errorf("enqueue %s: %w", r.IdemKey, err)
-	}
-	return e, found, nil
 }
 
 func idemEntry(b bkts, r NewReceipt) (Entry, bool, error) {

@@ -10,7 +10,7 @@ import (
 // Result is what one attempt for an entry ended with, as a waiting POS
 // needs it.
 type Result struct {
-	State      queue.State // the entry's state after the attempt
+	State      queue.State // the entry's state after the attempt; empty when not known
 	Answered   bool        // the upstream gave a final answer (SUCCESS, PAYMENT, ERROR, delete done)
 	StatusCode int         // the upstream's HTTP status, when Answered
 	// Body is the upstream's answer verbatim. It may hold the lottery
@@ -73,11 +73,12 @@ func (h *handoffs) expire(now time.Time) {
 	h.order = h.order[drop:]
 }
 
-// failWaiters releases every waiting POS request without an answer.
+// failWaiters releases every waiting POS request without an answer; the
+// entries' states are left as they are (State is empty).
 func (h *handoffs) failWaiters() {
 	for id, chans := range h.waiters {
 		for _, ch := range chans {
-			ch <- Result{State: queue.StateQueued}
+			ch <- Result{}
 		}
 		delete(h.waiters, id)
 	}
