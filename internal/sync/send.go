@@ -22,10 +22,35 @@ type attemptResult struct {
 	err           error
 }
 
-// send carries out one attempt for e, which Claim has marked sending, and
-// records its outcome. e's slot is freed as soon as the upstream has
-// answered, so that the next claim shares a commit with this outcome.
-func (w *Worker) send(ctx context.Context, e queue.Entry, holdsSlot bool) {
+// sendLoop carries out an attempt on e, which Claim has marked sending, and
+// while the upstream answers goes straight on to the next due entry,
+// claimed in the same commit that records the outcome: one commit per
+// receipt, and no idle gap between a send and the next. It holds one slot
+// throughout and frees it when it stops. keepGoing false (the outage
+// probe) makes exactly one attempt. loopCtx ending stops it after the
+// attempt in flight; sendCtx bounds the attempts themselves.
+func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepGoing bool) {
+	defer func() {
+		<-w.slots
+		w.signal()
+	}()
+	for {
+		res := w.attempt(sendCtx, e)
+		w.noteLink(res)
+		claim := 0
+		if keepGoing && res.handoff.Answered && loopCtx.Err() == nil && !w.isDown() && w.pausedFor() <= 0 {
+			claim = 1
+		}
+		next, ok := w.record(e, res, claim)
+		if !ok {
+			return
+		}
+		e = next
+	}
+}
+
+// attempt sends e once and decides what its answer means.
+func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
 	start := w.now()
 	var res attemptResult
 	if e.Kind == queue.KindDelete {
@@ -35,13 +60,7 @@ func (w *Worker) send(ctx context.Context, e queue.Entry, holdsSlot bool) {
 	}
 	res.attempt.At = start
 	res.attempt.Duration = w.now().Sub(start)
-	if holdsSlot {
-		<-w.slots
-		w.signal()
-	}
-	w.noteLink(res)
-	w.record(e, res)
-	w.signal()
+	return res
 }
 
 // sendReceipt sends a create request and maps its answer to a state.
@@ -132,19 +151,24 @@ func outcomeOf(r *client.Receipt) *queue.Outcome {
 	return o
 }
 
-// record writes the attempt's outcome, then hands the upstream's answer to
-// a waiting POS. Writing is retried: an outcome left unrecorded would make
-// the entry look ambiguous after a restart and be sent again.
-func (w *Worker) record(e queue.Entry, res attemptResult) {
+// record writes the attempt's outcome, claiming up to claim more entries in
+// the same commit, then hands the upstream's answer to a waiting POS. It
+// returns the entry claimed, if any. Writing is retried: an outcome left
+// unrecorded would make the entry look ambiguous after a restart and be
+// sent again.
+func (w *Worker) record(e queue.Entry, res attemptResult, claim int) (queue.Entry, bool) {
 	kind := string(e.Kind)
 	w.m.SendAttempt(kind, string(res.attempt.Result), res.attempt.Duration)
 	if res.attempt.Result == queue.ResultAmbiguous {
 		w.m.Ambiguous()
 	}
-	var err error
+	var (
+		claimed []queue.Entry
+		err     error
+	)
 	for try := 0; try < 5; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = w.q.Finish(ctx, e.QueueID, res.attempt, res.next, res.outcome, res.nextAttemptAt)
+		_, claimed, err = w.q.FinishAndClaim(ctx, e.QueueID, res.attempt, res.next, res.outcome, res.nextAttemptAt, claim, w.now())
 		cancel()
 		if err == nil {
 			break
@@ -156,7 +180,7 @@ func (w *Worker) record(e queue.Entry, res attemptResult) {
 		log.Error("record outcome; the entry will count as ambiguous after a restart",
 			zap.String("result", string(res.attempt.Result)), zap.Error(err))
 		w.publish(e.QueueID, Result{State: queue.StateSending})
-		return
+		return queue.Entry{}, false
 	}
 	switch res.next {
 	case queue.StateRejected, queue.StateDeleteRejected:
@@ -168,6 +192,10 @@ func (w *Worker) record(e queue.Entry, res attemptResult) {
 	}
 	res.handoff.State = res.next
 	w.publish(e.QueueID, res.handoff)
+	if len(claimed) == 0 {
+		return queue.Entry{}, false
+	}
+	return claimed[0], true
 }
 
 // noteLink updates what the worker knows of the upstream from one attempt.

@@ -213,7 +213,7 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, sends *sync.WaitGroup) b
 		sends.Add(1)
 		go func() {
 			defer sends.Done()
-			w.send(sendCtx, e, true)
+			w.sendLoop(ctx, sendCtx, e, true)
 		}()
 	}
 	return len(entries) == free
@@ -237,7 +237,7 @@ func (w *Worker) probe(ctx, sendCtx context.Context) {
 		w.ping(sendCtx)
 		return
 	}
-	w.send(sendCtx, entries[0], true)
+	w.sendLoop(ctx, sendCtx, entries[0], false)
 }
 
 // ping asks PosAPI for its info; any HTTP answer shows it reachable.
