@@ -25,7 +25,7 @@ import (
 // rig is a worker draining a real queue (bbolt in t.TempDir()) to the
 // simulator through the real client.
 type rig struct {
-	t      *testing.T
+	t      testing.TB
 	sim    *sim.Sim
 	st     *store.Store
 	q      *queue.Queue
@@ -62,7 +62,7 @@ func fastConfig() syncer.Config {
 	}
 }
 
-func newRig(t *testing.T, cfg syncer.Config, opts sim.Options) *rig {
+func newRig(t testing.TB, cfg syncer.Config, opts sim.Options) *rig {
 	t.Helper()
 	s := sim.New(opts)
 	require.NoError(t, s.Start("127.0.0.1:0"))
