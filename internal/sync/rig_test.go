@@ -30,6 +30,7 @@ type rig struct {
 	st     *store.Store
 	q      *queue.Queue
 	w      *syncer.Worker
+	c      *client.Client
 	dbPath string
 	logs   *lockedBuffer
 	cancel context.CancelFunc
@@ -74,10 +75,10 @@ func newRig(t testing.TB, cfg syncer.Config, opts sim.Options) *rig {
 	require.NoError(t, err)
 	r.q, err = queue.Open(context.Background(), r.st, queue.Options{})
 	require.NoError(t, err)
-	c, err := client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: s.URL(), Timeout: 2 * time.Second})
+	r.c, err = client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: s.URL(), Timeout: 2 * time.Second})
 	require.NoError(t, err)
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(r.logs), zap.DebugLevel)
-	r.w = syncer.New(r.q, c, cfg, zap.New(core), nil)
+	r.w = syncer.New(r.q, r.c, cfg, zap.New(core), nil)
 	t.Cleanup(r.close)
 	return r
 }

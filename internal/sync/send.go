@@ -41,7 +41,7 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 		if keepGoing && res.handoff.Answered && loopCtx.Err() == nil && !w.isDown() && w.pausedFor() <= 0 {
 			claim = 1
 		}
-		next, ok := w.record(e, res, claim)
+		next, ok := w.record(sendCtx, e, res, claim)
 		if !ok {
 			return
 		}
@@ -153,31 +153,22 @@ func outcomeOf(r *client.Receipt) *queue.Outcome {
 
 // record writes the attempt's outcome, claiming up to claim more entries in
 // the same commit, then hands the upstream's answer to a waiting POS. It
-// returns the entry claimed, if any. Writing is retried: an outcome left
-// unrecorded would make the entry look ambiguous after a restart and be
-// sent again.
-func (w *Worker) record(e queue.Entry, res attemptResult, claim int) (queue.Entry, bool) {
+// returns the entry claimed, if any.
+//
+// Writing is retried with backoff until it succeeds or ctx ends (at the
+// shutdown deadline): an outcome left unrecorded leaves the entry in
+// sending, and after a restart it would count as ambiguous and be sent
+// again, issuing a sale twice. The slot stays taken meanwhile.
+func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, claim int) (queue.Entry, bool) {
 	kind := string(e.Kind)
 	w.m.SendAttempt(kind, string(res.attempt.Result), res.attempt.Duration)
 	if res.attempt.Result == queue.ResultAmbiguous {
 		w.m.Ambiguous()
 	}
-	var (
-		claimed []queue.Entry
-		err     error
-	)
-	for try := 0; try < 5; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, claimed, err = w.q.FinishAndClaim(ctx, e.QueueID, res.attempt, res.next, res.outcome, res.nextAttemptAt, claim, w.now())
-		cancel()
-		if err == nil {
-			break
-		}
-		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
-	}
 	log := w.log.With(zap.String("queueId", e.QueueID), zap.String("kind", kind))
+	claimed, err := w.finish(ctx, log, e, res, claim)
 	if err != nil {
-		log.Error("record outcome; the entry will count as ambiguous after a restart",
+		log.Error("could not record the outcome before shutdown; the entry will count as ambiguous after a restart",
 			zap.String("result", string(res.attempt.Result)), zap.Error(err))
 		w.publish(e.QueueID, Result{State: queue.StateSending})
 		return queue.Entry{}, false
@@ -196,6 +187,29 @@ func (w *Worker) record(e queue.Entry, res attemptResult, claim int) (queue.Entr
 		return queue.Entry{}, false
 	}
 	return claimed[0], true
+}
+
+// finish writes an attempt's outcome until it is durable or ctx ends; the
+// last try after ctx ends still gets its own few seconds.
+func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res attemptResult, claim int) ([]queue.Entry, error) {
+	wait := w.newBackoff()
+	for try := 0; ; try++ {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_, claimed, err := w.q.FinishAndClaim(wctx, e.QueueID, res.attempt, res.next, res.outcome, res.nextAttemptAt, claim, w.now())
+		cancel()
+		if err == nil {
+			if try > 0 {
+				log.Info("outcome recorded after retrying", zap.Int("tries", try+1))
+			}
+			return claimed, nil
+		}
+		if try == 0 {
+			log.Warn("cannot record the outcome yet (disk full?); retrying", zap.Error(err))
+		}
+		if !sleep(ctx, wait.NextBackOff()) {
+			return nil, err
+		}
+	}
 }
 
 // noteLink updates what the worker knows of the upstream from one attempt.

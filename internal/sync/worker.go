@@ -129,13 +129,18 @@ func New(q *queue.Queue, up Upstream, cfg Config, log *zap.Logger, m *metrics.Me
 	return w
 }
 
-// Run drains the queue until ctx ends, then lets the sends in flight finish
-// for up to Config.ShutdownTimeout and records their outcomes. Sends still
-// running after that are cancelled and recorded as ambiguous. Run returns
-// only when no goroutine of the worker is left.
+// Run drains the queue until ctx ends, then lets the sends in flight (the
+// outage probe included) finish for up to Config.ShutdownTimeout, counted
+// from the moment ctx ends, and records their outcomes. Sends still running
+// after that are cancelled and recorded as ambiguous. Run returns only when
+// no goroutine of the worker is left.
 func (w *Worker) Run(ctx context.Context) {
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()
+	stopDeadline := w.shutdownDeadline(ctx, cancelSends)
+	defer stopDeadline()
+	w.seedLastSuccess()
+
 	var sends, loops sync.WaitGroup
 	loops.Add(1)
 	go func() {
@@ -144,20 +149,52 @@ func (w *Worker) Run(ctx context.Context) {
 	}()
 	w.drainLoop(ctx, sendCtx, &sends)
 	loops.Wait()
+	sends.Wait()
+}
 
-	finished := make(chan struct{})
-	go func() {
-		sends.Wait()
-		close(finished)
-	}()
-	timer := time.NewTimer(w.cfg.ShutdownTimeout)
-	defer timer.Stop()
-	select {
-	case <-finished:
-	case <-timer.C:
-		w.log.Warn("shutdown timeout: cancelling sends in flight", zap.Duration("timeout", w.cfg.ShutdownTimeout))
-		cancelSends()
-		<-finished
+// shutdownDeadline arranges for cancel to run Config.ShutdownTimeout after
+// ctx ends. The returned function disarms it.
+func (w *Worker) shutdownDeadline(ctx context.Context, cancel context.CancelFunc) (disarm func()) {
+	var (
+		mu    sync.Mutex
+		timer *time.Timer
+	)
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(w.cfg.ShutdownTimeout, func() {
+			w.log.Warn("shutdown timeout: cancelling sends in flight", zap.Duration("timeout", w.cfg.ShutdownTimeout))
+			cancel()
+		})
+	})
+	return func() {
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// seedLastSuccess starts "last success" from the newest finished entry, so
+// a restart during an outage does not report that nothing was ever sent.
+func (w *Worker) seedLastSuccess() {
+	var newest time.Time
+	for _, s := range []queue.State{queue.StateSent, queue.StatePayment, queue.StateDeleted} {
+		entries, err := w.q.Latest(s, 1)
+		if err != nil {
+			w.log.Warn("read the last success", zap.Error(err))
+			return
+		}
+		if len(entries) == 1 && entries[0].UpdatedAt.After(newest) {
+			newest = entries[0].UpdatedAt
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if newest.After(w.link.lastSuccess) {
+		w.link.lastSuccess = newest
 	}
 }
 
@@ -243,8 +280,10 @@ func (w *Worker) probe(ctx, sendCtx context.Context) {
 // ping asks PosAPI for its info; any HTTP answer shows it reachable.
 func (w *Worker) ping(ctx context.Context) {
 	_, err := w.up.Get(ctx, client.OpInfo, nil)
+	// The same rule as an entry's attempt: an answer other than a 5xx,
+	// 408 or 429 shows the upstream reachable and working.
 	class, classified := client.ClassOf(err)
-	if err == nil || (classified && (class == client.Rejected || class == client.Transient)) {
+	if err == nil || (classified && class == client.Rejected) {
 		w.markUp(false)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -322,4 +323,49 @@ func TestShutdownRecordsInFlightSends(t *testing.T) {
 	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSending }, 5*time.Second, 5*time.Millisecond)
 	r.stop() // returns only after the send finished and was recorded
 	require.Equal(t, queue.StateSent, r.get(e.QueueID).State)
+}
+
+func TestShutdownIsBoundedWhileAProbeHangs(t *testing.T) {
+	cfg := fastConfig()
+	cfg.ShutdownTimeout = 100 * time.Millisecond
+	r := newRig(t, cfg, sim.Options{Seed: 15})
+	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))
+	e := r.enqueue(receiptBody("hang"))
+	r.start()
+	require.Eventually(t, func() bool { return !r.w.Status().Up }, 5*time.Second, 5*time.Millisecond)
+
+	// The upstream comes back but answers after 3 s: the next probe hangs
+	// for the client's whole 2 s timeout unless shutdown cuts it short.
+	require.NoError(t, r.sim.SetFaults(sim.Faults{Latency: 3 * time.Second}))
+	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSending }, 5*time.Second, 5*time.Millisecond)
+	stopped := make(chan struct{})
+	go func() {
+		r.stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(1500 * time.Millisecond):
+		t.Fatal("Run outlived shutdown_timeout by far while a probe was in flight")
+	}
+	got := r.get(e.QueueID)
+	require.Equal(t, queue.StateQueued, got.State, "the cut-short attempt is recorded, not left in sending")
+	require.Equal(t, queue.ResultAmbiguous, got.Attempts[len(got.Attempts)-1].Result)
+}
+
+func TestLastSuccessSurvivesARestart(t *testing.T) {
+	r := newRig(t, fastConfig(), sim.Options{Seed: 16})
+	r.enqueue(receiptBody("before-restart"))
+	r.start()
+	r.waitSettled(5 * time.Second)
+	r.stop()
+	sent := r.w.Status().LastSuccess
+	require.False(t, sent.IsZero())
+
+	// A new worker on the same queue (a restarted daemon) during an outage.
+	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))
+	r.w = syncer.New(r.q, r.c, fastConfig(), zap.NewNop(), nil)
+	r.start()
+	require.Eventually(t, func() bool { return !r.w.Status().LastSuccess.IsZero() }, 5*time.Second, 5*time.Millisecond)
+	require.WithinDuration(t, sent, r.w.Status().LastSuccess, time.Second)
 }
