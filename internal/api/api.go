@@ -111,7 +111,7 @@ type Deps struct {
 
 // Options tune the API. Every zero value means the default given.
 type Options struct {
-	Wait    time.Duration // accept.wait; zero: DefaultWait
+	Wait    time.Duration // accept.wait; zero: DefaultWait; negative: no wait (202 at once)
 	MaxWait time.Duration // bound on Prefer: wait=N; zero: DefaultMaxWait
 	// Token is auth.token; empty means no authentication.
 	Token string
@@ -133,7 +133,7 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Wait <= 0 {
+	if o.Wait == 0 {
 		o.Wait = DefaultWait
 	}
 	if o.MaxWait <= 0 {

@@ -109,11 +109,15 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("accept.timezone: %w", err)
 	}
+	wait := d.cfg.Accept.Wait.Duration
+	if wait == 0 {
+		wait = -1 // accept.wait = "0s": answer 202 at once
+	}
 	return api.New(api.Deps{
 		Store: d.st, Queue: d.q, Worker: d.worker, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
 	}, api.Options{
-		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
+		Wait: wait, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
 		UnsentWarn: d.cfg.Alerts.UnsentWarn.Duration, UnsentCritical: d.cfg.Alerts.UnsentCritical.Duration,
 		Version: version, ShutdownTimeout: d.cfg.ShutdownTimeout.Duration,
@@ -160,8 +164,13 @@ func (d *Daemon) DBPath() string { return d.st.Path() }
 
 // Run serves until ctx ends, then shuts down: the listeners stop taking
 // requests, sends in flight get up to shutdown_timeout to finish and be
-// recorded, and the database is closed. Run may be called once.
+// recorded, and the database is closed. A listener that fails stops the
+// daemon the same way, and Run returns its error, so a service manager
+// restarts receiptd instead of leaving it up but unreachable. Run may be
+// called once.
 func (d *Daemon) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(d.listeners))
 	for _, ln := range d.listeners {
@@ -170,6 +179,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			defer wg.Done()
 			if err := d.api.Serve(ctx, ln); err != nil {
 				errs <- fmt.Errorf("serve %s: %w", ln.Addr(), err)
+				stop()
 			}
 		}()
 	}

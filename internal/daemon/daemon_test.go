@@ -105,3 +105,19 @@ func TestNonLoopbackWithoutTokenIsRefused(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "token")
 }
+
+func TestAcceptWaitZeroAnswersAtOnce(t *testing.T) {
+	s := sim.New(sim.Options{Seed: 2, Latency: 2 * time.Second})
+	require.NoError(t, s.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = s.Close() })
+	cfg := testConfig(t, s.URL())
+	cfg.Accept.Wait = config.Dur(0)
+	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
+	require.NoError(t, err)
+	stop := run(t, d)
+	defer func() { require.NoError(t, stop()) }()
+
+	resp, body := post(t, d.URL(), fmt.Sprintf(sample, "nowait"))
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "accept.wait = 0s never waits for the upstream: %s", body)
+	require.NotEmpty(t, resp.Header.Get("X-Queue-Id"))
+}
