@@ -200,6 +200,9 @@ func writeUpstream(w http.ResponseWriter, queueID string, res syncer.Result) {
 		code = http.StatusOK
 	}
 	if len(res.Body) == 0 {
+		if code == http.StatusNoContent {
+			code = http.StatusOK // our own short body replaces "no content"
+		}
 		writeJSON(w, code, accepted{QueueID: queueID, State: res.State, Message: "answered by the tax service"})
 		return
 	}

@@ -56,9 +56,11 @@ func TestCreateAndDeleteAgainstSimulator(t *testing.T) {
 	require.Equal(t, client.StatusError, rec3.Status)
 	require.Contains(t, rec3.Message, "receipts[0].totalAmount")
 
-	require.NoError(t, c.DeleteReceipt(ctx, rec.ID, rec.Date))
+	raw, err := c.DeleteReceipt(ctx, rec.ID, rec.Date)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, raw.StatusCode)
 	require.Equal(t, []string{rec.ID}, s.Deleted())
-	err = c.DeleteReceipt(ctx, rec.ID, rec.Date)
+	_, err = c.DeleteReceipt(ctx, rec.ID, rec.Date)
 	var e *client.Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, client.Rejected, e.Class)

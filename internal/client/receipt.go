@@ -105,34 +105,36 @@ func (c *Client) CreateReceipt(ctx context.Context, body []byte) (*Receipt, erro
 }
 
 // DeleteReceipt deletes the receipt id issued at date (the upstream's
-// date string; empty omits it). A non-2xx answer, or a body status ERROR,
-// is an *Error carrying the upstream's message.
-func (c *Client) DeleteReceipt(ctx context.Context, id, date string) error {
+// date string; empty omits it) and returns the upstream's answer as it came
+// (the interface documents no body; whatever comes is passed on). A non-2xx
+// answer, or a body status ERROR, is an *Error carrying the upstream's
+// message.
+func (c *Client) DeleteReceipt(ctx context.Context, id, date string) (*Raw, error) {
 	const op = OpDeleteReceipt
 	target, err := c.target(op, nil, nil)
 	if err != nil {
-		return &Error{Op: op, Class: NotSent, Err: err}
+		return nil, &Error{Op: op, Class: NotSent, Err: err}
 	}
 	body, err := json.Marshal(struct {
 		ID   string `json:"id"`
 		Date string `json:"date,omitempty"`
 	}{id, date})
 	if err != nil {
-		return &Error{Op: op, Class: NotSent, Err: err}
+		return nil, &Error{Op: op, Class: NotSent, Err: err}
 	}
 	raw, err := c.exchange(ctx, op, target, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, bad := statusClass(raw.StatusCode); bad {
-		return statusError(op, raw.StatusCode, raw.Header, raw.Body)
+		return raw, statusError(op, raw.StatusCode, raw.Header, raw.Body)
 	}
 	var st struct {
 		Status  string `json:"status"`
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(raw.Body, &st) == nil && st.Status == StatusError {
-		return &Error{Op: op, Class: Rejected, StatusCode: raw.StatusCode, Body: raw.Body, Message: st.Message}
+		return raw, &Error{Op: op, Class: Rejected, StatusCode: raw.StatusCode, Body: raw.Body, Message: st.Message}
 	}
-	return nil
+	return raw, nil
 }

@@ -91,12 +91,12 @@ func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
 
 // sendDelete sends a delete request and maps its answer to a state.
 func (w *Worker) sendDelete(ctx context.Context, e queue.Entry) attemptResult {
-	err := w.up.DeleteReceipt(ctx, e.DeleteID, e.DeleteDate)
+	raw, err := w.up.DeleteReceipt(ctx, e.DeleteID, e.DeleteDate)
 	if err == nil {
 		res := attemptResult{next: queue.StateDeleted}
-		res.attempt.Result, res.attempt.HTTPStatus = queue.ResultSuccess, 200
-		res.outcome = &queue.Outcome{Status: "SUCCESS", ID: e.DeleteID, Date: e.DeleteDate, HTTPStatus: 200}
-		res.handoff = Result{Answered: true, StatusCode: 200}
+		res.attempt.Result, res.attempt.HTTPStatus = queue.ResultSuccess, raw.StatusCode
+		res.outcome = &queue.Outcome{Status: "SUCCESS", ID: e.DeleteID, Date: e.DeleteDate, HTTPStatus: raw.StatusCode}
+		res.handoff = Result{Answered: true, StatusCode: raw.StatusCode, Body: raw.Body}
 		return res
 	}
 	res := w.failed(e, err, queue.StateDeleteQueued)

@@ -37,7 +37,7 @@ import (
 // *client.Client implements it.
 type Upstream interface {
 	CreateReceipt(ctx context.Context, body []byte) (*client.Receipt, error)
-	DeleteReceipt(ctx context.Context, id, date string) error
+	DeleteReceipt(ctx context.Context, id, date string) (*client.Raw, error)
 	Get(ctx context.Context, op client.Op, query url.Values, segments ...string) (*client.Raw, error)
 }
 
