@@ -56,6 +56,8 @@ package api
 import (
 	"context"
 	"net/http"
+	"path"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -213,7 +215,28 @@ func (s *Server) routes() http.Handler {
 	for _, p := range lookupRoutes {
 		mux.Handle("GET "+p, lookups)
 	}
-	return s.measure(s.secure(mux))
+	return s.measure(s.secure(rejectUncleanClassification(mux)))
+}
+
+// classificationPrefix is the classification lookup's path below which
+// every segment must be a real one.
+const classificationPrefix = "/api/info/check/barcode/v2/"
+
+// rejectUncleanClassification answers 400 for an empty or dot segment in a
+// classification path (//, /./, /../, a trailing slash). Left to the
+// ServeMux, such a path is redirected to its cleaned form: a different
+// lookup than the one asked for.
+func rejectUncleanClassification(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if strings.HasPrefix(p, classificationPrefix) && path.Clean(p) != p {
+			writeJSON(w, http.StatusBadRequest, map[string]any{
+				"msg": "classification path: empty or dot segment", "status": http.StatusBadRequest, "data": nil,
+			})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // lookupRoutes are served by Deps.Lookups (the lookup cache).

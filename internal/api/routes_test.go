@@ -244,3 +244,13 @@ func TestLookupsThroughTheRealCache(t *testing.T) {
 }
 
 func simDown() sim.Faults { return sim.Faults{Down: true} }
+
+func TestClassificationEmptyOrDotSegmentsAre400(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true, realCache: true})
+	for _, p := range []string{"1//2", "1/../2", "1/./2", "1/", "./1", "1/.."} {
+		r := e.do(http.MethodGet, "/api/info/check/barcode/v2/"+p, "")
+		require.Equal(t, http.StatusBadRequest, r.code, "%s: %s", p, r.body)
+		require.Equal(t, float64(400), r.json(t)["status"], p)
+	}
+	require.Zero(t, e.sim.Requests(sim.RouteClassification), "nothing was sent upstream")
+}
