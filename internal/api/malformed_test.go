@@ -125,7 +125,7 @@ func TestMalformedRequests(t *testing.T) {
 			m := r.json(t)
 			require.Equal(t, "ERROR", m["status"])
 			require.Contains(t, m["message"], c.want)
-			if code == http.StatusBadRequest && c.hdr == nil {
+			if code == http.StatusBadRequest {
 				errs, ok := m["errors"].([]any)
 				require.True(t, ok, "field-level errors listed: %s", r.body)
 				require.NotEmpty(t, errs)

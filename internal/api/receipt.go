@@ -39,9 +39,9 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "create", err)
 		return
 	}
-	key, msg := s.idempotencyKey(r, c)
-	if msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
+	key, problem := s.idempotencyKey(r, c)
+	if problem != "" {
+		writeFieldError(w, http.StatusBadRequest, HeaderIdempotencyKey, problem)
 		return
 	}
 	e, replayed, err := s.d.Queue.Enqueue(r.Context(), queue.NewReceipt{
@@ -108,7 +108,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	if errors.As(err, &mbe) {
 		writeError(w, http.StatusRequestEntityTooLarge, tooLarge(s.o.MaxBody))
 	} else {
-		writeError(w, http.StatusBadRequest, "body: could not be read")
+		writeFieldError(w, http.StatusBadRequest, receipt.BodyField, "could not be read")
 	}
 	return nil, false
 }
@@ -121,15 +121,15 @@ func (s *Server) fail(w http.ResponseWriter, op string, err error) {
 }
 
 // idempotencyKey is the Idempotency-Key header, else the key derived from
-// merchantTin, posNo, billIdSuffix and the local day. A bad header is
-// answered with the message returned.
+// merchantTin, posNo, billIdSuffix and the local day. For a bad header it
+// returns the problem instead.
 func (s *Server) idempotencyKey(r *http.Request, c *receipt.Create) (string, string) {
 	k := strings.TrimSpace(r.Header.Get(HeaderIdempotencyKey))
 	if k == "" {
 		return receipt.DefaultKey(c, s.o.Now(), s.o.Location), ""
 	}
 	if len(k) > MaxIdempotencyKey || strings.IndexFunc(k, func(c rune) bool { return c < 0x20 || c > 0x7e }) >= 0 {
-		return "", HeaderIdempotencyKey + ": must be 1 to " + strconv.Itoa(MaxIdempotencyKey) + " printable ASCII characters"
+		return "", "must be 1 to " + strconv.Itoa(MaxIdempotencyKey) + " printable ASCII characters"
 	}
 	return clientKeyPrefix + k, ""
 }

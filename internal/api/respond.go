@@ -42,6 +42,13 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, errorBody{Status: "ERROR", Message: msg})
 }
 
+// writeFieldError answers a request refused for one field (or header) in
+// the shape of a validation failure.
+func writeFieldError(w http.ResponseWriter, code int, field, problem string) {
+	writeJSON(w, code, errorBody{Status: "ERROR", Message: field + ": " + problem,
+		Errors: []receipt.FieldError{{Field: field, Problem: problem}}})
+}
+
 // writeValidation answers a refused body: the first problem in message,
 // every problem in errors.
 func writeValidation(w http.ResponseWriter, ve *receipt.ValidationError) {
