@@ -77,10 +77,14 @@ func newRig(t testing.TB, cfg syncer.Config, opts sim.Options) *rig {
 	require.NoError(t, err)
 	r.c, err = client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: s.URL(), Timeout: 2 * time.Second})
 	require.NoError(t, err)
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(r.logs), zap.DebugLevel)
-	r.w = syncer.New(r.q, r.c, cfg, zap.New(core), nil)
+	r.w = syncer.New(r.q, r.c, cfg, r.logger(), nil)
 	t.Cleanup(r.close)
 	return r
+}
+
+// logger writes JSON lines to r.logs, as a log file would get them.
+func (r *rig) logger() *zap.Logger {
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(r.logs), zap.DebugLevel))
 }
 
 // start runs the worker until close.

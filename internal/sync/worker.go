@@ -41,6 +41,17 @@ type Upstream interface {
 	Get(ctx context.Context, op client.Op, query url.Values, segments ...string) (*client.Raw, error)
 }
 
+// Queue is the part of *queue.Queue the worker uses. It is an interface so
+// that tests can inject faults (a full disk) at the queue's edge.
+type Queue interface {
+	Claim(ctx context.Context, max int, now time.Time) ([]queue.Entry, error)
+	FinishAndClaim(ctx context.Context, queueID string, a queue.Attempt, next queue.State, o *queue.Outcome,
+		nextAttemptAt time.Time, max int, now time.Time) (queue.Entry, []queue.Entry, error)
+	Latest(s queue.State, n int) ([]queue.Entry, error)
+	OldestUnsent() (time.Time, bool, error)
+	Notify() <-chan struct{}
+}
+
 // Config tunes the worker. Every zero value means the default given.
 type Config struct {
 	Concurrency     int           // sends in flight at once; zero: 2
@@ -89,7 +100,7 @@ func (c Config) withDefaults() Config {
 // Worker drains the queue upstream. Create it with New and run it with Run;
 // the other methods may be called from any goroutine.
 type Worker struct {
-	q   *queue.Queue
+	q   Queue
 	up  Upstream
 	log *zap.Logger
 	m   *metrics.Metrics
@@ -116,7 +127,7 @@ type linkState struct {
 }
 
 // New returns a worker; it starts nothing until Run. m may be nil.
-func New(q *queue.Queue, up Upstream, cfg Config, log *zap.Logger, m *metrics.Metrics) *Worker {
+func New(q Queue, up Upstream, cfg Config, log *zap.Logger, m *metrics.Metrics) *Worker {
 	cfg = cfg.withDefaults()
 	w := &Worker{
 		q: q, up: up, log: log.Named("sync"), m: m, cfg: cfg, now: time.Now,

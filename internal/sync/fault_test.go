@@ -1,0 +1,59 @@
+package syncer_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/store"
+	syncer "github.com/receiptd/receiptd/internal/sync"
+)
+
+// fullDisk is the real queue whose outcome writes fail as on a full disk
+// while full is set.
+type fullDisk struct {
+	*queue.Queue
+	full   atomic.Bool
+	failed atomic.Int64
+}
+
+func (f *fullDisk) FinishAndClaim(ctx context.Context, id string, a queue.Attempt, next queue.State, o *queue.Outcome,
+	at time.Time, max int, now time.Time) (queue.Entry, []queue.Entry, error) {
+	if f.full.Load() {
+		f.failed.Add(1)
+		return queue.Entry{}, nil, fmt.Errorf("finish %s: %w", id, store.ErrDiskFull)
+	}
+	return f.Queue.FinishAndClaim(ctx, id, a, next, o, at, max, now)
+}
+
+// An upstream answer that cannot be written is kept and written once space
+// returns: the entry never stays in sending (which a restart would resend
+// as ambiguous), and the receipt is issued once.
+func TestOutcomeRecordedOnceSpaceReturns(t *testing.T) {
+	r := newRig(t, fastConfig(), sim.Options{Seed: 17})
+	fd := &fullDisk{Queue: r.q}
+	fd.full.Store(true)
+	r.w = syncer.New(fd, r.c, fastConfig(), r.logger(), nil)
+	e := r.enqueue(receiptBody("full"))
+	r.start()
+
+	require.Eventually(t, func() bool { return fd.failed.Load() >= 3 }, 5*time.Second, time.Millisecond)
+	require.Len(t, r.sim.Receipts(), 1)
+	require.Equal(t, queue.StateSending, r.get(e.QueueID).State, "nothing recorded while the disk is full")
+	require.Equal(t, 1, strings.Count(r.logs.String(), "cannot record the outcome yet"), "warned once, not per retry")
+
+	fd.full.Store(false)
+	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSent }, 5*time.Second, time.Millisecond)
+	got := r.get(e.QueueID)
+	require.Equal(t, r.sim.Receipts()[0].ID, got.Outcome.ID)
+	require.Len(t, got.Attempts, 1)
+	require.Len(t, r.sim.Receipts(), 1, "issued once")
+	require.Contains(t, r.logs.String(), "outcome recorded after retrying")
+}
