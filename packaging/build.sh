@@ -75,6 +75,9 @@ find_tool() { # name, override
 }
 
 mkdir -p "$DIST"
+# Packages of an earlier build (another VERSION) would be mistaken for this
+# one's by check.sh: start from no output of ours.
+rm -f "$DIST"/receiptd_* "$DIST"/receiptd-*
 # nfpm and wixl read paths relative to the repository root; keep $DIST
 # absolute for the binaries and relative for wixl (which wants relative
 # source paths).

@@ -35,7 +35,9 @@ want() {
 	if grep -Eq -- "$2" <<<"$1"; then ok "$3"; else fail "$3 (no match for /$2/)"; fi
 }
 
-# one_file GLOB: the single file matching GLOB in $DIST, or fail.
+# one_file GLOB: the single file matching GLOB in $DIST; otherwise it
+# prints why and returns 1. It runs in $(...), a subshell, so the caller
+# records the failure: one_file ... || { fail "..."; return 0; }.
 one_file() {
 	local matches=()
 	shopt -s nullglob
@@ -43,7 +45,7 @@ one_file() {
 	matches=("$DIST"/$1)
 	shopt -u nullglob
 	if ((${#matches[@]} != 1)); then
-		fail "want exactly one $1 in $DIST, found ${#matches[@]}"
+		echo "want exactly one $1 in $DIST, found ${#matches[@]}"
 		return 1
 	fi
 	echo "${matches[0]}"
@@ -68,7 +70,7 @@ check_unit() { # unit file text
 
 check_deb() { # goarch
 	local goarch=$1 deb info list elf
-	deb=$(one_file "receiptd_*_${goarch}.deb") || return 0
+	deb=$(one_file "receiptd_*_${goarch}.deb") || { fail "${deb}"; return 0; }
 	info=$(dpkg-deb -I "$deb") || { fail "dpkg-deb -I $deb"; return 0; }
 	list=$(dpkg-deb -c "$deb") || { fail "dpkg-deb -c $deb"; return 0; }
 	want "$info" "^ Package: receiptd$" "deb $goarch: Package"
@@ -102,7 +104,7 @@ check_deb() { # goarch
 check_rpm() { # goarch
 	local goarch=$1 rarch rpmf files conf
 	case $goarch in amd64) rarch=x86_64 ;; arm64) rarch=aarch64 ;; esac
-	rpmf=$(one_file "receiptd-*.${rarch}.rpm") || return 0
+	rpmf=$(one_file "receiptd-*.${rarch}.rpm") || { fail "${rpmf}"; return 0; }
 	if [[ $(head -c 4 "$rpmf" | od -An -tx1 | tr -d ' \n') != edabeedb ]]; then
 		fail "rpm $goarch: $rpmf is not an RPM file"
 		return 0
@@ -133,7 +135,7 @@ check_msi() { # goarch
 	amd64) arch=x64 template='^Template: x64;1033' pe='PE32\+ executable.*x86-64' ;;
 	386) arch=x86 template='^Template: Intel;1033' pe='PE32 executable.*Intel 80386' ;;
 	esac
-	msi=$(one_file "receiptd-*-${arch}.msi") || return 0
+	msi=$(one_file "receiptd-*-${arch}.msi") || { fail "${msi}"; return 0; }
 	tables=$(msiinfo tables "$msi") || { fail "msiinfo tables $msi"; return 0; }
 	for t in File Component ServiceInstall ServiceControl CustomAction InstallExecuteSequence Upgrade Registry CreateFolder; do
 		want "$tables" "^${t}$" "msi $arch: table $t"
@@ -173,7 +175,7 @@ check_msi() { # goarch
 check_install() { # install the host's deb and purge it again
 	local goarch deb
 	goarch=$(dpkg --print-architecture)
-	deb=$(one_file "receiptd_*_${goarch}.deb") || return 0
+	deb=$(one_file "receiptd_*_${goarch}.deb") || { fail "${deb}"; return 0; }
 	dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log" >&2; fail "dpkg -i $deb"; return 0; }
 	ok "dpkg -i $(basename "$deb")"
 	getent passwd receiptd >/dev/null && ok "user receiptd exists" || fail "no user receiptd"
