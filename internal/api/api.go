@@ -73,7 +73,6 @@ import (
 
 // Defaults for zero Options fields.
 const (
-	DefaultWait            = 5 * time.Second
 	DefaultMaxWait         = 60 * time.Second
 	DefaultMaxBody         = 1 << 20
 	DefaultShutdownTimeout = 5 * time.Second
@@ -113,7 +112,7 @@ type Deps struct {
 
 // Options tune the API. Every zero value means the default given.
 type Options struct {
-	Wait    time.Duration // accept.wait; zero: DefaultWait; negative: no wait (202 at once)
+	Wait    time.Duration // accept.wait; zero: no wait, 202 at once (the default lives in config)
 	MaxWait time.Duration // bound on Prefer: wait=N; zero: DefaultMaxWait
 	// Token is auth.token; empty means no authentication.
 	Token string
@@ -135,9 +134,6 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Wait == 0 {
-		o.Wait = DefaultWait
-	}
 	if o.MaxWait <= 0 {
 		o.MaxWait = DefaultMaxWait
 	}

@@ -99,6 +99,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 			_, _ = io.WriteString(w, "lookup "+r.URL.Path)
 		})
 	}
+	if o.api.Wait == 0 {
+		o.api.Wait = 5 * time.Second // accept.wait's default in config
+	}
 	e.srv = api.New(deps, o.api)
 	e.srv.SetReady(true)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -109,15 +109,11 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("accept.timezone: %w", err)
 	}
-	wait := d.cfg.Accept.Wait.Duration
-	if wait == 0 {
-		wait = -1 // accept.wait = "0s": answer 202 at once
-	}
 	return api.New(api.Deps{
 		Store: d.st, Queue: d.q, Worker: d.worker, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
 	}, api.Options{
-		Wait: wait, MaxWait: d.cfg.Accept.MaxWait.Duration,
+		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
 		UnsentWarn: d.cfg.Alerts.UnsentWarn.Duration, UnsentCritical: d.cfg.Alerts.UnsentCritical.Duration,
 		Version: version, ShutdownTimeout: d.cfg.ShutdownTimeout.Duration,
