@@ -1,0 +1,108 @@
+package syncer_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/sim"
+	syncer "github.com/receiptd/receiptd/internal/sync"
+)
+
+// scripted is an upstream whose answer to each create is chosen by the
+// test; it records when each create arrived.
+type scripted struct {
+	mu      sync.Mutex
+	creates []time.Time
+	answer  func(n int, w http.ResponseWriter) // n counts creates from 0
+}
+
+func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	s.mu.Lock()
+	n := len(s.creates)
+	s.creates = append(s.creates, time.Now())
+	s.mu.Unlock()
+	s.answer(n, w)
+}
+
+func (s *scripted) arrivals() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.creates...)
+}
+
+func success(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"status":"SUCCESS","id":"123456789012345678901234567890123","date":"2026-11-22 10:00:00","lottery":"SN 00000001","qrData":"1"}`)
+}
+
+// useScripted points r's worker at s instead of the simulator.
+func (r *rig) useScripted(t *testing.T, cfg syncer.Config, s *scripted) {
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	c, err := client.New(client.Config{BaseURL: srv.URL, LookupBaseURL: srv.URL, Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	r.w = syncer.New(r.q, c, cfg, r.logger(), nil)
+}
+
+func TestTooManyRequestsPausesAllSending(t *testing.T) {
+	up := &scripted{answer: func(n int, w http.ResponseWriter) {
+		if n == 0 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		success(w)
+	}}
+	cfg := fastConfig()
+	cfg.Concurrency = 1
+	r := newRig(t, cfg, sim.Options{})
+	r.useScripted(t, cfg, up)
+	r.enqueueN("tmr", 3)
+	r.start()
+	r.waitSettled(10 * time.Second)
+
+	at := up.arrivals()
+	require.Len(t, at, 4, "one 429, then the three receipts")
+	require.GreaterOrEqual(t, at[1].Sub(at[0]), 900*time.Millisecond, "nothing is sent before Retry-After has passed")
+}
+
+func TestDownAfterConsecutiveFailures(t *testing.T) {
+	up := &scripted{answer: func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) }}
+	cfg := fastConfig()
+	cfg.Concurrency = 1
+	cfg.MinBackoff, cfg.MaxBackoff = time.Second, 2*time.Second // probes come late
+	r := newRig(t, cfg, sim.Options{})
+	r.useScripted(t, cfg, up)
+	r.enqueueN("dn", 5)
+	r.start()
+
+	require.Eventually(t, func() bool { return !r.w.Status().Up }, 10*time.Second, time.Millisecond)
+	require.Len(t, up.arrivals(), 3, "three 5xx in a row mark the upstream down; not one more before the probe")
+}
+
+func TestEmptyQueueProbeNoticesRecovery(t *testing.T) {
+	r := newRig(t, fastConfig(), sim.Options{Seed: 18})
+	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))
+	e := r.enqueue(receiptBody("gone"))
+	r.start()
+	require.Eventually(t, func() bool { return !r.w.Status().Up }, 5*time.Second, time.Millisecond)
+	// The only receipt is cancelled: the queue is empty while down.
+	_, action, err := r.q.RequestDelete(context.Background(), e.QueueID, "", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, queue.DeleteCancelled, action)
+
+	require.NoError(t, r.sim.SetFaults(sim.Faults{}))
+	require.Eventually(t, func() bool { return r.w.Status().Up }, 5*time.Second, time.Millisecond)
+	require.Positive(t, r.sim.Requests(sim.RouteInfo), "the probe was GET /rest/info")
+	require.Zero(t, r.sim.Requests(sim.RouteCreateReceipt))
+}
