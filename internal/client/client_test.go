@@ -281,3 +281,39 @@ func TestCreatesUseFreshConnections(t *testing.T) {
 	require.Len(t, conns["POST"], 3)
 	require.Len(t, conns["GET"], 1)
 }
+
+// TestUndecodableLookupAnswers: a 2xx answer a typed call cannot read is a
+// Transient *Error carrying the body; an unknown TIN is Rejected.
+func TestUndecodableLookupAnswers(t *testing.T) {
+	base := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/info/check/getTinInfo" {
+			_, _ = io.WriteString(w, `{"msg":"none","status":500,"data":null}`)
+			return
+		}
+		_, _ = io.WriteString(w, `<html>portal</html>`)
+	})
+	c, err := client.New(client.Config{BaseURL: base, LookupBaseURL: base})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for name, call := range map[string]func() (any, error){
+		"info":           func() (any, error) { return c.Info(ctx) },
+		"branch info":    func() (any, error) { return c.BranchInfo(ctx) },
+		"merchant info":  func() (any, error) { return c.MerchantInfo(ctx, "1") },
+		"classification": func() (any, error) { return c.Classification(ctx, "1") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := call()
+			var e *client.Error
+			require.ErrorAs(t, err, &e)
+			require.Equal(t, client.Transient, e.Class)
+			require.ErrorIs(t, err, client.ErrDecode)
+			require.Equal(t, 200, e.StatusCode)
+			require.Equal(t, "<html>portal</html>", string(e.Body))
+		})
+	}
+	tin, err := c.TinInfo(ctx, "x")
+	require.Empty(t, tin)
+	cl, _ := client.ClassOf(err)
+	require.Equal(t, client.Rejected, cl)
+	require.ErrorIs(t, err, client.ErrNotFound)
+}

@@ -71,15 +71,15 @@ func decodeError(op Op, raw *Raw, err error) error {
 		Message: bodyMessage(raw.Body), Err: err}
 }
 
+// getJSON performs the GET op and returns its answer as it came, refusing
+// one that is not JSON.
 func (c *Client) getJSON(ctx context.Context, op Op, query url.Values) (json.RawMessage, error) {
-	raw, err := c.Get(ctx, op, query)
-	if err != nil {
-		return nil, err
-	}
-	if !json.Valid(raw.Body) {
-		return nil, decodeError(op, raw, fmt.Errorf("%s: not JSON: %w", op, ErrDecode))
-	}
-	return json.RawMessage(raw.Body), nil
+	return getDecoded(ctx, c, op, query, func(body []byte) (json.RawMessage, error) {
+		if !json.Valid(body) {
+			return nil, fmt.Errorf("%s: not JSON: %w", op, ErrDecode)
+		}
+		return json.RawMessage(body), nil
+	})
 }
 
 // Info returns PosAPI's /rest/info answer as it came (its shape is not
@@ -100,70 +100,46 @@ func (c *Client) BankAccounts(ctx context.Context, tin string) (json.RawMessage,
 	return c.getJSON(ctx, OpBankAccounts, url.Values{"tin": {tin}})
 }
 
-// BranchInfo returns the district codes.
-func (c *Client) BranchInfo(ctx context.Context) ([]BranchInfo, error) {
-	raw, err := c.Get(ctx, OpBranchInfo, nil)
+// getDecoded performs the GET op and decodes its 2xx answer with decode; a
+// decoder's failure becomes an *Error carrying the answer (see decodeError).
+func getDecoded[T any](ctx context.Context, c *Client, op Op, query url.Values,
+	decode func([]byte) (T, error), segments ...string) (T, error) {
+	var zero T
+	raw, err := c.Get(ctx, op, query, segments...)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	out, err := DecodeBranchInfo(raw.Body)
+	out, err := decode(raw.Body)
 	if err != nil {
-		return nil, decodeError(OpBranchInfo, raw, err)
+		return zero, decodeError(op, raw, err)
 	}
 	return out, nil
 }
 
+// BranchInfo returns the district codes.
+func (c *Client) BranchInfo(ctx context.Context) ([]BranchInfo, error) {
+	return getDecoded(ctx, c, OpBranchInfo, nil, DecodeBranchInfo)
+}
+
 // ProductTaxCodes returns the product tax codes.
 func (c *Client) ProductTaxCodes(ctx context.Context) ([]ProductTaxCode, error) {
-	raw, err := c.Get(ctx, OpProductTaxCode, nil)
-	if err != nil {
-		return nil, err
-	}
-	out, err := DecodeProductTaxCodes(raw.Body)
-	if err != nil {
-		return nil, decodeError(OpProductTaxCode, raw, err)
-	}
-	return out, nil
+	return getDecoded(ctx, c, OpProductTaxCode, nil, DecodeProductTaxCodes)
 }
 
 // MerchantInfo returns what the lookup API knows of the merchant tin; nil
 // and no error for an unknown TIN.
 func (c *Client) MerchantInfo(ctx context.Context, tin string) (*MerchantInfo, error) {
-	raw, err := c.Get(ctx, OpMerchantInfo, url.Values{"tin": {tin}})
-	if err != nil {
-		return nil, err
-	}
-	out, err := DecodeMerchantInfo(raw.Body)
-	if err != nil {
-		return nil, decodeError(OpMerchantInfo, raw, err)
-	}
-	return out, nil
+	return getDecoded(ctx, c, OpMerchantInfo, url.Values{"tin": {tin}}, DecodeMerchantInfo)
 }
 
 // TinInfo returns the TIN of a registration number. An unknown number is
 // an *Error of class Rejected wrapping ErrNotFound.
 func (c *Client) TinInfo(ctx context.Context, regNo string) (string, error) {
-	raw, err := c.Get(ctx, OpTinInfo, url.Values{"regNo": {regNo}})
-	if err != nil {
-		return "", err
-	}
-	tin, err := DecodeTinInfo(raw.Body)
-	if err != nil {
-		return "", decodeError(OpTinInfo, raw, err)
-	}
-	return tin, nil
+	return getDecoded(ctx, c, OpTinInfo, url.Values{"regNo": {regNo}}, DecodeTinInfo)
 }
 
 // Classification returns the rows under the given path of 0 to 6 codes,
 // top-down (see CleanSegments).
 func (c *Client) Classification(ctx context.Context, segments ...string) ([][]string, error) {
-	raw, err := c.Get(ctx, OpClassification, nil, segments...)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := DecodeClassification(raw.Body)
-	if err != nil {
-		return nil, decodeError(OpClassification, raw, err)
-	}
-	return rows, nil
+	return getDecoded(ctx, c, OpClassification, nil, DecodeClassification, segments...)
 }
