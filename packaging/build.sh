@@ -107,8 +107,11 @@ build_linux_packages() { # goarch binary
 }
 
 build_msi() { # goarch binary
-	local goarch=$1 bin=$2 wixl arch win64 pfdir out
+	local goarch=$1 bin=$2 wixl arch win64 pfdir out msiver
 	wixl=$(find_tool wixl "${WIXL:-}")
+	# An assignment of its own: msi_version's die inside wixl's arguments
+	# would be lost, and wixl would run with an empty version.
+	msiver=$(msi_version "$VERSION")
 	case $goarch in
 	amd64) arch=x64 win64=yes pfdir=ProgramFiles64Folder ;;
 	386) arch=x86 win64=no pfdir=ProgramFilesFolder ;;
@@ -117,7 +120,7 @@ build_msi() { # goarch binary
 	out="$DIST/receiptd-$VERSION-$arch.msi"
 	echo "build.sh: wixl $arch -> $out" >&2
 	"$wixl" --arch "$arch" \
-		-D "Version=$(msi_version "$VERSION")" \
+		-D "Version=$msiver" \
 		-D "Exe=$rel_dist/$(basename "$bin")" \
 		-D "Config=config.example.toml" \
 		-D "Readme=packaging/README.md" \
