@@ -143,10 +143,8 @@ func (s *Server) StatusJSON(_ context.Context) (Status, error) {
 		age = max(s.o.Now().Sub(oldest), 0)
 	}
 	st.OldestUnsentAge = int64(age / time.Second)
+	// With nothing unsent the age is 0, below both (positive) thresholds.
 	st.Alert = syncer.AlertLevel(age, s.o.UnsentWarn, s.o.UnsentCritical)
-	if !ok {
-		st.Alert = syncer.AlertNone
-	}
 	if s.d.Worker == nil {
 		st.Upstream = UpstreamStatus{State: "down", LastError: "no sync worker: nothing is sent"}
 	} else {
