@@ -26,10 +26,10 @@ func AlertLevel(age, warn, critical time.Duration) string {
 	}
 }
 
-// alertState is the last ageing check; guarded by Worker.mu.
+// alertState is the level of the last ageing check, kept to log only its
+// crossings; guarded by Worker.mu.
 type alertState struct {
 	level string
-	age   time.Duration
 }
 
 // Status is what the worker knows of the upstream and the queue's ageing.
@@ -39,7 +39,6 @@ type Status struct {
 	LastSuccess time.Time // zero if nothing was accepted since start
 	LastError   string    // the last failure's text, if any
 	Alert       string    // AlertNone, AlertWarn or AlertCritical at the last check
-	OldestAge   time.Duration
 }
 
 // Status returns a snapshot of the worker's view.
@@ -52,7 +51,7 @@ func (w *Worker) Status() Status {
 	}
 	return Status{
 		Up: !w.link.down, Since: w.link.since, LastSuccess: w.link.lastSuccess,
-		LastError: w.link.lastError, Alert: level, OldestAge: w.alert.age,
+		LastError: w.link.lastError, Alert: level,
 	}
 }
 
@@ -89,7 +88,7 @@ func (w *Worker) checkAge() {
 	level := AlertLevel(age, w.cfg.UnsentWarn, w.cfg.UnsentCritical)
 	w.mu.Lock()
 	prev := w.alert.level
-	w.alert = alertState{level: level, age: age}
+	w.alert = alertState{level: level}
 	w.mu.Unlock()
 	w.m.SetAlertLevel(level)
 	if level == prev || (prev == "" && level == AlertNone) {
