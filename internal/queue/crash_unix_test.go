@@ -124,6 +124,7 @@ func verifyAfterCrash(t *testing.T, path string, acked map[string]string) {
 		}
 		require.Equal(t, c[s], n, "counter for %s agrees with the state index", s)
 	}
+	require.NoError(t, queue.CheckIndexes(st), "every index agrees with the entries after recovery")
 }
 
 func TestCrashChild(t *testing.T) {

@@ -24,6 +24,12 @@ func openQueue(t *testing.T, path string) (*queue.Queue, *store.Store) {
 	st := storetest.OpenPath(t, path)
 	q, err := queue.Open(ctx, st, queue.Options{Now: func() time.Time { return t0.Add(time.Hour) }})
 	require.NoError(t, err)
+	// Runs before storetest's own cleanup closes the store.
+	t.Cleanup(func() {
+		if !st.Closed() {
+			require.NoError(t, queue.CheckIndexes(st), "indexes agree with the entries")
+		}
+	})
 	return q, st
 }
 
@@ -193,6 +199,7 @@ func TestAttemptHistoryIsBounded(t *testing.T) {
 	st := storetest.Open(t)
 	q, err := queue.Open(ctx, st, queue.Options{MaxAttempts: 3})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, queue.CheckIndexes(st)) })
 	e := enqueue(t, q, 1)
 	for i := range 5 {
 		claimOne(t, q, e.QueueID)
