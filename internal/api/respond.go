@@ -59,12 +59,12 @@ func writeValidation(w http.ResponseWriter, ve *receipt.ValidationError) {
 // its answer. It reports whether the failure is the server's (5xx), which the
 // caller logs.
 func writeFailure(w http.ResponseWriter, err error, maxBody int64) bool {
-	code, msg := failureStatus(err, maxBody)
 	var ve *receipt.ValidationError
 	if errors.As(err, &ve) {
 		writeValidation(w, ve)
 		return false
 	}
+	code, msg := failureStatus(err, maxBody)
 	writeError(w, code, msg)
 	return code >= 500
 }
