@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/store"
 )
 
@@ -38,14 +39,9 @@ func receiptdBinary(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		binPath = filepath.Join(binDir, "receiptd")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			binPath = string(out)
-		}
+		binPath, buildErr = harness.Build(context.Background(), binDir)
 	})
-	require.NoError(t, buildErr, binPath)
+	require.NoError(t, buildErr)
 	return binPath
 }
 
