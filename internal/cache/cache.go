@@ -32,6 +32,7 @@ package cache
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -44,6 +45,24 @@ import (
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/store"
+)
+
+// Sentinel errors. They are wrapped, so test with errors.Is.
+var (
+	// ErrBadRequest means a lookup request cannot be sent as asked (a bad
+	// classification path, a missing or oversized tin / regNo). It is
+	// answered with 400; nothing is sent upstream.
+	ErrBadRequest = errors.New("bad lookup request")
+	// ErrBadRecord means a stored cache record cannot be decoded. New drops
+	// such records; they are never served.
+	ErrBadRecord = errors.New("undecodable cache record")
+	// ErrBadAnswer means the upstream answered 2xx with a body that is not
+	// JSON (a captive portal's page, say). It is never cached; a stale entry
+	// is served instead, or a 503.
+	ErrBadAnswer = errors.New("upstream answer is not JSON")
+	// ErrConfig means Config holds a negative duration or size, or a
+	// refresh interval for a kind the cache does not keep.
+	ErrConfig = errors.New("invalid cache configuration")
 )
 
 // Upstream is what the cache asks; *client.Client implements it. Get returns

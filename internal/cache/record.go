@@ -2,30 +2,12 @@ package cache
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/client"
-)
-
-// Sentinel errors. They are wrapped, so test with errors.Is.
-var (
-	// ErrBadRequest: a lookup request cannot be sent as asked (a bad
-	// classification path, a missing or oversized tin / regNo). Answered
-	// with 400; nothing is sent upstream.
-	ErrBadRequest = errors.New("bad lookup request")
-	// ErrBadRecord: a stored cache record cannot be decoded. New drops such
-	// records; they are never served.
-	ErrBadRecord = errors.New("undecodable cache record")
-	// ErrBadAnswer: the upstream answered 2xx with a body that is not JSON
-	// (a captive portal's page, say). It is never cached; a stale entry is
-	// served instead, or a 503.
-	ErrBadAnswer = errors.New("upstream answer is not JSON")
-	// ErrConfig: Config holds a negative duration or size.
-	ErrConfig = errors.New("invalid cache configuration")
 )
 
 // maxParam bounds a tin or regNo; real ones are a dozen characters.
