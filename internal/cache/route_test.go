@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"testing"
@@ -69,5 +70,31 @@ func TestRecordRoundTrip(t *testing.T) {
 	for _, bad := range [][]byte{nil, {2}, in.encode()[:recordHeader-1], append([]byte{1}, make([]byte, 13)...)} {
 		_, err := decodeRecord(bad, true)
 		require.ErrorIs(t, err, ErrBadRecord)
+	}
+}
+
+func TestNoteTINKeepsOnlyUsableTINs(t *testing.T) {
+	c, err := New(context.Background(), openStore(t), nil, Config{}, nil, nil)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, tin string
+		noted     string // "" when the TIN is ignored
+	}{
+		{"plain", "5317878", "5317878"},
+		{"trimmed", " 37900846788 ", "37900846788"},
+		{"empty", "", ""},
+		{"blank", "   ", ""},
+		{"too long", strings.Repeat("1", maxParam+1), ""},
+		{"control character", "12\x0034", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clear(c.tins)
+			c.NoteTIN(tc.tin)
+			if tc.noted == "" {
+				require.Empty(t, c.tins)
+				return
+			}
+			require.Equal(t, map[string]struct{}{tc.noted: {}}, c.tins)
+		})
 	}
 }

@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -136,10 +135,11 @@ func (c *Cache) due(lk lookup) bool {
 // merchant info cached. A new TIN wakes the warm-up; it never blocks.
 // Invalid TINs, and new ones beyond 1000 noted, are ignored.
 func (c *Cache) NoteTIN(tin string) {
-	tin = strings.TrimSpace(tin)
-	if tin == "" || len(tin) > maxParam || strings.ContainsFunc(tin, isControl) {
+	lk, err := paramLookup(client.OpMerchantInfo, "tin", []string{tin})
+	if err != nil {
 		return
 	}
+	tin = lk.param
 	c.tinMu.Lock()
 	_, known := c.tins[tin]
 	if !known && len(c.tins) < maxNotedTINs {
