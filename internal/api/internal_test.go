@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
@@ -69,12 +71,23 @@ func TestFailureStatus(t *testing.T) {
 
 // TestDiskFullAnswers507 drives the create handler's error path with a
 // closed-over failure: a disk-full Enqueue must be 507 with a clear message,
-// and is logged as the server's failure.
+// and is logged as the server's failure; a client's mistake is not logged.
 func TestDiskFullAnswers507(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	s := New(Deps{Log: zap.New(core)}, Options{})
 	rec := httptest.NewRecorder()
-	s := New(Deps{}, Options{})
 	s.fail(rec, "create", fmt.Errorf("enqueue: %w", fmt.Errorf("commit /data/receiptd.db: %w", store.ErrDiskFull)))
 	require.Equal(t, http.StatusInsufficientStorage, rec.Code)
 	require.Contains(t, rec.Body.String(), `"status":"ERROR"`)
 	require.Contains(t, rec.Body.String(), "disk full")
+	require.Equal(t, 1, logs.Len(), "the server's failure is logged")
+	l := logs.All()[0]
+	require.Equal(t, zap.ErrorLevel, l.Level)
+	require.Equal(t, "create failed", l.Message)
+	require.Contains(t, l.ContextMap()["error"], "receiptd.db")
+
+	rec = httptest.NewRecorder()
+	s.fail(rec, "create", fmt.Errorf("enqueue: %w", queue.ErrConflict))
+	require.Equal(t, http.StatusConflict, rec.Code)
+	require.Equal(t, 1, logs.Len(), "a client's mistake is answered, not logged")
 }
