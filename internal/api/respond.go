@@ -94,5 +94,3 @@ func failureStatus(err error, maxBody int64) (int, string) {
 		return http.StatusInternalServerError, "receiptd could not store the request: nothing was stored; see the receiptd log"
 	}
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

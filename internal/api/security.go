@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -106,7 +107,7 @@ func isJSON(contentType string) bool {
 }
 
 func tooLarge(limit int64) string {
-	return "body: larger than the limit of " + itoa(limit) + " bytes"
+	return "body: larger than the limit of " + strconv.FormatInt(limit, 10) + " bytes"
 }
 
 // quoteHost keeps a hostile Host header from making the answer unreadable.
