@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"go.uber.org/zap"
@@ -38,12 +38,13 @@ func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, api string, o 
 		return
 	}
 	log.Info("outage: receipt posted while the tax service is down", zap.Int("httpStatus", code), zap.String("queueId", id))
+	c := &apiClient{base: api, hc: demoHTTP}
 	deadline := time.Now().Add(o.outage + 30*time.Second)
 	for time.Now().Before(deadline) {
 		if !sleepCtx(ctx, time.Second) {
 			return
 		}
-		state, upID, err := entryState(ctx, api, id)
+		state, upID, err := entryState(ctx, c, id)
 		if err != nil {
 			log.Warn("outage: reading the entry", zap.String("queueId", id), zap.Error(err))
 			continue
@@ -91,26 +92,13 @@ func postReceipt(ctx context.Context, api string, body []byte) (int, string, err
 }
 
 // entryState reads an entry's state and upstream id.
-func entryState(ctx context.Context, api, id string) (queue.State, string, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", api+"/receiptd/entries/"+id, nil)
-	if err != nil {
-		return "", "", fmt.Errorf("get entry: %w", err)
-	}
-	resp, err := demoHTTP.Do(req)
-	if err != nil {
-		return "", "", fmt.Errorf("get entry: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", "", fmt.Errorf("get entry: %s", resp.Status)
-	}
+func entryState(ctx context.Context, c *apiClient, id string) (queue.State, string, error) {
 	var e queue.Entry
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e); err != nil {
-		return "", "", fmt.Errorf("get entry: %w", err)
+	if err := c.getJSON(ctx, http.MethodGet, "/receiptd/entries/"+url.PathEscape(id), &e); err != nil {
+		return "", "", err
 	}
-	id = ""
-	if e.Outcome != nil {
-		id = e.Outcome.ID
+	if e.Outcome == nil {
+		return e.State, "", nil
 	}
-	return e.State, id, nil
+	return e.State, e.Outcome.ID, nil
 }
