@@ -106,7 +106,7 @@ func upstreamOf(d Data) upstreamView {
 	u := upstreamView{Level: levelOK, Symbol: "✓", Headline: "Reachable", LastError: d.LastError}
 	verb := "up"
 	if !d.UpstreamUp {
-		u = upstreamView{Level: levelCritical, Symbol: "✗", Headline: "Unreachable", LastError: d.LastError}
+		u.Level, u.Symbol, u.Headline = levelCritical, "✗", "Unreachable"
 		verb = "down"
 	}
 	if d.UpstreamSince.IsZero() {
