@@ -124,7 +124,8 @@ const (
 // Cache is the lookup cache.
 type Cache struct {
 	Refresh CacheRefresh `toml:"refresh"`
-	// NegativeTTL is how long a "not found" answer is kept; 0: not kept.
+	// NegativeTTL is how long a "not found" answer (an unknown TIN or
+	// regNo) is kept before it is asked again; more than zero.
 	NegativeTTL Duration `toml:"negative_ttl"`
 	// MaxStale is the oldest data served when the upstream fails; 0: no
 	// limit (offline is the normal case).

@@ -261,7 +261,10 @@ func (c Cache) check(ch *checker) {
 			ch.add("cache.refresh."+key, "must be at least 1s, not %s", d)
 		}
 	}
-	ch.nonNegative("cache.negative_ttl", c.NegativeTTL)
+	// Negative answers are always cached (they shield the tax service from a
+	// till that keeps asking about an unknown TIN), so zero is refused
+	// rather than read as "not kept".
+	ch.positive("cache.negative_ttl", c.NegativeTTL)
 	ch.nonNegative("cache.max_stale", c.MaxStale)
 	if c.MaxEntries < 1 {
 		ch.add("cache.max_entries", "must be at least 1, not %d", c.MaxEntries)
