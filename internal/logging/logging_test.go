@@ -70,6 +70,20 @@ func TestNewBadPathIsAnError(t *testing.T) {
 	require.Contains(t, err.Error(), blocker)
 }
 
+func TestNewCreatesMissingDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "var", "log", "receiptd.log")
+	log, done, err := New(Options{File: path})
+	require.NoError(t, err)
+	log.Info("first line")
+	require.NoError(t, done())
+	require.Len(t, readLines(t, path), 1)
+	if filepath.Separator == '/' {
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	}
+}
+
 func TestLevelFiltersAndJSONShape(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "receiptd.log")
 	log, done, err := New(Options{Level: "warn", File: path})
