@@ -184,3 +184,25 @@ func TestDemo(t *testing.T) {
 	require.NotNil(t, dir, stderr.String())
 	require.NoDirExists(t, dir[1])
 }
+
+// TestDemoOutage runs the demo's outage script: a receipt posted while the
+// simulator is down is answered 202 and, once it is back, logged as sent.
+func TestDemoOutage(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGINT")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	demo := binCmd(ctx, t, "demo", "-listen", closedAddr(t), "-outage", "2s", "-outage-after", "300ms")
+	stderr, err := demo.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, demo.Start())
+	logs := waitForLine(t, stderr, "recovered: the receipt queued during the outage was sent")
+	require.Regexp(t, `receipt posted while the tax service is down\s+\{"httpStatus": 202, "queueId": "Q000000000001"\}`, logs)
+
+	drained := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, stderr); close(drained) }()
+	require.NoError(t, demo.Process.Signal(os.Interrupt))
+	<-drained // Wait closes the pipe: read it to the end first
+	require.NoError(t, demo.Wait())
+}
