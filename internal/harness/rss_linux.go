@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -32,7 +33,7 @@ func parseVmRSS(status []byte) (int64, error) {
 			return 0, fmt.Errorf("rss: unexpected VmRSS line %q", sc.Text())
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || kb < 0 {
+		if err != nil || kb < 0 || kb > math.MaxInt64/1024 {
 			return 0, fmt.Errorf("rss: unexpected VmRSS value %q", f[0])
 		}
 		return kb * 1024, nil

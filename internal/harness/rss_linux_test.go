@@ -19,6 +19,7 @@ func TestParseVmRSS(t *testing.T) {
 		{"bad unit", "VmRSS:\t12 MB\n", 0, true},
 		{"bad number", "VmRSS:\tx kB\n", 0, true},
 		{"negative", "VmRSS:\t-5 kB\n", 0, true},
+		{"overflows in bytes", "VmRSS:\t9007199270000000 kB\n", 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
