@@ -26,6 +26,14 @@ const receiptBody = `{"branchNo":"001","totalAmount":10.5,"merchantTin":"5317878
 
 func body(suffix string) []byte { return fmt.Appendf(nil, receiptBody, suffix) }
 
+// newReceipt is body(suffix) as the API would enqueue it, under the
+// Idempotency-Key postReceipt sends.
+func newReceipt(suffix string) queue.NewReceipt {
+	b := body(suffix)
+	return queue.NewReceipt{IdemKey: "bench-" + suffix, Body: b, BodyHash: receipt.Fingerprint(b),
+		MerchantTin: "5317878", PosNo: "B1", BillIDSuffix: suffix}
+}
+
 // bench holds what every scenario shares.
 type bench struct {
 	bin string
@@ -91,10 +99,7 @@ func writeBacklog(ctx context.Context, dataDir string, n int) (time.Duration, er
 			defer wg.Done()
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
 				suffix := fmt.Sprintf("bl-%07d", i)
-				b := body(suffix)
-				_, _, err := q.Enqueue(ctx, queue.NewReceipt{IdemKey: "bench-" + suffix, Body: b,
-					BodyHash: receipt.Fingerprint(b), MerchantTin: "5317878", PosNo: "B1", BillIDSuffix: suffix})
-				if err != nil {
+				if _, _, err := q.Enqueue(ctx, newReceipt(suffix)); err != nil {
 					errs <- fmt.Errorf("backlog: enqueue %s: %w", suffix, err)
 					return
 				}
@@ -124,12 +129,9 @@ func measureEnqueue(ctx context.Context, dir string, n int) (sample, error) {
 	}
 	var s sample
 	for i := range n {
-		suffix := fmt.Sprintf("ref-%07d", i)
-		b := body(suffix)
+		r := newReceipt(fmt.Sprintf("ref-%07d", i))
 		t0 := time.Now()
-		_, _, err := q.Enqueue(ctx, queue.NewReceipt{IdemKey: "bench-" + suffix, Body: b,
-			BodyHash: receipt.Fingerprint(b), MerchantTin: "5317878", PosNo: "B1", BillIDSuffix: suffix})
-		if err != nil {
+		if _, _, err := q.Enqueue(ctx, r); err != nil {
 			return nil, fmt.Errorf("enqueue reference: %w", err)
 		}
 		s = append(s, time.Since(t0))
