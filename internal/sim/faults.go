@@ -18,7 +18,8 @@ type Faults struct {
 	DownFor time.Duration
 	// Latency delays every answer.
 	Latency time.Duration
-	// ErrorRate is the share (0 to 1) of requests answered 503.
+	// ErrorRate is the share (0 to 1) of requests to the service's routes
+	// answered 503 (a path the simulator does not serve gets its 404).
 	ErrorRate float64
 	// DropRate is the share (0 to 1) of creates and deletes that are
 	// processed and recorded, after which the connection is closed without
@@ -81,7 +82,8 @@ func (f *Faults) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// serve applies the faults, then routes. The control API is never faulted.
+// serve applies the Down and latency faults, then routes; the error rate is
+// applied per route (serveRoute). The control API is never faulted.
 func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 	s.inflight.enter()
 	defer s.inflight.leave()
@@ -95,12 +97,6 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wait(r.Context(), s.opts.Latency+f.Latency)
-	if s.roll(f.ErrorRate) {
-		s.count(routeOf(r))
-		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, failureBody(r.URL.Path, "simulated upstream failure"))
-		return
-	}
 	s.mux.ServeHTTP(w, r)
 }
 

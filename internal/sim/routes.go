@@ -10,11 +10,10 @@ import (
 
 func (s *Sim) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	handle := func(route string, h http.HandlerFunc) {
-		mux.HandleFunc(route, func(w http.ResponseWriter, r *http.Request) {
-			s.count(route)
-			h(w, r)
-		})
+	handle := func(route string, h http.HandlerFunc, patterns ...string) {
+		for _, p := range append([]string{route}, patterns...) {
+			mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { s.serveRoute(w, r, route, h) })
+		}
 	}
 	handle(RouteCreateReceipt, s.createReceipt)
 	handle(RouteDeleteReceipt, s.deleteReceipt)
@@ -25,30 +24,21 @@ func (s *Sim) routes() *http.ServeMux {
 	handle(RouteProductTaxCode, s.productTaxCode)
 	handle(RouteMerchantInfo, s.merchantInfo)
 	handle(RouteTinInfo, s.tinInfo)
-	handle(RouteClassification, s.classification)
-	mux.HandleFunc(RouteClassification+"/", func(w http.ResponseWriter, r *http.Request) {
-		s.count(RouteClassification)
-		s.classification(w, r)
-	})
+	handle(RouteClassification, s.classification, RouteClassification+"/")
 	s.controlRoutes(mux)
 	return mux
 }
 
-// routeOf names the route of a request that is answered before routing
-// (a simulated 5xx), so that it is still counted.
-func routeOf(r *http.Request) string {
-	for _, route := range []string{RouteCreateReceipt, RouteDeleteReceipt, RouteInfo, RouteSendData,
-		RouteBankAccounts, RouteBranchInfo, RouteProductTaxCode, RouteMerchantInfo, RouteTinInfo} {
-		method, path, _ := strings.Cut(route, " ")
-		if r.Method == method && r.URL.Path == path {
-			return route
-		}
+// serveRoute counts a request to one of the service's routes, then answers
+// it with a simulated 5xx (Faults.ErrorRate) or with h.
+func (s *Sim) serveRoute(w http.ResponseWriter, r *http.Request, route string, h http.HandlerFunc) {
+	s.count(route)
+	if s.roll(s.Faults().ErrorRate) {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, failureBody(r.URL.Path, "simulated upstream failure"))
+		return
 	}
-	p := r.URL.Path
-	if r.Method == http.MethodGet && (p == "/api/info/check/barcode/v2" || strings.HasPrefix(p, "/api/info/check/barcode/v2/")) {
-		return RouteClassification
-	}
-	return ""
+	h(w, r)
 }
 
 func isControl(path string) bool { return strings.HasPrefix(path, "/sim/") }

@@ -396,3 +396,18 @@ func TestHandlerWithoutStartDropsWhenDown(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.ErrorIs(t, s.SetFaults(sim.Faults{}), sim.ErrClosed)
 }
+
+// TestFaultErrorRateCountsPerRoute: a simulated 5xx is counted under the
+// route it hit (the classification subtree included); a path the simulator
+// does not serve is not faulted.
+func TestFaultErrorRateCountsPerRoute(t *testing.T) {
+	s := start(t, sim.Options{})
+	require.NoError(t, s.SetFaults(sim.Faults{ErrorRate: 1}))
+	code, _, _, err := do(t, "GET", s.URL()+"/api/info/check/barcode/v2/1/11", "")
+	require.NoError(t, err)
+	require.Equal(t, 503, code)
+	require.Equal(t, 1, s.Requests(sim.RouteClassification))
+	code, _, _, err = do(t, "GET", s.URL()+"/nowhere", "")
+	require.NoError(t, err)
+	require.Equal(t, 404, code)
+}
