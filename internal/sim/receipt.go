@@ -8,12 +8,13 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // dateLayout is the upstream's date format, in Ulaanbaatar time (UTC+8).
 const dateLayout = "2006-01-02 15:04:05"
 
-var ulaanbaatar = fixedUB()
+var ulaanbaatar = time.FixedZone("Asia/Ulaanbaatar", 8*60*60) // no tzdata needed; no DST
 
 const maxRequestBody = 4 << 20
 

@@ -6,10 +6,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"time"
 )
-
-func fixedUB() *time.Location { return time.FixedZone("Asia/Ulaanbaatar", 8*60*60) }
 
 // fields checks that obj has each field of spec ("name:kind,...") as a
 // string (kind s), a number (n) or a non-empty array (a), in spec order.
