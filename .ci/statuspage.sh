@@ -103,16 +103,10 @@ expect() {
   grep -qE -- "$1" "$work/page.txt" || die "the page does not show $2 (/$1/); its text: $(cat "$work/page.txt")"
 }
 
-# post_receipt N: post a valid sample receipt (demo.go's: the totals add up
-# exactly) with bill suffix N; prints the HTTP status code.
+# post_receipt N: post the sample receipt the demo printed (demo.go's: the
+# totals add up exactly) with bill suffix N; prints the HTTP status code.
 post_receipt() {
-  printf '{"branchNo":"001","totalAmount":12500.50,"totalVAT":1136.41,"totalCityTax":0,"districtCode":"0102",'\
-'"merchantTin":"37900846788","posNo":"POS-1","type":"B2C_RECEIPT","billIdSuffix":"%06d",'\
-'"receipts":[{"totalAmount":12500.50,"taxType":"VAT_ABLE","merchantTin":"37900846788","totalVAT":1136.41,'\
-'"totalCityTax":0,"items":[{"name":"Bread","barCode":"4900000000001","barCodeType":"GS1",'\
-'"classificationCode":"2349010","measureUnit":"pcs","qty":2,"unitPrice":6250.25,"totalVAT":1136.41,'\
-'"totalCityTax":0,"totalAmount":12500.50}]}],"payments":[{"code":"CASH","status":"PAID","paidAmount":500.50},'\
-'{"code":"PAYMENT_CARD","status":"PAID","paidAmount":12000}]}' "$1" >"$work/receipt.json"
+  sed "s/\"billIdSuffix\":\"[^\"]*\"/\"billIdSuffix\":\"$(printf %06d "$1")\"/" <<<"$sample" >"$work/receipt.json"
   curl -sS --noproxy '*' -o "$work/answer.json" -w '%{http_code}' -H 'Content-Type: application/json' \
     --data-binary @"$work/receipt.json" "$api/rest/receipt"
 }
@@ -136,11 +130,13 @@ start_demo() {
   for _ in $(seq 1 300); do
     api=$(sed -n 's|^ *status JSON *\(http://[^ ]*\)/receiptd/status.*|\1|p' "$work/demo.out")
     sim=$(sed -n 's|^ *sim faults *\(http://[^ ]*\)/sim/faults.*|\1|p' "$work/demo.out")
-    [ -n "$api" ] && [ -n "$sim" ] && break
+    sample=$(sed -n "s|^ *curl .* -d '\({.*}\)' http://[^ ]*/rest/receipt\$|\1|p" "$work/demo.out")
+    [ -n "$api" ] && [ -n "$sim" ] && [ -n "$sample" ] && break
     kill -0 "$demo_pid" 2>/dev/null || die "receiptd demo exited: $(cat "$work/demo.out")"
     sleep 0.1
   done
-  [ -n "$api" ] && [ -n "$sim" ] || die "receiptd demo printed no URLs within 30s: $(cat "$work/demo.out")"
+  [ -n "$api" ] && [ -n "$sim" ] && [ -n "$sample" ] ||
+    die "receiptd demo printed no URLs or no sample receipt within 30s: $(cat "$work/demo.out")"
   for _ in $(seq 1 100); do
     curl -sf --noproxy '*' -o /dev/null "$api/healthz" && break
     sleep 0.1
