@@ -141,6 +141,7 @@ start_demo() {
     curl -sf --noproxy '*' -o /dev/null "$api/healthz" && break
     sleep 0.1
   done
+  curl -sSf --noproxy '*' -o /dev/null "$api/healthz" || die "GET $api/healthz: no 200 within 10s"
   say "daemon at $api, simulator at $sim"
 }
 
@@ -161,7 +162,7 @@ main() {
   start_demo
   local sent=3 code i
   for i in $(seq 1 "$sent"); do
-    code=$(post_receipt "$i")
+    code=$(post_receipt "$i") || die "receipt $i while online: no answer (curl exit $?)"
     case $code in
     200 | 202) ;; # 202: not answered within accept.wait on a slow machine; sent soon after
     *) die "receipt $i while online: HTTP $code, want 200: $(cat "$work/answer.json")" ;;
@@ -172,9 +173,9 @@ main() {
   say "posted $sent receipts, all sent"
 
   code=$(curl -sS --noproxy '*' -o "$work/faults.json" -w '%{http_code}' -X PUT \
-    -H 'Content-Type: application/json' -d '{"down":true,"downFor":"300s"}' "$sim/sim/faults")
+    -H 'Content-Type: application/json' -d '{"down":true,"downFor":"300s"}' "$sim/sim/faults") || die "PUT $sim/sim/faults: no answer (curl exit $?)"
   [ "$code" = 200 ] || die "PUT $sim/sim/faults: HTTP $code: $(cat "$work/faults.json")"
-  code=$(post_receipt 99)
+  code=$(post_receipt 99) || die "receipt during the outage: no answer (curl exit $?)"
   [ "$code" = 202 ] || die "receipt during the outage: HTTP $code, want 202: $(cat "$work/answer.json")"
   say "tax service down; one more receipt answered 202"
   for _ in $(seq 1 200); do upstream_down && break; sleep 0.1; done
