@@ -350,7 +350,9 @@ func TestShutdownIsBoundedWhileAProbeHangs(t *testing.T) {
 	}
 	got := r.get(e.QueueID)
 	require.Equal(t, queue.StateQueued, got.State, "the cut-short attempt is recorded, not left in sending")
-	require.Equal(t, queue.ResultAmbiguous, got.Attempts[len(got.Attempts)-1].Result)
+	// Cut short before its request was written it is not_sent, after it
+	// ambiguous: either is recorded, never left open.
+	require.Contains(t, []queue.Result{queue.ResultAmbiguous, queue.ResultNotSent}, got.Attempts[len(got.Attempts)-1].Result)
 }
 
 func TestLastSuccessSurvivesARestart(t *testing.T) {
