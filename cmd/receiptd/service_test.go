@@ -7,8 +7,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +48,32 @@ func TestSystemdUnit(t *testing.T) {
 	cfg.DataDir = "/srv/{{Name}}"
 	_, err = systemdUnit(cfg)
 	require.Error(t, err)
+}
+
+// TestSystemdUnitHasThePackagedHardening: the unit "receiptd install"
+// writes carries every setting of the packaged unit, except those it fills
+// from the configuration or the service definition.
+func TestSystemdUnitHasThePackagedHardening(t *testing.T) {
+	packaged, err := os.ReadFile("../../packaging/systemd/receiptd.service")
+	require.NoError(t, err)
+	unit, err := systemdUnit(config.Default())
+	require.NoError(t, err)
+	installed := map[string]bool{}
+	for _, line := range strings.Split(unit, "\n") {
+		installed[line] = true
+	}
+	differs := map[string]bool{"Description": true, "Documentation": true, "User": true, "Group": true,
+		"ExecStart": true, "Restart": true, "TimeoutStopSec": true, "ReadWritePaths": true}
+	n := 0
+	for _, line := range strings.Split(string(packaged), "\n") {
+		key, _, ok := strings.Cut(line, "=")
+		if !ok || strings.HasPrefix(line, "#") || differs[key] {
+			continue
+		}
+		n++
+		require.True(t, installed[line], "the installed unit lacks the packaged unit's %q", line)
+	}
+	require.Greater(t, n, 30, "settings compared")
 }
 
 func TestServiceConfig(t *testing.T) {
