@@ -14,24 +14,19 @@ import (
 	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
+	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 )
 
-// receiptBody is a valid receipt whose totals add up (the simulator
-// refuses mismatched totals).
-const receiptBody = `{"branchNo":"001","totalAmount":10.5,"merchantTin":"5317878","posNo":"B1","type":"B2C_RECEIPT",
-"billIdSuffix":%q,"receipts":[{"totalAmount":10.5,"taxType":"VAT_ABLE","merchantTin":"5317878",
-"items":[{"name":"tea","measureUnit":"pc","qty":1,"unitPrice":10.5,"totalAmount":10.5}]}],
-"payments":[{"code":"CASH","status":"PAID","paidAmount":10.5}]}`
-
-func body(suffix string) []byte { return fmt.Appendf(nil, receiptBody, suffix) }
+// body is the receipt every scenario posts or enqueues.
+func body(suffix string) []byte { return sim.SampleReceipt("B1", suffix) }
 
 // newReceipt is body(suffix) as the API would enqueue it, under the
 // Idempotency-Key postReceipt sends.
 func newReceipt(suffix string) queue.NewReceipt {
 	b := body(suffix)
 	return queue.NewReceipt{IdemKey: "bench-" + suffix, Body: b, BodyHash: receipt.Fingerprint(b),
-		MerchantTin: "5317878", PosNo: "B1", BillIDSuffix: suffix}
+		MerchantTin: sim.SampleMerchantTin, PosNo: "B1", BillIDSuffix: suffix}
 }
 
 // bench holds what every scenario shares.

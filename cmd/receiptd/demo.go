@@ -140,15 +140,5 @@ func printDemoHelp(env *cmdEnv, api, simURL, sample string, o demoOptions) {
 	fmt.Fprintln(w, "\nCtrl-C stops the demo and deletes its data.")
 }
 
-// sampleReceipt is a valid B2C receipt whose totals add up exactly:
-// 2 × 6250.25 = 12500.50, paid 500.50 cash and 12000 by card.
-func sampleReceipt(billIDSuffix string) []byte {
-	return fmt.Appendf(nil, `{"branchNo":"001","totalAmount":12500.50,"totalVAT":1136.41,"totalCityTax":0,`+
-		`"districtCode":"0102","merchantTin":"37900846788","posNo":"POS-1","type":"B2C_RECEIPT",`+
-		`"billIdSuffix":%q,"receipts":[{"totalAmount":12500.50,"taxType":"VAT_ABLE",`+
-		`"merchantTin":"37900846788","totalVAT":1136.41,"totalCityTax":0,"items":[{"name":"Bread",`+
-		`"barCode":"4900000000001","barCodeType":"GS1","classificationCode":"2349010","measureUnit":"pcs",`+
-		`"qty":2,"unitPrice":6250.25,"totalVAT":1136.41,"totalCityTax":0,"totalAmount":12500.50}]}],`+
-		`"payments":[{"code":"CASH","status":"PAID","paidAmount":500.50},`+
-		`{"code":"PAYMENT_CARD","status":"PAID","paidAmount":12000}]}`, billIDSuffix)
-}
+// sampleReceipt is the receipt the demo prints and posts.
+func sampleReceipt(billIDSuffix string) []byte { return sim.SampleReceipt("POS-1", billIDSuffix) }

@@ -8,17 +8,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"sync"
 	"time"
 
-	"sync"
+	"github.com/receiptd/receiptd/internal/sim"
 )
-
-// receiptBody is a valid receipt whose totals add up (the simulator
-// refuses mismatched totals); posNo and billIdSuffix vary.
-const receiptBody = `{"branchNo":"001","totalAmount":10.5,"merchantTin":"5317878","posNo":%q,"type":"B2C_RECEIPT",
-"billIdSuffix":%q,"receipts":[{"totalAmount":10.5,"taxType":"VAT_ABLE","merchantTin":"5317878",
-"items":[{"name":"tea","measureUnit":"pc","qty":1,"unitPrice":10.5,"totalAmount":10.5}]}],
-"payments":[{"code":"CASH","status":"PAID","paidAmount":10.5}]}`
 
 // tally is what the POS clients saw.
 type tally struct {
@@ -71,7 +65,7 @@ type answer struct {
 func (p *pos) run(load, ctx context.Context) {
 	for n := 0; load.Err() == nil; n++ {
 		suffix := fmt.Sprintf("p%d-%06d", p.id, n)
-		body := fmt.Sprintf(receiptBody, fmt.Sprintf("POS%d", p.id), suffix)
+		body := string(sim.SampleReceipt(fmt.Sprintf("POS%d", p.id), suffix))
 		key := ""
 		if p.id%2 == 0 {
 			key = "soak-" + suffix
