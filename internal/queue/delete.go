@@ -50,6 +50,11 @@ func (q *Queue) RequestDelete(ctx context.Context, id, date string, now time.Tim
 }
 
 func requestDelete(b bkts, id, date string, now time.Time) (Entry, DeleteAction, error) {
+	// The target may be in the tail, and a new delete entry is inserted
+	// with its index rows.
+	if err := b.indexTail(0); err != nil {
+		return Entry{}, "", err
+	}
 	target, found, err := resolveTarget(b, id)
 	if err != nil {
 		return Entry{}, "", err

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"testing"
 
 	"go.etcd.io/bbolt"
 
@@ -15,13 +16,25 @@ import (
 // index, the pending index with each entry's NextAttemptAt, and the
 // per-state counters) and reports every row that is missing, extra or
 // different, so tests can show the copies never drift from the entries.
+// Entries in the unindexed tail must be queued receipts, claimable now,
+// with no rows at all, and the tail must have no gaps.
 func CheckIndexes(st *store.Store) error {
 	return st.View(func(tx *bbolt.Tx) error {
 		b := buckets(tx)
+		lo, hi, err := b.tail()
+		if err != nil {
+			return err
+		}
+		var tailProblems []error
+		for seq := lo; seq <= hi; seq++ {
+			if b.entries.Get(seqKey(seq)) == nil {
+				tailProblems = append(tailProblems, fmt.Errorf("tail: entry %d is missing", seq))
+			}
+		}
 		byState := map[string]bool{}
 		pending := map[string][]byte{}
 		counts := map[State]uint64{}
-		err := b.entries.ForEach(func(k, v []byte) error {
+		err = b.entries.ForEach(func(k, v []byte) error {
 			e, err := decode(v)
 			if err != nil {
 				return fmt.Errorf("entry %x: %w", k, err)
@@ -29,6 +42,16 @@ func CheckIndexes(st *store.Store) error {
 			seq := binary.BigEndian.Uint64(k)
 			if e.QueueID != FormatID(seq) {
 				return fmt.Errorf("entry %x holds queueId %s", k, e.QueueID)
+			}
+			if seq >= lo {
+				switch {
+				case seq > hi:
+					tailProblems = append(tailProblems, fmt.Errorf("entry %s is past the sequence %d", e.QueueID, hi))
+				case e.Kind != KindReceipt || e.State != StateQueued || !e.NextAttemptAt.IsZero():
+					tailProblems = append(tailProblems, fmt.Errorf("tail: %s is a %s in %s, next attempt %v; want a queued receipt, claimable now",
+						e.QueueID, e.Kind, e.State, e.NextAttemptAt))
+				}
+				return nil
 			}
 			byState[string(stateKey(e.State, seq))] = true
 			if claimable(e.State) {
@@ -44,7 +67,7 @@ func CheckIndexes(st *store.Store) error {
 		if err != nil {
 			return err
 		}
-		var problems []error
+		problems := tailProblems
 		_ = b.bystate.ForEach(func(k, _ []byte) error {
 			if !byState[string(k)] {
 				problems = append(problems, fmt.Errorf("bystate: extra row %q", k))
@@ -81,4 +104,22 @@ func CheckIndexes(st *store.Store) error {
 		}
 		return errors.Join(problems...)
 	})
+}
+
+// TailLen is how many entries are in the unindexed tail.
+func TailLen(st *store.Store) (n int, err error) {
+	err = st.View(func(tx *bbolt.Tx) error {
+		lo, hi, err := buckets(tx).tail()
+		n = int(hi + 1 - lo)
+		return err
+	})
+	return n, err
+}
+
+// SetTailIndexBatch changes how many tail entries a claim indexes, until
+// the test ends.
+func SetTailIndexBatch(t testing.TB, n int) {
+	old := tailIndexBatch
+	tailIndexBatch = n
+	t.Cleanup(func() { tailIndexBatch = old })
 }

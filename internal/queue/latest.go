@@ -15,6 +15,19 @@ func (q *Queue) Latest(s State, n int) ([]Entry, error) {
 	var out []Entry
 	err := q.st.View(func(tx *bbolt.Tx) error {
 		b := buckets(tx)
+		if s == StateQueued { // the tail holds the newest queued receipts
+			seqs, err := b.tailSeqs(0, n, true)
+			if err != nil {
+				return err
+			}
+			for _, seq := range seqs {
+				e, err := b.load(seq)
+				if err != nil {
+					return err
+				}
+				out = append(out, e)
+			}
+		}
 		prefix := append([]byte(s), 0)
 		c := b.bystate.Cursor()
 		// Seek past the last key of s: the prefix with its separator

@@ -54,7 +54,7 @@ func (q *Queue) Enqueue(ctx context.Context, r NewReceipt) (Entry, bool, error) 
 			AcceptedAt: now.UTC(), UpdatedAt: now.UTC(), Body: bytes.Clone(r.Body),
 			IdemKey: r.IdemKey, BodyHash: r.BodyHash, MerchantTin: r.MerchantTin,
 			PosNo: r.PosNo, BillIDSuffix: r.BillIDSuffix, Attempts: []Attempt{}}
-		if err := b.insert(seq, &e); err != nil {
+		if err := b.appendQueued(seq, &e); err != nil {
 			return err
 		}
 		return b.idem.Put([]byte(r.IdemKey), append(seqKey(seq), r.BodyHash...))
@@ -105,6 +105,11 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 
 // claimTx is Claim inside a write transaction.
 func claimTx(b bkts, max int, now time.Time) ([]Entry, error) {
+	// Whenever the tail is not empty this indexes claimable entries, so a
+	// claim that finds nothing means there is nothing.
+	if err := b.indexTail(tailIndexBatch); err != nil {
+		return nil, err
+	}
 	var out []Entry
 	picked, err := pickClaimable(b, max, now)
 	if err != nil {

@@ -15,7 +15,9 @@
 //     for them, and Body is the POS's request, which carries neither.
 //   - Open, Claim, Counts and OldestUnsent never scan the history: indexes by
 //     state, a pending index of claimable work and per-state counters are
-//     kept in the same transactions as the entries.
+//     kept in the same transactions as the entries, except for the newest
+//     queued receipts, whose rows the next claim or delete writes (the
+//     unindexed tail, layout.go).
 //
 // # Deletes
 //
@@ -207,7 +209,15 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 				return err
 			}
 		}
-		n, err := recoverSending(buckets(tx), q.now().UTC())
+		b := buckets(tx)
+		if root.Get(keyIndexed) == nil {
+			// A new file, or one of schema 1, where every entry has its
+			// index rows: the tail starts empty.
+			if err := root.Put(keyIndexed, seqKey(b.entries.Sequence())); err != nil {
+				return err
+			}
+		}
+		n, err := recoverSending(b, q.now().UTC())
 		q.recovered = n
 		return err
 	})
@@ -236,7 +246,10 @@ func (q *Queue) signal() {
 }
 
 func recoverSending(b bkts, now time.Time) (int, error) {
-	seqs := b.seqsInState(StateSending, 0)
+	seqs, err := b.seqsInState(StateSending, 0, 0)
+	if err != nil {
+		return 0, err
+	}
 	for _, seq := range seqs {
 		e, err := b.load(seq)
 		if err != nil {

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -50,7 +49,10 @@ func (q *Queue) List(o ListOptions) ([]Entry, string, error) {
 	var next string
 	err := q.st.View(func(tx *bbolt.Tx) error {
 		b := buckets(tx)
-		seqs := listSeqs(b, o.State, after, limit+1)
+		seqs, err := listSeqs(b, o.State, after, limit+1)
+		if err != nil {
+			return err
+		}
 		if len(seqs) > limit {
 			seqs = seqs[:limit]
 			next = FormatID(seqs[limit-1])
@@ -70,25 +72,20 @@ func (q *Queue) List(o ListOptions) ([]Entry, string, error) {
 	return out, next, nil
 }
 
-func listSeqs(b bkts, s State, after uint64, n int) []uint64 {
+func listSeqs(b bkts, s State, after uint64, n int) ([]uint64, error) {
+	if s != "" {
+		return b.seqsInState(s, after, n)
+	}
 	var out []uint64
-	if s == "" {
-		c := b.entries.Cursor()
-		for k, _ := c.Seek(seqKey(after + 1)); k != nil && len(out) < n; k, _ = c.Next() {
-			out = append(out, binary.BigEndian.Uint64(k))
-		}
-		return out
+	c := b.entries.Cursor()
+	for k, _ := c.Seek(seqKey(after + 1)); k != nil && len(out) < n; k, _ = c.Next() {
+		out = append(out, binary.BigEndian.Uint64(k))
 	}
-	prefix := append([]byte(s), 0)
-	c := b.bystate.Cursor()
-	for k, _ := c.Seek(stateKey(s, after+1)); k != nil && bytes.HasPrefix(k, prefix) && len(out) < n; k, _ = c.Next() {
-		out = append(out, binary.BigEndian.Uint64(k[len(prefix):]))
-	}
-	return out
+	return out, nil
 }
 
 // Counts returns the number of entries in every state, read from counters
-// kept in the same transactions as the entries.
+// kept in the same transactions as the entries, plus the unindexed tail.
 func (q *Queue) Counts() (map[State]int, error) {
 	out := make(map[State]int, len(AllStates))
 	err := q.st.View(func(tx *bbolt.Tx) error {
@@ -100,7 +97,11 @@ func (q *Queue) Counts() (map[State]int, error) {
 				out[s] = 0
 			}
 		}
-		return nil
+		lo, hi, err := b.tail()
+		if lo <= hi {
+			out[StateQueued] += int(hi - lo + 1)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("counts: %w", err)
@@ -120,7 +121,11 @@ func (q *Queue) OldestUnsent() (time.Time, bool, error) {
 		b := buckets(tx)
 		var first uint64
 		for _, s := range unsentStates {
-			if seqs := b.seqsInState(s, 1); len(seqs) == 1 && (first == 0 || seqs[0] < first) {
+			seqs, err := b.seqsInState(s, 0, 1)
+			if err != nil {
+				return err
+			}
+			if len(seqs) == 1 && (first == 0 || seqs[0] < first) {
 				first = seqs[0]
 			}
 		}

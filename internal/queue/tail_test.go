@@ -1,0 +1,200 @@
+package queue_test
+
+import (
+	"encoding/binary"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
+
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+func tailLen(t *testing.T, st *store.Store) int {
+	t.Helper()
+	n, err := queue.TailLen(st)
+	require.NoError(t, err)
+	return n
+}
+
+func ids(es []queue.Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.QueueID)
+	}
+	return out
+}
+
+// Queued receipts 1–3 have index rows (a delete request indexed them), 5
+// and 6 are in the unindexed tail; every reader must see one FIFO queue.
+func TestReadersSeeIndexedAndTailAsOneQueue(t *testing.T) {
+	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	for i := 1; i <= 3; i++ {
+		enqueue(t, q, i)
+	}
+	require.Equal(t, 3, tailLen(t, st))
+	d, action, err := q.RequestDelete(ctx, "UNKNOWN-1", "", t0)
+	require.NoError(t, err)
+	require.Equal(t, queue.DeleteQueued, action)
+	require.Equal(t, "Q000000000004", d.QueueID)
+	require.Zero(t, tailLen(t, st), "a delete request indexes the tail before inserting")
+	enqueue(t, q, 5)
+	enqueue(t, q, 6)
+	require.Equal(t, 2, tailLen(t, st))
+	require.NoError(t, queue.CheckIndexes(st))
+
+	c := counts(t, q)
+	require.Equal(t, 5, c[queue.StateQueued])
+	require.Equal(t, 1, c[queue.StateDeleteQueued])
+
+	var got []string
+	after := ""
+	for {
+		page, next, err := q.List(queue.ListOptions{State: queue.StateQueued, Limit: 2, After: after})
+		require.NoError(t, err)
+		got = append(got, ids(page)...)
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	require.Equal(t, []string{"Q000000000001", "Q000000000002", "Q000000000003", "Q000000000005", "Q000000000006"}, got)
+	page, _, err := q.List(queue.ListOptions{State: queue.StateQueued, After: "Q000000000005"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"Q000000000006"}, ids(page), "a cursor inside the tail")
+
+	latest, err := q.Latest(queue.StateQueued, 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Q000000000006", "Q000000000005", "Q000000000003"}, ids(latest))
+
+	oldest, ok, err := q.OldestUnsent()
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, t0.Add(time.Second), oldest)
+
+	claimed, err := q.Claim(ctx, 10, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, []string{"Q000000000001", "Q000000000002", "Q000000000003", "Q000000000004", "Q000000000005", "Q000000000006"},
+		ids(claimed), "indexed and tail entries, and the delete between them, in FIFO order")
+	require.Zero(t, tailLen(t, st))
+	c = counts(t, q)
+	require.Equal(t, 6, c[queue.StateSending])
+	require.Zero(t, c[queue.StateQueued])
+}
+
+func TestOldestUnsentWhenOnlyTheTailIsUnsent(t *testing.T) {
+	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	enqueue(t, q, 7)
+	require.Equal(t, 1, tailLen(t, st))
+	oldest, ok, err := q.OldestUnsent()
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, t0.Add(7*time.Second), oldest)
+}
+
+func TestDeleteCancelsAReceiptStillInTheTail(t *testing.T) {
+	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	a := enqueue(t, q, 1)
+	enqueue(t, q, 2)
+	e, action, err := q.RequestDelete(ctx, a.QueueID, "", t0)
+	require.NoError(t, err)
+	require.Equal(t, queue.DeleteCancelled, action)
+	require.Equal(t, queue.StateCancelled, e.State)
+	require.Zero(t, tailLen(t, st))
+	c := counts(t, q)
+	require.Equal(t, 1, c[queue.StateCancelled])
+	require.Equal(t, 1, c[queue.StateQueued])
+	claimOne(t, q, "Q000000000002")
+}
+
+// The tail survives a restart: a clean close is no reason to index it.
+func TestTailSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	q, st := openQueue(t, path)
+	enqueue(t, q, 1)
+	enqueue(t, q, 2)
+	require.NoError(t, queue.CheckIndexes(st))
+	require.NoError(t, st.Close())
+
+	q, st = openQueue(t, path)
+	require.Equal(t, 2, tailLen(t, st))
+	require.Equal(t, 2, counts(t, q)[queue.StateQueued])
+	claimOne(t, q, "Q000000000001")
+	require.Zero(t, tailLen(t, st))
+}
+
+// A file of schema 1 had no tail: every entry had its index rows and the
+// queue bucket had no index mark. Opening it must keep every entry
+// claimable exactly once, in order, and upgrade the schema.
+func TestOpenSchema1File(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	q, st := openQueue(t, path)
+	for i := 1; i <= 3; i++ {
+		enqueue(t, q, i)
+	}
+	claimOne(t, q, "Q000000000001") // indexes 2 and 3 as schema 1 would have
+	require.NoError(t, st.Update(ctx, func(tx *bbolt.Tx) error {
+		if err := tx.Bucket(store.BucketQueue).Delete([]byte("indexed")); err != nil {
+			return err
+		}
+		return tx.Bucket(store.BucketMeta).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, 1))
+	}))
+	require.NoError(t, st.Close())
+
+	q, st = openQueue(t, path)
+	require.Equal(t, 1, q.Recovered(), "the claimed entry goes back to queued")
+	require.Zero(t, tailLen(t, st))
+	require.Equal(t, 3, counts(t, q)[queue.StateQueued])
+	claimed, err := q.Claim(ctx, 10, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, []string{"Q000000000001", "Q000000000002", "Q000000000003"}, ids(claimed))
+	require.NoError(t, st.View(func(tx *bbolt.Tx) error {
+		require.Equal(t, uint64(store.SchemaVersion), binary.BigEndian.Uint64(tx.Bucket(store.BucketMeta).Get([]byte("schema"))))
+		return nil
+	}))
+}
+
+func TestDamagedIndexMarkIsAnError(t *testing.T) {
+	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	enqueue(t, q, 1)
+	require.NoError(t, st.Update(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(store.BucketQueue).Put([]byte("indexed"), []byte{1, 2, 3})
+	}))
+	_, err := q.Counts()
+	require.ErrorContains(t, err, "index mark is damaged")
+	_, err = q.Claim(ctx, 1, t0.Add(24*time.Hour))
+	require.ErrorContains(t, err, "index mark is damaged")
+	require.NoError(t, st.Update(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(store.BucketQueue).Put([]byte("indexed"), make([]byte, 8))
+	}), "repaired so the cleanup's index check can run")
+}
+
+// A long tail is indexed a slice per claim, and every claim that finds a
+// non-empty tail claims something, oldest first.
+func TestClaimIndexesALongTailInSlices(t *testing.T) {
+	queue.SetTailIndexBatch(t, 2)
+	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	for i := 1; i <= 5; i++ {
+		enqueue(t, q, i)
+	}
+	claimOne(t, q, "Q000000000001")
+	require.Equal(t, 3, tailLen(t, st))
+	require.Equal(t, 4, counts(t, q)[queue.StateQueued])
+	require.NoError(t, queue.CheckIndexes(st))
+
+	claimed, err := q.Claim(ctx, 10, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, []string{"Q000000000002", "Q000000000003", "Q000000000004"}, ids(claimed))
+	require.Equal(t, 1, tailLen(t, st))
+	require.NoError(t, queue.CheckIndexes(st))
+
+	claimed, err = q.Claim(ctx, 10, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, []string{"Q000000000005"}, ids(claimed))
+	claimed, err = q.Claim(ctx, 10, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, claimed)
+}
