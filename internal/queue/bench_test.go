@@ -106,11 +106,14 @@ func BenchmarkRawUpdate(b *testing.B) {
 	}
 }
 
-// BenchmarkEnqueueVsRawUpdate is the 1-writer target measured fairly: each
-// iteration makes one durable enqueue and one raw bbolt Update (default
-// options, one nested bucket, same body) on two files in the same
-// directory, alternating which goes first, so both see the same disk at the
-// same moments. It reports both medians and their ratio (target ≤ 1.3).
+// BenchmarkEnqueueVsRawUpdate is the 1-writer target measured fairly: one
+// writer makes durable enqueues and raw bbolt Updates (default options, one
+// nested bucket, same body) on two files in the same directory, in
+// alternating blocks of 100, so both see the same disk through the same
+// minutes (run one after the other, the raw reference alone moves by a
+// quarter) and neither waits often on the other's writeback. It reports
+// both medians and their ratio (target ≤ 1.3). One op is one Enqueue or
+// one Update.
 func BenchmarkEnqueueVsRawUpdate(b *testing.B) {
 	dir := b.TempDir()
 	st, err := store.Open(filepath.Join(dir, "receiptd.db"), store.Options{})
@@ -133,19 +136,18 @@ func BenchmarkEnqueueVsRawUpdate(b *testing.B) {
 		return err
 	}
 	raw := func(int) error { return rawUpdate(db) }
+	const blockLen = 100
 	var lat [2][]time.Duration
 	i := 0
 	for b.Loop() {
-		i++
-		for j := range 2 {
-			which := (i + j) % 2
-			op := [2]func(int) error{enqueue, raw}[which]
-			start := time.Now()
-			if err := op(i); err != nil {
-				b.Fatal(err)
-			}
-			lat[which] = append(lat[which], time.Since(start))
+		which := (i / blockLen) % 2
+		op := [2]func(int) error{enqueue, raw}[which]
+		start := time.Now()
+		if err := op(i); err != nil {
+			b.Fatal(err)
 		}
+		lat[which] = append(lat[which], time.Since(start))
+		i++
 	}
 	p50 := func(d []time.Duration) float64 {
 		slices.Sort(d)
@@ -155,7 +157,6 @@ func BenchmarkEnqueueVsRawUpdate(b *testing.B) {
 	b.ReportMetric(e, "enqueue-p50-µs")
 	b.ReportMetric(r, "raw-p50-µs")
 	b.ReportMetric(e/r, "ratio")
-	b.ReportMetric(0, "ns/op")
 }
 
 func rawUpdate(db *bbolt.DB) error {
