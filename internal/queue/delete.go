@@ -31,6 +31,9 @@ func (q *Queue) RequestDelete(ctx context.Context, id, date string, now time.Tim
 	if id == "" {
 		return Entry{}, "", fmt.Errorf("request delete: %w: empty id", ErrInvalid)
 	}
+	if err := q.indexTailInSlices(ctx); err != nil {
+		return Entry{}, "", fmt.Errorf("request delete %s: %w", id, err)
+	}
 	var (
 		e      Entry
 		action DeleteAction
@@ -47,6 +50,31 @@ func (q *Queue) RequestDelete(ctx context.Context, id, date string, now time.Tim
 		q.signal()
 	}
 	return e, action, nil
+}
+
+// indexTailInSlices indexes the unindexed tail in commits of
+// tailIndexBatch entries until at most that many are left, so the commit
+// of a delete request, which indexes the rest, stays small, and enqueues
+// never wait behind one large transaction after a long outage.
+func (q *Queue) indexTailInSlices(ctx context.Context) error {
+	for {
+		var n uint64
+		err := q.st.View(func(tx *bbolt.Tx) error {
+			lo, hi, err := buckets(tx).tail()
+			if lo <= hi {
+				n = hi - lo + 1
+			}
+			return err
+		})
+		if err != nil || n <= uint64(tailIndexBatch) {
+			return err
+		}
+		if err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
+			return buckets(tx).indexTail(tailIndexBatch)
+		}); err != nil {
+			return err
+		}
+	}
 }
 
 func requestDelete(b bkts, id, date string, now time.Time) (Entry, DeleteAction, error) {

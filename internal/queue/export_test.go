@@ -26,6 +26,9 @@ func CheckIndexes(st *store.Store) error {
 			return err
 		}
 		var tailProblems []error
+		if lo > hi+1 {
+			tailProblems = append(tailProblems, fmt.Errorf("index mark %d is past the sequence %d", lo-1, hi))
+		}
 		for seq := lo; seq <= hi; seq++ {
 			if b.entries.Get(seqKey(seq)) == nil {
 				tailProblems = append(tailProblems, fmt.Errorf("tail: entry %d is missing", seq))
@@ -110,6 +113,9 @@ func CheckIndexes(st *store.Store) error {
 func TailLen(st *store.Store) (n int, err error) {
 	err = st.View(func(tx *bbolt.Tx) error {
 		lo, hi, err := buckets(tx).tail()
+		if lo > hi+1 {
+			return fmt.Errorf("index mark %d is past the sequence %d", lo-1, hi)
+		}
 		n = int(hi + 1 - lo)
 		return err
 	})

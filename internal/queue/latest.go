@@ -12,6 +12,9 @@ import (
 // those entries, however many there are in s, so the status page can show
 // the last failures of a long audit trail cheaply.
 func (q *Queue) Latest(s State, n int) ([]Entry, error) {
+	if n <= 0 {
+		return nil, nil
+	}
 	var out []Entry
 	err := q.st.View(func(tx *bbolt.Tx) error {
 		b := buckets(tx)

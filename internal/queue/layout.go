@@ -31,12 +31,19 @@ import (
 // Enqueue writes only what its promise needs: the entry and its idempotency
 // row. The entries after indexed, up to the entries bucket's sequence, are
 // the tail: receipts in state queued, claimable at once, with no bystate,
-// pending or counts rows. Every other change indexes the tail first when it
-// needs to (indexTail), and readers add the tail to what the indexes say.
-// Each index row lives in its own B+tree, so each costs a leaf page and its
-// branch pages in every commit that touches it; skipping three of them makes
-// an enqueue commit write about 9 pages instead of 13, which is what brings
-// its latency close to a one-value bbolt Update (README, Performance).
+// pending or counts rows. Readers add the tail to what the indexes say.
+// Claim indexes the oldest max(limit, tailIndexBatch) tail entries before
+// it picks, so a long tail (a day offline) is indexed a slice per claim,
+// never in one large transaction. A delete request needs the whole tail
+// indexed (it may cancel a tail entry, and its own entry must come after
+// the tail), so it indexes long tails in slices of their own commits first.
+// setState refuses tail entries, so nothing can skip this step.
+//
+// Why: each index lives in its own B+tree, so each costs a leaf page and
+// its branch pages in every commit that touches it. Skipping three of them
+// makes an enqueue commit write about 9 pages instead of 13, which is what
+// brings its latency close to a one-value bbolt Update (README,
+// Performance); the claim that follows pays for them off the POS's path.
 // The tail is contiguous by construction: seqs come only from NextSequence
 // in a transaction that writes the entry, Prune removes finished entries
 // only, and insert (the indexed path) indexes the tail before it writes.

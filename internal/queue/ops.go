@@ -84,10 +84,12 @@ func idemEntry(b bkts, r NewReceipt) (Entry, bool, error) {
 }
 
 // Claim moves up to max claimable entries, oldest first, to sending in one
-// commit and returns them. Claimable: queued receipts and delete_queued
-// deletes whose NextAttemptAt is not after now; a delete only once its
-// receipt has finished as sent or payment. A delete whose receipt ended
-// rejected or cancelled is finished as delete_rejected here, never sent.
+// commit and returns them; fewer than max only when fewer are claimable.
+// Claimable: queued receipts and delete_queued deletes whose NextAttemptAt
+// is not after now; a delete only once its receipt has finished as sent or
+// payment. A delete whose receipt ended rejected or cancelled is finished
+// as delete_rejected here, never sent. The claim also indexes the oldest
+// max(max, 1000) receipts of the unindexed tail (layout.go).
 func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, error) {
 	if max <= 0 {
 		return nil, nil
@@ -104,14 +106,14 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 }
 
 // claimTx is Claim inside a write transaction.
-func claimTx(b bkts, max int, now time.Time) ([]Entry, error) {
-	// Whenever the tail is not empty this indexes claimable entries, so a
-	// claim that finds nothing means there is nothing.
-	if err := b.indexTail(tailIndexBatch); err != nil {
+func claimTx(b bkts, limit int, now time.Time) ([]Entry, error) {
+	// Tail entries are all claimable and newer than every indexed one, so
+	// indexing limit of them is enough to claim limit, oldest first.
+	if err := b.indexTail(max(tailIndexBatch, limit)); err != nil {
 		return nil, err
 	}
 	var out []Entry
-	picked, err := pickClaimable(b, max, now)
+	picked, err := pickClaimable(b, limit, now)
 	if err != nil {
 		return nil, err
 	}

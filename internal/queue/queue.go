@@ -217,6 +217,12 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 				return err
 			}
 		}
+		if lo, hi, err := b.tail(); err != nil || lo > hi+1 {
+			// Entries enqueued from here on would look indexed without
+			// rows: never claimed, never counted.
+			return fmt.Errorf("%w: %s: the queue's index mark %d is past its last entry %d (%v)",
+				store.ErrCorrupt, st.Path(), lo-1, hi, err)
+		}
 		n, err := recoverSending(b, q.now().UTC())
 		q.recovered = n
 		return err

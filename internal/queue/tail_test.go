@@ -2,10 +2,14 @@ package queue_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
@@ -69,6 +73,11 @@ func TestReadersSeeIndexedAndTailAsOneQueue(t *testing.T) {
 	latest, err := q.Latest(queue.StateQueued, 3)
 	require.NoError(t, err)
 	require.Equal(t, []string{"Q000000000006", "Q000000000005", "Q000000000003"}, ids(latest))
+	for _, n := range []int{0, -1} {
+		latest, err = q.Latest(queue.StateQueued, n)
+		require.NoError(t, err)
+		require.Empty(t, latest, "Latest(queued, %d)", n)
+	}
 
 	oldest, ok, err := q.OldestUnsent()
 	require.NoError(t, err)
@@ -180,21 +189,137 @@ func TestClaimIndexesALongTailInSlices(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		enqueue(t, q, i)
 	}
-	claimOne(t, q, "Q000000000001")
-	require.Equal(t, 3, tailLen(t, st))
-	require.Equal(t, 4, counts(t, q)[queue.StateQueued])
-	require.NoError(t, queue.CheckIndexes(st))
-
+	for i, tail := range []int{3, 1, 0, 0, 0} {
+		claimOne(t, q, fmt.Sprintf("Q%012d", i+1))
+		require.Equal(t, tail, tailLen(t, st), "after claim %d", i+1)
+		require.NoError(t, queue.CheckIndexes(st))
+	}
 	claimed, err := q.Claim(ctx, 10, t0.Add(24*time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, []string{"Q000000000002", "Q000000000003", "Q000000000004"}, ids(claimed))
-	require.Equal(t, 1, tailLen(t, st))
-	require.NoError(t, queue.CheckIndexes(st))
-
-	claimed, err = q.Claim(ctx, 10, t0.Add(24*time.Hour))
-	require.NoError(t, err)
-	require.Equal(t, []string{"Q000000000005"}, ids(claimed))
-	claimed, err = q.Claim(ctx, 10, t0.Add(24*time.Hour))
-	require.NoError(t, err)
 	require.Empty(t, claimed)
+}
+
+// A claim for more than a slice indexes as many tail entries as it claims.
+func TestClaimOfMoreThanASliceGetsThemAll(t *testing.T) {
+	queue.SetTailIndexBatch(t, 2)
+	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	for i := 1; i <= 5; i++ {
+		enqueue(t, q, i)
+	}
+	claimed, err := q.Claim(ctx, 4, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	require.Len(t, claimed, 4)
+	require.Equal(t, 1, tailLen(t, st))
+}
+
+// A delete request after a long outage indexes the tail in commits of a
+// slice each, then makes its own small commit.
+func TestDeleteIndexesALongTailInSlices(t *testing.T) {
+	queue.SetTailIndexBatch(t, 2)
+	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	for i := 1; i <= 7; i++ {
+		enqueue(t, q, i)
+	}
+	before := st.Stats().Commits
+	_, action, err := q.RequestDelete(ctx, "UNKNOWN-1", "", t0)
+	require.NoError(t, err)
+	require.Equal(t, queue.DeleteQueued, action)
+	require.Equal(t, uint64(3+1), st.Stats().Commits-before, "7 → 5 → 3 → 1 in slices of 2, then the delete's own commit")
+	require.Zero(t, tailLen(t, st))
+	require.Equal(t, 7, counts(t, q)[queue.StateQueued])
+}
+
+func TestOpenRefusesAnIndexMarkPastTheLastEntry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	q, st := openQueue(t, path)
+	enqueue(t, q, 1)
+	require.NoError(t, st.Update(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(store.BucketQueue).Put([]byte("indexed"), binary.BigEndian.AppendUint64(nil, 5))
+	}))
+	_, err := queue.Open(ctx, st, queue.Options{})
+	require.ErrorIs(t, err, store.ErrCorrupt)
+	require.ErrorContains(t, err, "index mark 5 is past its last entry 1")
+	require.Error(t, queue.CheckIndexes(st))
+	require.NoError(t, st.Update(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(store.BucketQueue).Put([]byte("indexed"), binary.BigEndian.AppendUint64(nil, 0))
+	}), "repaired so the cleanup's index check can run")
+}
+
+// Enqueues (new, replayed and conflicting, whose failure makes the group
+// commit run again without them), claims, finishes and delete requests run
+// at once and share commits; the tail and the indexes must stay exact and
+// every acknowledged receipt present.
+func TestConcurrentMixKeepsTheTailExact(t *testing.T) {
+	queue.SetTailIndexBatch(t, 3)
+	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	var (
+		mu    sync.Mutex
+		acked = map[string]bool{}
+		wg    sync.WaitGroup
+	)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 60 {
+				n := g*1000 + i
+				e, _, err := q.Enqueue(ctx, receipt(n))
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				acked[e.QueueID] = true
+				mu.Unlock()
+				_, replayed, err := q.Enqueue(ctx, receipt(n))
+				assert.NoError(t, err)
+				assert.True(t, replayed)
+				bad := receipt(n)
+				bad.BodyHash = "other"
+				_, _, err = q.Enqueue(ctx, bad)
+				assert.ErrorIs(t, err, queue.ErrConflict)
+			}
+		})
+	}
+	wg.Go(func() { // a sender
+		for range 200 {
+			got, err := q.Claim(ctx, 2, t0.Add(24*time.Hour))
+			if !assert.NoError(t, err) {
+				return
+			}
+			for _, e := range got {
+				next := queue.StateSent
+				if e.Kind == queue.KindDelete {
+					next = queue.StateDeleted
+				}
+				_, err := q.Finish(ctx, e.QueueID, queue.Attempt{At: t0, Result: queue.ResultSuccess},
+					next, &queue.Outcome{Status: "SUCCESS", ID: "U" + e.QueueID}, time.Time{})
+				assert.NoError(t, err)
+			}
+		}
+	})
+	wg.Go(func() { // a till cancelling now and then
+		for i := range 40 {
+			_, _, err := q.RequestDelete(ctx, fmt.Sprintf("Q%012d", 1+i*5), "", t0)
+			if err != nil {
+				assert.ErrorIs(t, err, queue.ErrIllegalTransition)
+			}
+		}
+	})
+	wg.Wait()
+	require.NoError(t, queue.CheckIndexes(st))
+	for id := range acked {
+		_, err := q.Get(id)
+		require.NoError(t, err)
+	}
+	var got []string
+	after := ""
+	for {
+		page, next, err := q.List(queue.ListOptions{State: queue.StateQueued, Limit: 7, After: after})
+		require.NoError(t, err)
+		got = append(got, ids(page)...)
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	require.True(t, slices.IsSorted(got), "queued entries are listed in FIFO order")
+	require.Len(t, got, counts(t, q)[queue.StateQueued])
 }
