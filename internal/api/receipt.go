@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -97,12 +98,18 @@ func (s *Server) deleteReceipt(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// utf8BOM is the byte order mark that some Windows programs (.NET's
+// Encoding.UTF8, Notepad) write before UTF-8 text.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
 // readBody reads the whole body within MaxBody (secure installed the
-// limit). On failure it has answered.
+// limit). A leading UTF-8 byte order mark is dropped (RFC 8259 lets a
+// parser ignore it), so neither the parser nor the tax service sees it. On
+// failure it has answered.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
 	if err == nil {
-		return body, true
+		return bytes.TrimPrefix(body, utf8BOM), true
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {

@@ -170,3 +170,18 @@ func TestTaxTypeSpellingsForwardedAsSent(t *testing.T) {
 		require.Equal(t, body, string(issued[i].Body), "byte for byte")
 	}
 }
+
+// A UTF-8 byte order mark, which some Windows POS programs write before
+// the JSON, is dropped: the receipt is accepted and forwarded without it.
+func TestByteOrderMarkIsDropped(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	body := receiptBody("000070")
+	r := e.do(http.MethodPost, "/rest/receipt", "\xEF\xBB\xBF"+body)
+	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
+	issued := e.sim.Receipts()
+	require.Len(t, issued, 1)
+	require.Equal(t, body, string(issued[0].Body), "forwarded without the mark, otherwise byte for byte")
+
+	r = e.do(http.MethodPost, "/rest/receipt", body)
+	require.Equal(t, "true", r.h.Get(api.HeaderReplayed), "the same receipt without the mark is the same request")
+}

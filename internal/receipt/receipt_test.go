@@ -437,3 +437,26 @@ func BenchmarkParseCreate(b *testing.B) {
 		})
 	}
 }
+
+// PaymentCardData is "used when code is PAYMENT_CARD": a cash payment with a
+// data object (some POS programs always write one) is valid and forwarded
+// as sent, while the same object on a card payment is checked.
+func TestCardDataIsCheckedForCardPaymentsOnly(t *testing.T) {
+	cashWithData := mutate(t, func(m map[string]any) {
+		m["payments"].([]any)[0].(map[string]any)["data"] = map[string]any{"terminalID": nil, "note": "x"}
+	})
+	_, err := ParseCreate(cashWithData)
+	require.NoError(t, err)
+
+	cashWithString := mutate(t, func(m map[string]any) {
+		m["payments"].([]any)[0].(map[string]any)["data"] = "x"
+	})
+	_, err = ParseCreate(cashWithString)
+	require.ErrorContains(t, err, "payments[0].data: must be an object")
+
+	cardWithEmpty := mutate(t, func(m map[string]any) {
+		m["payments"].([]any)[1].(map[string]any)["data"] = map[string]any{}
+	})
+	_, err = ParseCreate(cardWithEmpty)
+	require.ErrorContains(t, err, "payments[1].data.terminalID: required")
+}

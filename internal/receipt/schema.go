@@ -22,6 +22,9 @@ type field struct {
 	enum     []string // tEnum
 	obj      []field  // tObject
 	elem     *field   // tArray: the type of every element (name unused)
+	// whenKey, whenValue: obj applies only when the sibling string field
+	// whenKey holds whenValue; otherwise the value is a free-form object.
+	whenKey, whenValue string
 }
 
 // Enumerations of section 2.7. taxType accepts both spellings of the fourth
@@ -88,7 +91,9 @@ var subReceipt = []field{
 	freeObj("data"),
 }
 
-// paymentCardData is PaymentCardData (2.5), checked whenever present.
+// paymentCardData is PaymentCardData (2.5), "used when code is
+// PAYMENT_CARD": checked for card payments only. A cash payment's data
+// object (some POS programs always write one) is forwarded unchecked.
 var paymentCardData = []field{
 	req(str("terminalID")),
 	req(str("rrn")),
@@ -103,7 +108,11 @@ var payment = []field{
 	req(enum("status", paymentStatuses)),
 	req(num("paidAmount")),
 	str("exchangeCode"),
-	object("data", paymentCardData),
+	func() field {
+		f := object("data", paymentCardData)
+		f.whenKey, f.whenValue = "code", "PAYMENT_CARD"
+		return f
+	}(),
 }
 
 // createRequest is the receipt creation request (2.1).
@@ -146,6 +155,13 @@ func checkObject(obj *node, path string, fields []field, p *problems) {
 		f := lookup(fields, key)
 		if f == nil || obj.vals[i].kind == kindNull && !f.required {
 			continue // unknown fields are forwarded untouched; null = absent
+		}
+		if f.whenKey != "" {
+			if w := obj.get(f.whenKey); w == nil || w.kind != kindString || w.text != f.whenValue {
+				free := *f
+				free.typ = tFreeObject
+				f = &free
+			}
 		}
 		checkValue(obj.vals[i], keyPath(path, key), f, p)
 	}
