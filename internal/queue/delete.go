@@ -88,6 +88,11 @@ func requestDelete(b bkts, id, date string, now time.Time) (Entry, DeleteAction,
 		return Entry{}, "", err
 	}
 	if !found {
+		if _, ok := ParseID(id); ok {
+			// Upstream ids are 33 digits: a queueId that matches nothing is
+			// a mistake (or pruned), never something to send upstream.
+			return Entry{}, "", fmt.Errorf("%w: %s (and it is not an upstream receipt id)", ErrNotFound, id)
+		}
 		if d, ok, err := existingDelete(b, id); ok || err != nil {
 			return d, DeleteExisting, err
 		}

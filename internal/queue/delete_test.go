@@ -61,11 +61,8 @@ func TestDeleteBySentUpstreamIDAndUnknownID(t *testing.T) {
 	require.Equal(t, queue.DeleteExisting, a)
 	require.Equal(t, u.QueueID, u2.QueueID)
 
-	// A queueId-shaped id with no entry is an upstream id receiptd never saw.
-	g, a, err := q.RequestDelete(ctx, "Q000000000777", "d", t0)
-	require.NoError(t, err)
-	require.Equal(t, queue.DeleteQueued, a)
-	require.Equal(t, "Q000000000777", g.DeleteID)
+	// A queueId-shaped id with no entry is not an upstream id either (those
+	// are 33 digits): TestDeleteOfUnknownQueueIDIsNotFound.
 
 	// Cancelled receipts answer with themselves.
 	c := reach(t, q, 2, queue.StateCancelled)
@@ -196,4 +193,49 @@ func TestNotifyOnEnqueueAndRetry(t *testing.T) {
 	default:
 		t.Fatal("no signal after retry")
 	}
+}
+
+// A waiting delete whose receipt had an ambiguous attempt and then was
+// rejected cannot be sent (no upstream id), but its message must not claim
+// there is nothing upstream.
+func TestDeleteOfRejectedAfterAmbiguousSaysItMayExist(t *testing.T) {
+	q := newQueue(t)
+	id := reach(t, q, 1, queue.StateSending)
+	_, err := q.Finish(ctx, id, queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, queue.StateQueued, nil, time.Time{})
+	require.NoError(t, err)
+	d, _, err := q.RequestDelete(ctx, id, "", t0)
+	require.NoError(t, err)
+	claimOne(t, q, id)
+	finish(t, q, id, queue.StateRejected, &queue.Outcome{Status: "ERROR", Message: "duplicate"})
+	got, err := q.Claim(ctx, 1, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, got, "the delete is finished, not sent")
+	d, err = q.Get(d.QueueID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StateDeleteRejected, d.State)
+	require.Contains(t, d.Outcome.Message, "may exist upstream")
+}
+
+// A queueId-shaped id that matches no entry is not sent upstream as a
+// receipt id (those are 33 digits): it is ErrNotFound and nothing is stored.
+func TestDeleteOfUnknownQueueIDIsNotFound(t *testing.T) {
+	q := newQueue(t)
+	enqueue(t, q, 1)
+	_, _, err := q.RequestDelete(ctx, "Q000000009999", "", t0)
+	require.ErrorIs(t, err, queue.ErrNotFound)
+	c := counts(t, q)
+	require.Zero(t, c[queue.StateDeleteQueued])
+	require.Equal(t, 1, c[queue.StateQueued])
+}
+
+// The date is optional upstream (2.6): a delete without one leaves the
+// field out instead of sending an empty Datetime.
+func TestDeleteBodyLeavesOutAnUnknownDate(t *testing.T) {
+	q := newQueue(t)
+	d, _, err := q.RequestDelete(ctx, "000000000000000000000000000000077", "", t0)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"id":"000000000000000000000000000000077"}`, string(d.Body))
+	d, _, err = q.RequestDelete(ctx, "000000000000000000000000000000078", "2025-03-01 10:00:00", t0)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"id":"000000000000000000000000000000078","date":"2025-03-01 10:00:00"}`, string(d.Body))
 }

@@ -175,6 +175,9 @@ func deleteReady(b bkts, d *Entry) (ready bool, reject string, err error) {
 		case errors.Is(err, ErrNotFound): // pruned: the id was filled when it finished
 		case err != nil:
 			return false, "", err
+		case (t.State == StateRejected || t.State == StateCancelled) && t.Ambiguous > 0:
+			return false, fmt.Sprintf("receipt %s ended %s, but an earlier attempt's answer was lost, so it may exist upstream; "+
+				"receiptd has no upstream id to delete it with: check with the tax service", t.QueueID, t.State), nil
 		case t.State == StateRejected || t.State == StateCancelled:
 			return false, fmt.Sprintf("receipt %s ended %s; there is nothing to delete upstream", t.QueueID, t.State), nil
 		case t.State != StateSent && t.State != StatePayment:
@@ -195,10 +198,13 @@ func deleteReady(b bkts, d *Entry) (ready bool, reject string, err error) {
 	return true, "", nil
 }
 
+// deleteBody is the delete request sent upstream. date is optional in the
+// interface (2.6): when receiptd knows none, the field is left out rather
+// than sent as an empty Datetime.
 func deleteBody(id, date string) json.RawMessage {
 	b, _ := json.Marshal(struct {
 		ID   string `json:"id"`
-		Date string `json:"date"`
+		Date string `json:"date,omitempty"`
 	}{id, date})
 	return b
 }

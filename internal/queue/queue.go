@@ -33,7 +33,8 @@
 //	cancelled, or a delete for it
 //	already queued or done       → the existing entry, nothing new (DeleteExisting)
 //
-// An unknown id gets a delete entry for that id. A queued receipt whose
+// An unknown id gets a delete entry for that id; an unknown id in the form
+// of a queueId is ErrNotFound (upstream ids are 33 digits). A queued receipt whose
 // earlier attempt was ambiguous may already exist upstream, so it is not
 // cancelled silently: it is sent, then deleted. A waiting delete whose
 // receipt ends rejected or cancelled finishes as delete_rejected, never sent.
