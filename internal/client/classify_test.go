@@ -76,7 +76,6 @@ func answer(code int, header map[string]string, body string) http.HandlerFunc {
 type classCase struct {
 	name       string
 	base       func(t *testing.T) string
-	proxy      func(t *testing.T) string
 	class      client.Class
 	status     int
 	message    string
@@ -97,8 +96,6 @@ func classCases(t *testing.T) []classCase {
 
 	return []classCase{
 		{name: "closed port", base: func(t *testing.T) string { return "http://" + closedAddr(t) }, class: client.NotSent},
-		{name: "proxy refused", base: func(*testing.T) string { return "https://tax.example" },
-			proxy: func(t *testing.T) string { return "http://" + closedAddr(t) }, class: client.NotSent},
 		{name: "TLS handshake fails (unknown CA)", base: func(*testing.T) string { return tlsSrv.URL }, class: client.NotSent},
 		{name: "timeout during TLS handshake", base: func(t *testing.T) string { return "https://" + silentTCP(t) }, class: client.NotSent},
 		{name: "hangs after reading the body", base: func(t *testing.T) string {
@@ -149,9 +146,6 @@ func TestErrorClassification(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := client.Config{BaseURL: tc.base(t), Timeout: 300 * time.Millisecond}
-			if tc.proxy != nil {
-				cfg.Proxy = tc.proxy(t)
-			}
 			c, err := client.New(cfg)
 			require.NoError(t, err)
 			rec, err := c.CreateReceipt(context.Background(), []byte(validReceipt))

@@ -17,6 +17,10 @@
 //     strings.
 //   - The client never retries by itself and never follows a redirect of a
 //     non-GET request; retrying is the sync worker's decision.
+//   - The two upstreams never share a transport. Which one a request goes
+//     to is decided by its operation (Op.Lookup), not by its host: with
+//     BaseURL and LookupBaseURL on the same host, a lookup still takes the
+//     lookup transport (and Config.Proxy) and a receipt never does.
 //
 // Response bodies of create requests carry the lottery number and QR data,
 // which must never be persisted or logged; the client neither stores nor
@@ -130,8 +134,13 @@ type Config struct {
 	// the system roots (a corporate TLS-inspecting proxy, say). Empty means
 	// the system roots alone. TLS is always verified.
 	CAFile string
-	// Proxy is the proxy URL (http, https or socks5). Empty means the
-	// standard environment variables (HTTPS_PROXY, HTTP_PROXY, NO_PROXY).
+	// Proxy is the proxy URL (http, https or socks5) of the public lookup
+	// API: every lookup request goes through it, whatever its host (the
+	// operator set it for that upstream; NO_PROXY does not apply). Empty
+	// means the standard environment variables (HTTPS_PROXY, HTTP_PROXY,
+	// NO_PROXY). PosAPI requests never use it: they always follow the
+	// environment, which never proxies a loopback address, so receipts do
+	// not travel through a proxy meant for the public API.
 	Proxy string
 }
 
@@ -142,13 +151,15 @@ type Client struct {
 	timeout          time.Duration
 	headers          map[string]string
 	lookupHeaders    map[string]string
-	hc               *http.Client // lookups and other GETs, keep-alive
-	transport        *http.Transport
-	// sendHC carries creates and deletes, each on a fresh connection: a
-	// POST written to a keep-alive connection the upstream has just closed
-	// would come back as Ambiguous although nothing was processed.
-	sendHC        *http.Client
-	sendTransport *http.Transport
+	// lookupHC carries the lookups (Config.Proxy), posHC PosAPI's GETs;
+	// both keep connections alive.
+	lookupHC, posHC *http.Client
+	// sendHC carries creates and deletes (PosAPI, like posHC), each on a
+	// fresh connection: a POST written to a keep-alive connection the
+	// upstream has just closed would come back as Ambiguous although
+	// nothing was processed.
+	sendHC     *http.Client
+	transports []*http.Transport
 }
 
 // New validates cfg and returns a Client. It opens no connection.
@@ -174,10 +185,18 @@ func New(cfg Config) (*Client, error) {
 		}
 		paths[op] = p
 	}
-	tr, err := newTransport(cfg)
+	lookupProxy, err := proxyFunc(cfg.Proxy)
 	if err != nil {
 		return nil, err
 	}
+	posTr, err := newTransport(cfg, http.ProxyFromEnvironment)
+	if err != nil {
+		return nil, err
+	}
+	lookupTr := posTr.Clone()
+	lookupTr.Proxy = lookupProxy
+	sendTr := posTr.Clone()
+	sendTr.DisableKeepAlives = true
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -185,20 +204,32 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		base: base, lookupBase: lookupBase, paths: paths, timeout: timeout,
 		headers: copyMap(cfg.Headers), lookupHeaders: copyMap(cfg.LookupHeaders),
-		transport: tr,
+		lookupHC:   &http.Client{Transport: lookupTr, CheckRedirect: checkRedirect},
+		posHC:      &http.Client{Transport: posTr, CheckRedirect: checkRedirect},
+		sendHC:     &http.Client{Transport: sendTr, CheckRedirect: checkRedirect},
+		transports: []*http.Transport{lookupTr, posTr, sendTr},
 	}
-	c.hc = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
-	c.sendTransport = tr.Clone()
-	c.sendTransport.DisableKeepAlives = true
-	c.sendHC = &http.Client{Transport: c.sendTransport, CheckRedirect: checkRedirect}
 	return c, nil
+}
+
+// httpClient returns the client that carries op: the upstream is chosen by
+// the operation, never by the target's host.
+func (c *Client) httpClient(op Op) *http.Client {
+	switch {
+	case op.Lookup():
+		return c.lookupHC
+	case op.method() != http.MethodGet:
+		return c.sendHC
+	}
+	return c.posHC
 }
 
 // CloseIdleConnections closes idle keep-alive connections; the Client stays
 // usable.
 func (c *Client) CloseIdleConnections() {
-	c.transport.CloseIdleConnections()
-	c.sendTransport.CloseIdleConnections()
+	for _, tr := range c.transports {
+		tr.CloseIdleConnections()
+	}
 }
 
 // checkRedirect never follows a redirect of a create or delete (net/http
@@ -226,7 +257,20 @@ func cleanBase(what, raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
-func newTransport(cfg Config) (*http.Transport, error) {
+// proxyFunc returns the lookup transport's proxy: raw, or the environment's
+// when raw is empty.
+func proxyFunc(raw string) (func(*http.Request) (*url.URL, error), error) {
+	if raw == "" {
+		return http.ProxyFromEnvironment, nil
+	}
+	pu, err := url.Parse(raw)
+	if err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https" && pu.Scheme != "socks5") {
+		return nil, fmt.Errorf("client: proxy %q: want http(s):// or socks5:// URL: %w", raw, ErrConfig)
+	}
+	return http.ProxyURL(pu), nil
+}
+
+func newTransport(cfg Config, proxy func(*http.Request) (*url.URL, error)) (*http.Transport, error) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CAFile != "" {
 		pool, err := loadCAs(cfg.CAFile)
@@ -234,14 +278,6 @@ func newTransport(cfg Config) (*http.Transport, error) {
 			return nil, err
 		}
 		tlsCfg.RootCAs = pool
-	}
-	proxy := http.ProxyFromEnvironment
-	if cfg.Proxy != "" {
-		pu, err := url.Parse(cfg.Proxy)
-		if err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https" && pu.Scheme != "socks5") {
-			return nil, fmt.Errorf("client: proxy %q: want http(s):// or socks5:// URL: %w", cfg.Proxy, ErrConfig)
-		}
-		proxy = http.ProxyURL(pu)
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{

@@ -66,11 +66,7 @@ func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte
 		return nil, &Error{Op: op, Class: NotSent, Err: fmt.Errorf("build request: %w", err)}
 	}
 	c.setHeaders(req, op, body != nil)
-	hc := c.hc
-	if op.method() != http.MethodGet {
-		hc = c.sendHC
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.httpClient(op).Do(req)
 	if err != nil {
 		return nil, tr.transportError(op, err)
 	}
