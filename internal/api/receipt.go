@@ -145,6 +145,10 @@ func (s *Server) idempotencyKey(r *http.Request, c *receipt.Create) (string, str
 // answer if it comes in time, else 202.
 func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue.Entry) {
 	wait := s.waitFor(w, r)
+	ahead := s.ahead(e, wait)
+	if ahead >= s.o.SendSlots {
+		wait = 0 // it cannot be sent within the wait: no point in holding the till
+	}
 	res, ok := s.await(r.Context(), e.QueueID, wait)
 	if ok {
 		writeUpstream(w, e.QueueID, res)
@@ -152,12 +156,34 @@ func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue
 	}
 	if res.State != "" {
 		e.State = res.State // an attempt ended without an answer
+	} else if now, err := s.d.Queue.Get(e.QueueID); err == nil {
+		e.State = now.State // it may be on its way by now
 	}
-	msg := "accepted and stored; no answer from the tax service yet: receiptd keeps sending it (see GET /receiptd/entries/" + e.QueueID + ")"
-	if s.d.Worker != nil && !s.d.Worker.Status().Up {
-		msg = "accepted and stored; the tax service is unreachable: receiptd sends it when it is back (see GET /receiptd/entries/" + e.QueueID + ")"
+	see := " (see GET /receiptd/entries/" + e.QueueID + ")"
+	msg := "accepted and stored; no answer from the tax service yet: receiptd keeps sending it" + see
+	switch {
+	case s.d.Worker != nil && !s.d.Worker.Status().Up:
+		msg = "accepted and stored; the tax service is unreachable: receiptd sends it when it is back" + see
+	case ahead >= s.o.SendSlots:
+		msg = "accepted and stored; older receipts are still being sent: receiptd sends this one after them" + see
 	}
 	writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State, Message: msg})
+}
+
+// ahead counts, up to Options.SendSlots, the entries the worker will send
+// before e. It is only worth reading when the request would wait and the
+// upstream is up (otherwise nothing waits anyway); on an error it reports
+// none, so the request waits as usual.
+func (s *Server) ahead(e queue.Entry, wait time.Duration) int {
+	if wait <= 0 || s.d.Worker == nil || !s.d.Worker.Status().Up {
+		return 0
+	}
+	n, err := s.d.Queue.ClaimableAhead(e.QueueID, s.o.Now(), s.o.SendSlots)
+	if err != nil {
+		s.log.Warn("reading the queue ahead of a new entry", zap.String("queueId", e.QueueID), zap.Error(err))
+		return 0
+	}
+	return n
 }
 
 // answerReplay answers a repeated create; see "Replays" in the package doc.

@@ -185,3 +185,28 @@ func TestByteOrderMarkIsDropped(t *testing.T) {
 	r = e.do(http.MethodPost, "/rest/receipt", body)
 	require.Equal(t, "true", r.h.Get(api.HeaderReplayed), "the same receipt without the mark is the same request")
 }
+
+// While a backlog drains, a new receipt that has sync.concurrency or more
+// entries due before it cannot get its answer within the wait: it is
+// answered 202 at once instead of holding the till for accept.wait.
+func TestNewReceiptBehindABacklogIsAnswered202AtOnce(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Wait: 30 * time.Second, SendSlots: 2}})
+	for _, suffix := range []string{"000080", "000081"} {
+		r := e.do(http.MethodPost, "/rest/receipt", receiptBody(suffix), "Prefer", "wait=0")
+		require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
+	}
+	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000082")) // 10s deadline, 30s wait
+	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
+	m := r.json(t)
+	require.Equal(t, "queued", m["state"])
+	require.Contains(t, m["message"], "older receipts are still being sent")
+
+	// One entry ahead with two send slots: it waits as usual (here 1s, as
+	// asked, since no worker runs) and says so.
+	e2 := newEnv(t, envOpts{noWorker: true, api: api.Options{Wait: 30 * time.Second, SendSlots: 2}})
+	r = e2.do(http.MethodPost, "/rest/receipt", receiptBody("000083"), "Prefer", "wait=0")
+	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
+	r = e2.do(http.MethodPost, "/rest/receipt", receiptBody("000084"), "Prefer", "wait=1")
+	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
+	require.Contains(t, r.json(t)["message"], "no answer from the tax service yet")
+}

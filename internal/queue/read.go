@@ -109,6 +109,36 @@ func (q *Queue) Counts() (map[State]int, error) {
 	return out, nil
 }
 
+// ClaimableAhead counts the entries a claim at now would take before
+// queueID (older and due), stopping at limit: the API uses it to see
+// whether a new receipt can be sent within its wait. It reads at most the
+// pending rows older than queueID, and the tail arithmetically.
+func (q *Queue) ClaimableAhead(queueID string, now time.Time, limit int) (int, error) {
+	seq, ok := ParseID(queueID)
+	if !ok {
+		return 0, fmt.Errorf("claimable ahead: %w: %q", ErrNotFound, queueID)
+	}
+	n := 0
+	err := q.st.View(func(tx *bbolt.Tx) error {
+		b := buckets(tx)
+		c := b.pending.Cursor()
+		for k, v := c.First(); k != nil && n < limit && binary.BigEndian.Uint64(k) < seq; k, v = c.Next() {
+			if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) <= now.UnixNano() {
+				n++
+			}
+		}
+		lo, hi, err := b.tail()
+		if lo <= hi && lo < seq {
+			n += int(min(hi, seq-1) - lo + 1)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claimable ahead of %s: %w", queueID, err)
+	}
+	return min(n, limit), nil
+}
+
 // unsentStates are the states of work not yet accepted upstream (package doc).
 var unsentStates = []State{StateQueued, StateSending, StateHeld, StateDeleteQueued}
 

@@ -324,3 +324,33 @@ func TestConcurrentMixKeepsTheTailExact(t *testing.T) {
 	require.True(t, slices.IsSorted(got), "queued entries are listed in FIFO order")
 	require.Len(t, got, counts(t, q)[queue.StateQueued])
 }
+
+func TestClaimableAheadCountsIndexedAndTailEntriesDueBefore(t *testing.T) {
+	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	for i := 1; i <= 3; i++ {
+		enqueue(t, q, i)
+	}
+	// Q1 sending, then back to queued with a backoff: not due before t0+1h.
+	claimOne(t, q, "Q000000000001")
+	_, err := q.Finish(ctx, "Q000000000001", queue.Attempt{At: t0, Result: queue.ResultTransient}, queue.StateQueued, nil, t0.Add(time.Hour))
+	require.NoError(t, err)
+	enqueue(t, q, 4)
+	enqueue(t, q, 5)
+	require.Equal(t, 2, tailLen(t, st))
+	for _, c := range []struct {
+		id    string
+		now   time.Time
+		limit int
+		want  int
+	}{
+		{"Q000000000005", t0, 10, 3},                    // Q2, Q3 indexed and Q4 in the tail; Q1 not due
+		{"Q000000000005", t0.Add(2 * time.Hour), 10, 4}, // Q1 due too
+		{"Q000000000005", t0, 2, 2},                     // stops at the limit
+		{"Q000000000004", t0, 10, 2},                    // Q2, Q3
+		{"Q000000000002", t0, 10, 0},                    // Q1 is not due
+	} {
+		n, err := q.ClaimableAhead(c.id, c.now, c.limit)
+		require.NoError(t, err)
+		require.Equal(t, c.want, n, "%s at %v, limit %d", c.id, c.now, c.limit)
+	}
+}
