@@ -164,26 +164,27 @@ func (w *Worker) Run(ctx context.Context) {
 }
 
 // shutdownDeadline arranges for cancel to run Config.ShutdownTimeout after
-// ctx ends. The returned function disarms it.
+// ctx ends. The returned function disarms it and returns only when neither
+// the arming callback nor the timer's is running or can still run: with ctx
+// already ended at Run's start, the callback may run after Run is done with
+// everything else, and a timer it armed then would fire for a worker long
+// gone.
 func (w *Worker) shutdownDeadline(ctx context.Context, cancel context.CancelFunc) (disarm func()) {
-	var (
-		mu    sync.Mutex
-		timer *time.Timer
-	)
+	armed := make(chan *time.Timer, 1)
+	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		timer = time.AfterFunc(w.cfg.ShutdownTimeout, func() {
+		armed <- time.AfterFunc(w.cfg.ShutdownTimeout, func() {
+			defer close(fired)
 			w.log.Warn("shutdown timeout: cancelling sends in flight", zap.Duration("timeout", w.cfg.ShutdownTimeout))
 			cancel()
 		})
 	})
 	return func() {
-		stop()
-		mu.Lock()
-		defer mu.Unlock()
-		if timer != nil {
-			timer.Stop()
+		if stop() {
+			return // the callback never ran and now never will
+		}
+		if t := <-armed; !t.Stop() {
+			<-fired // it fired: wait until its log line and cancel are done
 		}
 	}
 }
