@@ -59,3 +59,41 @@ func TestOutcomeRecordedOnceSpaceReturns(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(r.logs.String(), "outcome recorded after retrying") },
 		5*time.Second, time.Millisecond)
 }
+
+// claimFails is the real queue whose commits fail as on a nearly full disk
+// whenever they also claim entries (indexing the unindexed tail can take
+// many pages); a finish alone still fits.
+type claimFails struct {
+	*queue.Queue
+	failed atomic.Int64
+}
+
+func (f *claimFails) FinishAndClaim(ctx context.Context, id string, a queue.Attempt, next queue.State, o *queue.Outcome,
+	at time.Time, max int, now time.Time) (queue.Entry, []queue.Entry, error) {
+	if max > 0 {
+		f.failed.Add(1)
+		return queue.Entry{}, nil, fmt.Errorf("finish %s: %w", id, store.ErrDiskFull)
+	}
+	return f.Queue.FinishAndClaim(ctx, id, a, next, o, at, max, now)
+}
+
+// When only the claim half of a finish-and-claim cannot be written, the
+// retry records the outcome alone: every entry ends sent, issued once,
+// instead of staying in sending until shutdown.
+func TestOutcomeRecordedWhenOnlyTheClaimFails(t *testing.T) {
+	r := newRig(t, fastConfig(), sim.Options{Seed: 20})
+	cf := &claimFails{Queue: r.q}
+	r.w = syncer.New(cf, r.c, fastConfig(), r.logger(), nil)
+	entries := r.enqueueN("claimfull", 5)
+	r.start()
+	r.waitSettled(10 * time.Second)
+
+	require.Positive(t, cf.failed.Load(), "the claim half never failed: the fault was not exercised")
+	issued := r.issuedCount()
+	for _, e := range entries {
+		got := r.get(e.QueueID)
+		require.Equal(t, queue.StateSent, got.State)
+		require.Len(t, got.Attempts, 1)
+		require.Equal(t, 1, issued[e.BillIDSuffix], "issued once")
+	}
+}

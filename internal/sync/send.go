@@ -190,10 +190,13 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 }
 
 // finish writes an attempt's outcome until it is durable or ctx ends; the
-// last try after ctx ends still gets its own few seconds.
+// last try after ctx ends still gets its own few seconds. Only the first
+// try claims: a claim may index up to 1,000 queued receipts, so on a nearly
+// full disk it can be the part that does not fit, and the outcome must not
+// wait for it. The drain loop claims once the slot is free.
 func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res attemptResult, claim int) ([]queue.Entry, error) {
 	wait := w.newBackoff()
-	for try := 0; ; try++ {
+	for try := 0; ; try, claim = try+1, 0 {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		_, claimed, err := w.q.FinishAndClaim(wctx, e.QueueID, res.attempt, res.next, res.outcome, res.nextAttemptAt, claim, w.now())
 		cancel()
