@@ -13,11 +13,17 @@
 //     one is served at once as STALE while one background refresh runs (Run
 //     owns it). When the upstream fails, stale entries keep being served:
 //     without limit by default, or up to Config.MaxStale past the interval.
-//   - A miss while the upstream fails (unreachable, 5xx, a non-JSON 2xx) is
-//     a 503 with the envelope {"msg":"...","status":503,"data":null}. A 4xx
-//     answer is passed through and not cached.
-//   - Negative answers (a lookup envelope whose data is null or absent: an
-//     unknown TIN or regNo) are cached for Config.NegativeTTL.
+//   - A miss while the upstream fails (unreachable, 5xx, a non-JSON 2xx, a
+//     2xx whose body reports a failure: see ErrFailedAnswer) is a 503 with
+//     the envelope {"msg":"...","status":503,"data":null}. A failed
+//     refresh never replaces a stored answer. A 4xx answer is passed
+//     through and not cached.
+//   - Negative answers (an unknown TIN: getInfo with data null; an unknown
+//     regNo: getTinInfo with status 500 and data null) are cached for
+//     Config.NegativeTTL. The district and product tax code lists and the
+//     classification have no negative answer: without data they failed. A
+//     regNo's "not found" never replaces its known TIN (the lookup API
+//     fails with that same body).
 //   - Concurrent misses of one key make one upstream request.
 //   - At most Config.MaxEntries entries, evicting the least recently used.
 //     Recency lives in memory only, so a hit never writes to disk; bodies
@@ -60,6 +66,11 @@ var (
 	// JSON (a captive portal's page, say). It is never cached; a stale entry
 	// is served instead, or a 503.
 	ErrBadAnswer = errors.New("upstream answer is not JSON")
+	// ErrFailedAnswer means the upstream answered 2xx with a body that
+	// reports a failure: a lookup envelope whose status is not 200, a
+	// global list or classification without data, a PosAPI body with
+	// status "ERROR". It is treated as ErrBadAnswer is.
+	ErrFailedAnswer = errors.New("upstream answer reports a failure")
 	// ErrConfig means Config holds a negative duration or size, or a
 	// refresh interval for a kind the cache does not keep.
 	ErrConfig = errors.New("invalid cache configuration")

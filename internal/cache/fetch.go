@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -78,11 +77,15 @@ func (c *Cache) fetch(wctx, fctx context.Context, lk lookup) result {
 
 func (c *Cache) fetchNow(ctx context.Context, lk lookup) result {
 	raw, err := c.up.Get(ctx, lk.op, lk.query(), lk.segs...)
-	if err == nil && raw != nil && !json.Valid(raw.Body) {
-		err = fmt.Errorf("%s: HTTP %d: %w", lk.op, raw.StatusCode, ErrBadAnswer)
-	}
-	if err == nil && raw == nil {
+	var negative bool
+	switch {
+	case err == nil && raw == nil:
 		err = fmt.Errorf("%s: no answer: %w", lk.op, ErrBadAnswer)
+	case err == nil:
+		negative, err = judge(lk.op, raw.Body)
+		if err == nil && negative && c.contradicts(lk) {
+			err = fmt.Errorf("%s: not found, but it was found before; keeping the known answer: %w", lk.op, ErrFailedAnswer)
+		}
 	}
 	if err != nil {
 		if cl, _ := client.ClassOf(err); cl == client.Rejected && raw != nil {
@@ -96,7 +99,7 @@ func (c *Cache) fetchNow(ctx context.Context, lk lookup) result {
 	rec := &record{
 		fetched: c.now(), status: raw.StatusCode, body: raw.Body,
 		contentType: storableType(raw.Header.Get("Content-Type")),
-		negative:    isNegative(lk.op, raw.Body),
+		negative:    negative,
 	}
 	if err := c.put(ctx, lk, rec); err != nil {
 		// The answer is still good to serve; it is just not kept.
@@ -116,13 +119,18 @@ func storableType(ct string) string {
 	return ct
 }
 
-// isNegative reports a lookup envelope whose data is null or absent.
-func isNegative(op client.Op, body []byte) bool {
-	if !envelopeOp(op) {
+// contradicts reports whether a negative answer for lk would replace a
+// stored positive one that cannot become unknown: a registration number's
+// TIN. Its "not found" (status 500, data null) is the same body as the
+// lookup API's failure, so against a known TIN it is read as a failure.
+func (c *Cache) contradicts(lk lookup) bool {
+	if lk.op != client.OpTinInfo {
 		return false
 	}
-	env, err := client.DecodeEnvelope(body)
-	return err == nil && env.Data == nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.index[lk.key()]
+	return ok && !el.Value.(*entry).negative
 }
 
 func (c *Cache) noteFailure(lk lookup, err error) {

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
@@ -93,6 +94,59 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		if got := r.encode(); string(got) != string(v) {
 			t.Fatalf("re-encoded %x, was %x", got, v)
+		}
+	})
+}
+
+// FuzzJudge: any body of any kind is judged without panicking, with a
+// documented error, and what is accepted is JSON that the kind's rules
+// allow: lists and classification carry data, only merchant and TIN info
+// are ever negative, and no accepted lookup envelope has a failing status.
+func FuzzJudge(f *testing.F) {
+	for _, seed := range []string{
+		`{"msg":"Internal error","status":500,"data":null}`, `{"msg":"","status":200,"data":[]}`,
+		`{"status":"200","data":{}}`, `{"status":"ERROR","message":"x"}`, `[["1","x"]]`, `null`, `<html>`, `{"status":1e3}`,
+	} {
+		for i := range cachedOps {
+			f.Add(i, []byte(seed))
+		}
+	}
+	f.Fuzz(func(t *testing.T, i int, body []byte) {
+		op := cachedOps[uint(i)%uint(len(cachedOps))]
+		negative, err := judge(op, body)
+		if err != nil {
+			if !errors.Is(err, ErrBadAnswer) && !errors.Is(err, ErrFailedAnswer) {
+				t.Fatalf("undocumented error %v", err)
+			}
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("%s: accepted a body that is not JSON", op)
+		}
+		if negative && op != client.OpMerchantInfo && op != client.OpTinInfo {
+			t.Fatalf("%s: negative answer", op)
+		}
+		switch op {
+		case client.OpBranchInfo, client.OpProductTaxCode, client.OpMerchantInfo, client.OpTinInfo:
+			env, err := client.DecodeEnvelope(body)
+			if err != nil {
+				t.Fatalf("%s: accepted a body that is no envelope: %v", op, err)
+			}
+			if env.Status != 0 && env.Status != 200 && (op != client.OpTinInfo || env.Status != 500 || !negative) {
+				t.Fatalf("%s: accepted status %d", op, env.Status)
+			}
+			if negative != (env.Data == nil) {
+				t.Fatalf("%s: negative %v with data %q", op, negative, env.Data)
+			}
+			var list []json.RawMessage
+			if (op == client.OpBranchInfo || op == client.OpProductTaxCode) && (json.Unmarshal(env.Data, &list) != nil || list == nil) {
+				t.Fatalf("%s: accepted data %q, not a list", op, env.Data)
+			}
+		case client.OpClassification:
+			var rows []json.RawMessage
+			if json.Unmarshal(body, &rows) != nil || rows == nil {
+				t.Fatalf("%s: accepted %q, not a list", op, body)
+			}
 		}
 	})
 }

@@ -56,16 +56,6 @@ func cachedOp(op client.Op) bool {
 	return false
 }
 
-// envelopeOp reports whether op answers with the {msg,status,data}
-// envelope whose data null means "not known" (a negative answer).
-func envelopeOp(op client.Op) bool {
-	switch op {
-	case client.OpBranchInfo, client.OpProductTaxCode, client.OpMerchantInfo, client.OpTinInfo:
-		return true
-	}
-	return false
-}
-
 // paramLookup builds the lookup of a one-parameter kind from the raw query
 // value: trimmed, non-empty, at most maxParam bytes, no control characters.
 func paramLookup(op client.Op, name string, values []string) (lookup, error) {
