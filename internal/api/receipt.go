@@ -22,6 +22,11 @@ import (
 // receipt.DefaultKey derives, whatever a POS puts in the header.
 const clientKeyPrefix = "key:"
 
+// MidnightGrace is how long after midnight a create without an
+// Idempotency-Key is still recognised as a repeat of the same body accepted
+// under the previous day's derived key in the minutes before midnight.
+const MidnightGrace = 15 * time.Minute
+
 // accepted is the body of a 202 (and of a local 200 such as a cancel).
 type accepted struct {
 	QueueID string         `json:"queueId"`
@@ -40,15 +45,23 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "create", err)
 		return
 	}
-	key, problem := s.idempotencyKey(r, c)
-	if problem != "" {
+	now := s.o.Now()
+	nr := queue.NewReceipt{Body: body, BodyHash: receipt.Fingerprint(body),
+		MerchantTin: c.MerchantTin, PosNo: c.PosNo, BillIDSuffix: c.BillIDSuffix, Now: now}
+	var problem string
+	if nr.IdemKey, problem = s.idempotencyKey(r, c, now); problem != "" {
 		writeFieldError(w, http.StatusBadRequest, HeaderIdempotencyKey, problem)
 		return
 	}
-	e, replayed, err := s.d.Queue.Enqueue(r.Context(), queue.NewReceipt{
-		IdemKey: key, Body: body, BodyHash: receipt.Fingerprint(body),
-		MerchantTin: c.MerchantTin, PosNo: c.PosNo, BillIDSuffix: c.BillIDSuffix, Now: s.o.Now(),
-	})
+	if strings.HasPrefix(nr.IdemKey, receipt.DefaultKeyPrefix) {
+		// A retry just after midnight derives today's key; the same body
+		// accepted under yesterday's key shortly before is the same sale.
+		since := now.Add(-MidnightGrace)
+		if k := receipt.DefaultKey(c, since, s.o.Location); k != nr.IdemKey {
+			nr.EarlierKey, nr.EarlierSince = k, since
+		}
+	}
+	e, replayed, err := s.d.Queue.Enqueue(r.Context(), nr)
 	if err != nil {
 		s.fail(w, "create", err)
 		return
@@ -130,10 +143,10 @@ func (s *Server) fail(w http.ResponseWriter, op string, err error) {
 // idempotencyKey is the Idempotency-Key header, else the key derived from
 // merchantTin, posNo, billIdSuffix and the local day. For a bad header it
 // returns the problem instead.
-func (s *Server) idempotencyKey(r *http.Request, c *receipt.Create) (string, string) {
+func (s *Server) idempotencyKey(r *http.Request, c *receipt.Create, now time.Time) (string, string) {
 	k := strings.TrimSpace(r.Header.Get(HeaderIdempotencyKey))
 	if k == "" {
-		return receipt.DefaultKey(c, s.o.Now(), s.o.Location), ""
+		return receipt.DefaultKey(c, now, s.o.Location), ""
 	}
 	if len(k) > MaxIdempotencyKey || strings.IndexFunc(k, func(c rune) bool { return c < 0x20 || c > 0x7e }) >= 0 {
 		return "", "must be 1 to " + strconv.Itoa(MaxIdempotencyKey) + " printable ASCII characters"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,4 +210,69 @@ func TestNewReceiptBehindABacklogIsAnswered202AtOnce(t *testing.T) {
 	r = e2.do(http.MethodPost, "/rest/receipt", receiptBody("000084"), "Prefer", "wait=1")
 	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
 	require.Contains(t, r.json(t)["message"], "no answer from the tax service yet")
+}
+
+// A POS that retries just after midnight without an Idempotency-Key
+// derives a new day's key; the same body accepted minutes before midnight
+// is still recognised, so the sale is not issued twice. Past the grace, or
+// with another body, it is a new sale.
+func TestRetryAcrossMidnightIsAReplay(t *testing.T) {
+	ub := time.FixedZone("UB", 8*3600)
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 22, 23, 50, 0, 0, ub)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	set := func(t time.Time) { mu.Lock(); clock = t; mu.Unlock() }
+	e := newEnv(t, envOpts{api: api.Options{Now: now, Location: ub, Wait: 5 * time.Second}})
+	early := e.do(http.MethodPost, "/rest/receipt", receiptBody("000499"))
+	require.Equal(t, http.StatusOK, early.code, "%s", early.body)
+
+	set(time.Date(2026, 11, 22, 23, 59, 58, 0, ub))
+	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000500"))
+	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
+	qid := first.h.Get(api.HeaderQueueID)
+
+	set(time.Date(2026, 11, 23, 0, 0, 3, 0, ub))
+	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000500"))
+	require.Equal(t, "true", again.h.Get(api.HeaderReplayed), "%s", again.body)
+	require.Equal(t, qid, again.h.Get(api.HeaderQueueID))
+
+	other := strings.Replace(receiptBody("000500"), `"totalVat":1`, `"totalVat":2`, 1)
+	r := e.do(http.MethodPost, "/rest/receipt", other)
+	require.Less(t, r.code, 300, "a new day may reuse a billIdSuffix: %s", r.body)
+	require.NotEqual(t, qid, r.h.Get(api.HeaderQueueID))
+
+	// 000499 was accepted 20 minutes ago: longer ago than the grace, so the
+	// same body today is a new sale.
+	set(time.Date(2026, 11, 23, 0, 10, 0, 0, ub))
+	late := e.do(http.MethodPost, "/rest/receipt", receiptBody("000499"))
+	require.Less(t, late.code, 300, "%s", late.body)
+	require.Empty(t, late.h.Get(api.HeaderReplayed))
+	require.NotEqual(t, early.h.Get(api.HeaderQueueID), late.h.Get(api.HeaderQueueID))
+	require.Len(t, e.sim.Receipts(), 4)
+}
+
+// A receipt the tax service rejected never became a sale, so the POS may
+// send the corrected receipt under the same bill number: it replaces the
+// rejected one instead of getting 409 for the rest of the day.
+func TestCorrectedReceiptReplacesARejectedOne(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	bad := strings.Replace(receiptBody("000600"), `"totalAmount":12345.6789012345678901,"merchantTin"`, `"totalAmount":1,"merchantTin"`, 1)
+	first := e.do(http.MethodPost, "/rest/receipt", bad)
+	require.Equal(t, http.StatusBadRequest, first.code, "%s", first.body)
+	qid := first.h.Get(api.HeaderQueueID)
+	e.waitState(qid, queue.StateRejected)
+
+	fixed := e.do(http.MethodPost, "/rest/receipt", receiptBody("000600"))
+	require.Equal(t, http.StatusOK, fixed.code, "%s", fixed.body)
+	require.Empty(t, fixed.h.Get(api.HeaderReplayed))
+	require.NotEqual(t, qid, fixed.h.Get(api.HeaderQueueID))
+	old := e.entry(qid)
+	require.Equal(t, "cancelled", old["state"])
+	require.Contains(t, old["outcome"].(map[string]any)["message"], "superseded by "+fixed.h.Get(api.HeaderQueueID))
+
+	// The key now belongs to the corrected receipt: it replays, and another
+	// body conflicts.
+	require.Equal(t, "true", e.do(http.MethodPost, "/rest/receipt", receiptBody("000600")).h.Get(api.HeaderReplayed))
+	require.Equal(t, http.StatusConflict, e.do(http.MethodPost, "/rest/receipt", bad).code)
+	require.Len(t, e.sim.Receipts(), 1)
 }

@@ -20,11 +20,21 @@ type NewReceipt struct {
 	// MerchantTin, PosNo and BillIDSuffix are kept for listing and audit.
 	MerchantTin, PosNo, BillIDSuffix string
 	Now                              time.Time // acceptance time; zero means the queue's clock
+	// EarlierKey, when set, is a second key under which an earlier
+	// acceptance of the same body counts as this request if it was
+	// accepted at or after EarlierSince: the previous day's derived key,
+	// for a retry that crosses midnight. Another body under EarlierKey is
+	// no conflict (a new day may reuse a billIdSuffix).
+	EarlierKey   string
+	EarlierSince time.Time
 }
 
 // Enqueue stores a receipt durably and returns its entry. The same IdemKey
 // with the same BodyHash returns the first entry with replayed true; with
-// another hash it is ErrConflict. On any error nothing is stored.
+// another hash it is ErrConflict, unless the first entry never became a
+// sale: rejected or cancelled with no ambiguous attempt. Then the new body
+// is a correction and takes the key; a rejected first entry becomes
+// cancelled, naming its replacement. On any error nothing is stored.
 func (q *Queue) Enqueue(ctx context.Context, r NewReceipt) (Entry, bool, error) {
 	if r.IdemKey == "" || r.BodyHash == "" || !json.Valid(r.Body) {
 		return Entry{}, false, fmt.Errorf("enqueue: %w: key, hash and a JSON body are required", ErrInvalid)
@@ -37,27 +47,9 @@ func (q *Queue) Enqueue(ctx context.Context, r NewReceipt) (Entry, bool, error) 
 		e        Entry
 		replayed bool
 	)
-	err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
-		b := buckets(tx)
-		var found bool
-		var err error
-		if e, found, err = idemEntry(b, r); found || err != nil {
-			replayed = found
-			return err
-		}
-		replayed = false
-		seq, err := b.entries.NextSequence()
-		if err != nil {
-			return err
-		}
-		e = Entry{QueueID: FormatID(seq), Kind: KindReceipt, State: StateQueued,
-			AcceptedAt: now.UTC(), UpdatedAt: now.UTC(), Body: bytes.Clone(r.Body),
-			IdemKey: r.IdemKey, BodyHash: r.BodyHash, MerchantTin: r.MerchantTin,
-			PosNo: r.PosNo, BillIDSuffix: r.BillIDSuffix, Attempts: []Attempt{}}
-		if err := b.appendQueued(seq, &e); err != nil {
-			return err
-		}
-		return b.idem.Put([]byte(r.IdemKey), append(seqKey(seq), r.BodyHash...))
+	err := q.st.Update(ctx, func(tx *bbolt.Tx) (err error) {
+		e, replayed, err = enqueueTx(buckets(tx), r, now.UTC())
+		return err
 	})
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("enqueue %s: %w", r.IdemKey, err)
@@ -68,19 +60,70 @@ func (q *Queue) Enqueue(ctx context.Context, r NewReceipt) (Entry, bool, error) 
 	return e, replayed, nil
 }
 
-func idemEntry(b bkts, r NewReceipt) (Entry, bool, error) {
-	v := b.idem.Get([]byte(r.IdemKey))
+func enqueueTx(b bkts, r NewReceipt, now time.Time) (Entry, bool, error) {
+	first, same, err := idemEntry(b, r.IdemKey, r.BodyHash)
+	switch {
+	case err != nil:
+		return Entry{}, false, err
+	case first != nil && same:
+		return *first, true, nil
+	case first != nil && !correctable(first):
+		return Entry{}, false, fmt.Errorf("%w (first entry %s, %s)", ErrConflict, first.QueueID, first.State)
+	case first == nil && r.EarlierKey != "":
+		prev, same, err := idemEntry(b, r.EarlierKey, r.BodyHash)
+		if err != nil {
+			return Entry{}, false, err
+		}
+		if prev != nil && same && !prev.AcceptedAt.Before(r.EarlierSince) {
+			return *prev, true, nil
+		}
+	}
+	seq, err := b.entries.NextSequence()
+	if err != nil {
+		return Entry{}, false, err
+	}
+	e := Entry{QueueID: FormatID(seq), Kind: KindReceipt, State: StateQueued,
+		AcceptedAt: now, UpdatedAt: now, Body: bytes.Clone(r.Body),
+		IdemKey: r.IdemKey, BodyHash: r.BodyHash, MerchantTin: r.MerchantTin,
+		PosNo: r.PosNo, BillIDSuffix: r.BillIDSuffix, Attempts: []Attempt{}}
+	if first != nil && first.State == StateRejected {
+		msg := "superseded by " + e.QueueID + ", a corrected receipt under the same idempotency key"
+		if first.Outcome != nil && first.Outcome.Message != "" {
+			msg += "; the tax service had said: " + first.Outcome.Message
+		}
+		first.Outcome = withMessage(first.Outcome, msg)
+		if err := b.setState(first, StateCancelled, now); err != nil {
+			return Entry{}, false, err
+		}
+	}
+	if err := b.appendQueued(seq, &e); err != nil {
+		return Entry{}, false, err
+	}
+	return e, false, b.idem.Put([]byte(r.IdemKey), append(seqKey(seq), r.BodyHash...))
+}
+
+// correctable reports whether an entry that holds an idempotency key never
+// became a sale, so a different body under its key may replace it: a
+// receipt rejected or cancelled without any attempt whose answer was lost.
+func correctable(e *Entry) bool {
+	return e.Kind == KindReceipt && (e.State == StateRejected || e.State == StateCancelled) && e.Ambiguous == 0
+}
+
+// idemEntry returns the entry key points to, if any, and whether its body
+// hash is hash.
+func idemEntry(b bkts, key, hash string) (*Entry, bool, error) {
+	v := b.idem.Get([]byte(key))
 	if v == nil {
-		return Entry{}, false, nil
+		return nil, false, nil
 	}
 	if len(v) < 8 {
-		return Entry{}, false, fmt.Errorf("idempotency index row for %q is damaged", r.IdemKey)
-	}
-	if string(v[8:]) != r.BodyHash {
-		return Entry{}, false, fmt.Errorf("%w (first entry %s)", ErrConflict, FormatID(binary.BigEndian.Uint64(v)))
+		return nil, false, fmt.Errorf("idempotency index row for %q is damaged", key)
 	}
 	e, err := b.load(binary.BigEndian.Uint64(v))
-	return e, err == nil, err
+	if err != nil {
+		return nil, false, err
+	}
+	return &e, string(v[8:]) == hash, nil
 }
 
 // Claim moves up to max claimable entries, oldest first, to sending in one

@@ -1,0 +1,104 @@
+package queue_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/queue"
+)
+
+// other is receipt(n) with a different body under the same key.
+func other(n int) queue.NewReceipt {
+	r := receipt(n)
+	r.Body = []byte(`{"billIdSuffix":"corrected"}`)
+	r.BodyHash = "corrected"
+	return r
+}
+
+// Another body under a key is a conflict unless the first entry never
+// became a sale: rejected or cancelled, with no attempt whose answer was
+// lost. Then it is a correction and takes the key.
+func TestAnotherBodyUnderAKey(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		state     queue.State
+		ambiguous bool
+		corrected bool
+	}{
+		{"queued", queue.StateQueued, false, false},
+		{"sending", queue.StateSending, false, false},
+		{"sent", queue.StateSent, false, false},
+		{"payment", queue.StatePayment, false, false},
+		{"held", queue.StateHeld, false, false},
+		{"rejected", queue.StateRejected, false, true},
+		{"cancelled", queue.StateCancelled, false, true},
+		{"rejected after an ambiguous attempt", queue.StateRejected, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := newQueue(t)
+			var id string
+			if c.state == queue.StateRejected {
+				id = enqueue(t, q, 1).QueueID
+				if c.ambiguous {
+					claimOne(t, q, id)
+					_, err := q.Finish(ctx, id, queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, queue.StateQueued, nil, time.Time{})
+					require.NoError(t, err)
+				}
+				claimOne(t, q, id)
+				finish(t, q, id, c.state, &queue.Outcome{Status: "ERROR", Message: "bad"})
+			} else {
+				id = reach(t, q, 1, c.state)
+			}
+			e, replayed, err := q.Enqueue(ctx, other(1))
+			if !c.corrected {
+				require.ErrorIs(t, err, queue.ErrConflict)
+				require.ErrorContains(t, err, id)
+				return
+			}
+			require.NoError(t, err)
+			require.False(t, replayed)
+			require.NotEqual(t, id, e.QueueID)
+			first, err := q.Get(id)
+			require.NoError(t, err)
+			require.Equal(t, queue.StateCancelled, first.State)
+			if c.state == queue.StateRejected {
+				require.Contains(t, first.Outcome.Message, "superseded by "+e.QueueID)
+				require.Contains(t, first.Outcome.Message, "bad", "the tax service's reason is kept")
+			}
+			again, replayed, err := q.Enqueue(ctx, other(1))
+			require.NoError(t, err)
+			require.True(t, replayed)
+			require.Equal(t, e.QueueID, again.QueueID, "the key now names the correction")
+			_, _, err = q.Enqueue(ctx, receipt(1))
+			require.ErrorIs(t, err, queue.ErrConflict, "the first body is now the other one")
+		})
+	}
+}
+
+// EarlierKey: the same body under the previous day's key, accepted since
+// EarlierSince, is this request; an older one or another body is not.
+func TestEarlierKey(t *testing.T) {
+	q := newQueue(t)
+	first := enqueue(t, q, 1) // accepted at t0+1s under key-1
+	r := receipt(2)
+	r.IdemKey, r.Body, r.BodyHash = "key-2", receipt(1).Body, receipt(1).BodyHash
+	r.EarlierKey, r.EarlierSince = "key-1", t0
+	e, replayed, err := q.Enqueue(ctx, r)
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, first.QueueID, e.QueueID)
+
+	r.EarlierSince = t0.Add(2 * time.Second) // key-1 was accepted before that
+	e, replayed, err = q.Enqueue(ctx, r)
+	require.NoError(t, err)
+	require.False(t, replayed)
+	require.NotEqual(t, first.QueueID, e.QueueID)
+
+	o := other(3)
+	o.EarlierKey, o.EarlierSince = "key-1", t0
+	_, replayed, err = q.Enqueue(ctx, o)
+	require.NoError(t, err, "another body under the earlier key is no conflict")
+	require.False(t, replayed)
+}
