@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,6 +75,62 @@ func TestTooManyRequestsPausesAllSending(t *testing.T) {
 	at := up.arrivals()
 	require.Len(t, at, 4, "one 429, then the three receipts")
 	require.GreaterOrEqual(t, at[1].Sub(at[0]), 900*time.Millisecond, "nothing is sent before Retry-After has passed")
+}
+
+// A 429 is an answer: the upstream is up and asks us to wait. It never
+// counts toward down, it brings a down worker back up, and while its
+// Retry-After is in force nothing is sent, probes included: a request may
+// come sooner than that after a 429 only if it was already in flight, so
+// fewer than Concurrency requests lie within the pause before any request.
+func TestTooManyRequestsIsAnAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		downFirst bool // 503s until the worker is down, then 429s
+	}{
+		{"while up", false},
+		{"while down", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tooMany atomic.Bool
+			tooMany.Store(!tc.downFirst)
+			first := atomic.Int64{} // index of the first 429, plus one
+			up := &scripted{answer: func(n int, w http.ResponseWriter) {
+				if !tooMany.Load() {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					return
+				}
+				first.CompareAndSwap(0, int64(n)+1)
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+			}}
+			cfg := fastConfig()
+			cfg.Concurrency = 2
+			r := newRig(t, cfg, sim.Options{})
+			r.useScripted(t, cfg, up)
+			r.enqueueN("tmq", 4)
+			r.start()
+			if tc.downFirst {
+				require.Eventually(t, func() bool { return !r.w.Status().Up }, 10*time.Second, time.Millisecond)
+				tooMany.Store(true)
+			}
+
+			const after = 6 // requests answered 429 to look at: three pauses at least
+			require.Eventually(t, func() bool {
+				return first.Load() > 0 && len(up.arrivals()) >= int(first.Load())-1+after
+			}, 15*time.Second, time.Millisecond)
+			at := up.arrivals()[first.Load()-1:]
+			for i := range at {
+				near := 0
+				for j := range i {
+					if at[i].Sub(at[j]) < 900*time.Millisecond {
+						near++
+					}
+				}
+				require.Less(t, near, cfg.Concurrency, "request %d of the 429s was sent while Retry-After was in force", i)
+			}
+			require.True(t, r.w.Status().Up, "the upstream answers: it is up")
+		})
+	}
 }
 
 func TestDownAfterConsecutiveFailures(t *testing.T) {

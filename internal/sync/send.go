@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -217,18 +218,18 @@ func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res
 
 // noteLink updates what the worker knows of the upstream from one attempt.
 func (w *Worker) noteLink(res attemptResult) {
-	switch res.attempt.Result {
-	case queue.ResultSuccess, queue.ResultPayment, queue.ResultRejected:
+	switch {
+	case res.attempt.Result == queue.ResultSuccess, res.attempt.Result == queue.ResultPayment,
+		res.attempt.Result == queue.ResultRejected:
 		w.markUp(res.attempt.Result != queue.ResultRejected)
-	case queue.ResultNotSent:
+	case res.attempt.HTTPStatus == http.StatusTooManyRequests:
+		w.throttled(res.retryAfter, res.err)
+	case res.attempt.Result == queue.ResultNotSent:
 		w.markDown(res.err)
 	default:
 		w.mu.Lock()
 		w.link.failures++
 		w.link.lastError = res.attempt.Error
-		if res.retryAfter > 0 && res.attempt.HTTPStatus == 429 {
-			w.link.pauseUntil = w.now().Add(res.retryAfter)
-		}
 		tooMany := w.link.failures >= w.cfg.DownAfter
 		w.mu.Unlock()
 		if tooMany {
@@ -240,10 +241,47 @@ func (w *Worker) noteLink(res attemptResult) {
 // markUp records an answer from the upstream; success says whether it
 // accepted the request (it counts as the last success).
 func (w *Worker) markUp(success bool) {
+	w.answered(success, false)
+}
+
+// throttled records a 429: an answer, so the upstream is up, asking that
+// nothing be sent for retryAfter. Without a Retry-After the pause is a
+// backoff step that grows with each 429 in a row, so an upstream that
+// only says "too many" is not sent one request per queued entry.
+func (w *Worker) throttled(retryAfter time.Duration, err error) {
+	w.mu.Lock()
+	w.link.tooMany++
+	if retryAfter <= 0 {
+		retryAfter = w.retryDelay(w.link.tooMany, 0)
+	}
+	until := w.now().Add(retryAfter)
+	first := w.link.tooMany == 1 // logged once per run of 429s, not per answer
+	if until.After(w.link.pauseUntil) {
+		w.link.pauseUntil = until
+	}
+	if err != nil {
+		w.link.lastError = err.Error()
+	}
+	// As while down: nothing will answer a waiting POS before the pause
+	// ends, so it gets its 202 now.
+	w.handoffs.failWaiters()
+	w.mu.Unlock()
+	if first {
+		w.log.Info("the tax service asks for a pause (429); sending nothing until it ends", zap.Duration("pause", retryAfter))
+	}
+	w.answered(false, true)
+}
+
+// answered records an answer: the upstream is up, whatever it said. A
+// 429 (tooMany) keeps the count of 429s in a row; any other answer ends it.
+func (w *Worker) answered(success, tooMany bool) {
 	now := w.now()
 	w.mu.Lock()
 	wasDown, since := w.link.down, w.link.since
 	w.link.failures = 0
+	if !tooMany {
+		w.link.tooMany = 0
+	}
 	if success {
 		w.link.lastSuccess = now
 	}
@@ -253,7 +291,11 @@ func (w *Worker) markUp(success bool) {
 	w.mu.Unlock()
 	if wasDown {
 		w.m.SetUpstreamUp(true)
-		w.log.Info("tax service reachable again; draining the queue", zap.Duration("downFor", now.Sub(since)))
+		msg := "tax service reachable again; draining the queue"
+		if tooMany {
+			msg = "tax service reachable again; draining the queue once its pause ends"
+		}
+		w.log.Info(msg, zap.Duration("downFor", now.Sub(since)))
 		w.signal()
 	}
 }
@@ -284,7 +326,7 @@ func (w *Worker) isDown() bool {
 	return w.link.down
 }
 
-// pausedFor is how long a 429's Retry-After still forbids sending.
+// pausedFor is how long a 429 still forbids sending.
 func (w *Worker) pausedFor() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -21,6 +21,8 @@ package syncer
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"net/url"
 	"sync"
 	"time"
@@ -122,8 +124,9 @@ type linkState struct {
 	since       time.Time // when down last changed (start-up counts)
 	lastSuccess time.Time
 	lastError   string
-	failures    int       // consecutive failed attempts
-	pauseUntil  time.Time // a 429 Retry-After: send nothing before then
+	failures    int       // consecutive failed attempts (a 429 is an answer, not a failure)
+	tooMany     int       // consecutive 429 answers
+	pauseUntil  time.Time // a 429 asked for a pause: send nothing, probes included, before then
 }
 
 // New returns a worker; it starts nothing until Run. m may be nil.
@@ -216,18 +219,23 @@ func (w *Worker) drainLoop(ctx, sendCtx context.Context, sends *sync.WaitGroup) 
 	poll := time.NewTicker(w.cfg.PollInterval)
 	defer poll.Stop()
 	for ctx.Err() == nil {
+		// A pause comes first: the upstream answered, and asked that
+		// nothing be sent until then, not even a probe.
+		if wait := w.pausedFor(); wait > 0 {
+			sleep(ctx, wait)
+			continue
+		}
 		if w.isDown() {
 			if !sleep(ctx, probe.NextBackOff()) {
 				return
+			}
+			if w.pausedFor() > 0 {
+				continue // a send in flight got a 429 meanwhile
 			}
 			w.probe(ctx, sendCtx)
 			if !w.isDown() {
 				probe.Reset()
 			}
-			continue
-		}
-		if wait := w.pausedFor(); wait > 0 {
-			sleep(ctx, wait)
 			continue
 		}
 		if w.dispatch(ctx, sendCtx, sends) {
@@ -292,14 +300,18 @@ func (w *Worker) probe(ctx, sendCtx context.Context) {
 // ping asks PosAPI for its info; any HTTP answer shows it reachable.
 func (w *Worker) ping(ctx context.Context) {
 	_, err := w.up.Get(ctx, client.OpInfo, nil)
-	// The same rule as an entry's attempt: an answer other than a 5xx,
-	// 408 or 429 shows the upstream reachable and working.
+	// The same rule as an entry's attempt: an answer other than a 5xx or
+	// 408 shows the upstream reachable; a 429 also asks for a pause.
 	class, classified := client.ClassOf(err)
-	if err == nil || (classified && class == client.Rejected) {
+	var ce *client.Error
+	switch {
+	case err == nil || (classified && class == client.Rejected):
 		w.markUp(false)
-		return
+	case errors.As(err, &ce) && ce.StatusCode == http.StatusTooManyRequests:
+		w.throttled(ce.RetryAfter, err)
+	default:
+		w.log.Debug("probe failed", zap.Error(err))
 	}
-	w.log.Debug("probe failed", zap.Error(err))
 }
 
 // newBackoff returns the jittered exponential backoff every wait uses.
