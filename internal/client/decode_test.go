@@ -141,6 +141,87 @@ func TestDecodeReceipt(t *testing.T) {
 	require.Equal(t, []client.SubReceipt{{ID: "1", BankAccountID: "1000"}, {ID: "2"}}, rec.SubReceipts)
 }
 
+// TestDecodeReceiptOddSideFields: a field of another type than documented
+// is left empty (or kept as a string when it can be); the status, id, date
+// and sub-receipt ids survive it.
+func TestDecodeReceiptOddSideFields(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       client.Receipt
+	}{
+		{"posId empty string", `{"status":"SUCCESS","id":"1","posId":""}`,
+			client.Receipt{Status: "SUCCESS", ID: "1"}},
+		{"posId not a number", `{"status":"SUCCESS","posId":"POS-1"}`, client.Receipt{Status: "SUCCESS"}},
+		{"posId object", `{"status":"SUCCESS","posId":{"a":1}}`, client.Receipt{Status: "SUCCESS"}},
+		{"posId numeric string", `{"status":"SUCCESS","posId":"10012345"}`, client.Receipt{Status: "SUCCESS", PosID: "10012345"}},
+		{"bankAccountId object", `{"status":"SUCCESS","date":"2024-01-02 03:04:05","receipts":[{"id":"7","bankAccountId":{"no":"1"}}]}`,
+			client.Receipt{Status: "SUCCESS", Date: "2024-01-02 03:04:05", SubReceipts: []client.SubReceipt{{ID: "7"}}}},
+		{"bankAccountId bool, id number", `{"status":"PAYMENT","receipts":[{"id":12,"bankAccountId":true}]}`,
+			client.Receipt{Status: "PAYMENT", SubReceipts: []client.SubReceipt{{ID: "12"}}}},
+		{"receipts not a list", `{"status":"SUCCESS","id":"1","receipts":{"id":"2"}}`, client.Receipt{Status: "SUCCESS", ID: "1"}},
+		{"receipt not an object", `{"status":"SUCCESS","receipts":["x",null,{"id":"3"},[1]]}`,
+			client.Receipt{Status: "SUCCESS", SubReceipts: []client.SubReceipt{{ID: "3"}}}},
+		{"id and date of other types", `{"status":"SUCCESS","id":{"v":1},"date":[2024]}`, client.Receipt{Status: "SUCCESS"}},
+		{"message object", `{"status":"ERROR","message":{"text":"bad"}}`, client.Receipt{Status: "ERROR"}},
+		{"message number", `{"status":"ERROR","message":42}`, client.Receipt{Status: "ERROR", Message: "42"}},
+		{"status object", `{"status":{"v":"SUCCESS"},"id":"1"}`, client.Receipt{ID: "1"}},
+		{"null", `null`, client.Receipt{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, err := client.DecodeReceipt([]byte(tc.body))
+			require.NoError(t, err)
+			tc.want.Body = []byte(tc.body)
+			require.Equal(t, &tc.want, rec)
+		})
+	}
+	for _, body := range []string{`<html>`, `[]`, `"SUCCESS"`, `{"status":"SUCCESS"`} {
+		_, err := client.DecodeReceipt([]byte(body))
+		require.ErrorIs(t, err, client.ErrDecode, body)
+	}
+}
+
+// TestCreateOutcomeIgnoresOddSideFields: over real HTTP, a readable status
+// decides the class whatever the other fields hold; a body without one
+// stays Ambiguous.
+func TestCreateOutcomeIgnoresOddSideFields(t *testing.T) {
+	cases := []struct {
+		name, body string
+		class      client.Class // 0: no error
+	}{
+		{"SUCCESS, posId empty", `{"status":"SUCCESS","id":"1","posId":""}`, 0},
+		{"SUCCESS, bankAccountId object", `{"status":"SUCCESS","receipts":[{"id":"1","bankAccountId":{}}]}`, 0},
+		{"PAYMENT, everything odd", `{"status":"PAYMENT","id":[],"date":{},"posId":true,"message":[1],"receipts":"x"}`, 0},
+		{"ERROR, message object", `{"status":"ERROR","message":{"text":"bad"},"posId":""}`, client.Rejected},
+		{"status missing", `{"id":"1","posId":""}`, client.Ambiguous},
+		{"status object", `{"status":{"v":"SUCCESS"}}`, client.Ambiguous},
+		{"not JSON", `SUCCESS`, client.Ambiguous},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, err := quirkClient(t, tc.body).CreateReceipt(context.Background(), []byte(validReceipt))
+			require.NotNil(t, rec)
+			require.Equal(t, tc.body, string(rec.Body))
+			if tc.class == 0 {
+				require.NoError(t, err)
+				return
+			}
+			cl, ok := client.ClassOf(err)
+			require.True(t, ok, "%v", err)
+			require.Equal(t, tc.class, cl, "%v", err)
+		})
+	}
+}
+
+// TestDeleteErrorWithOddMessage: a delete refused with a message of another
+// type is still a refusal, not a success.
+func TestDeleteErrorWithOddMessage(t *testing.T) {
+	_, err := quirkClient(t, `{"status":"ERROR","message":{"text":"confirmed"}}`).
+		DeleteReceipt(context.Background(), "1", "")
+	cl, _ := client.ClassOf(err)
+	require.Equal(t, client.Rejected, cl, "%v", err)
+}
+
 func TestErrorText(t *testing.T) {
 	e := &client.Error{Op: client.OpCreateReceipt, Class: client.Rejected, StatusCode: 400, Message: "bad"}
 	require.Equal(t, "create_receipt: rejected: HTTP 400: bad", e.Error())

@@ -50,20 +50,27 @@ var decoderSeeds = []string{
 	`{"status":200,"data":{"name":"N","vatpayerRegisteredDate":"2013-01-01T00:00:00Z","isGovernment":null}}`,
 	`[["1","A"],["8650001","B","2024-01-01 00:00:00"]]`,
 	`{"status":"SUCCESS","id":"1","posId":1,"receipts":[{"id":1,"bankAccountId":null}]}`,
+	`{"status":"SUCCESS","posId":"","receipts":[{"id":"1","bankAccountId":{"a":1}},"x"]}`,
+	`{"status":"ERROR","message":{"text":"x"},"id":[],"date":true,"receipts":{}}`,
 	`null`, `[]`, `{}`, `<html>`, `{"status":1e400}`, `{"data":[[[[[]]]]]}`,
 }
 
-func fuzzDecoder[T any](f *testing.F, decode func([]byte) (T, error)) {
+// fuzzDecoder fuzzes decode with the rules every decoder keeps, then the
+// decoder's own (extra).
+func fuzzDecoder[T any](f *testing.F, decode func([]byte) (T, error), extra ...func(*testing.T, []byte, T, error)) {
 	for _, s := range decoderSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, err := decode(body)
+		out, err := decode(body)
 		if err != nil {
 			require.NotEmpty(t, err.Error())
 		}
 		if !json.Valid(body) {
 			require.Error(t, err, "invalid JSON never decodes")
+		}
+		for _, check := range extra {
+			check(t, body, out, err)
 		}
 	})
 }
@@ -78,7 +85,34 @@ func FuzzDecodeMerchantInfo(f *testing.F) { fuzzDecoder(f, client.DecodeMerchant
 
 func FuzzDecodeClassification(f *testing.F) { fuzzDecoder(f, client.DecodeClassification) }
 
-func FuzzDecodeReceipt(f *testing.F) { fuzzDecoder(f, client.DecodeReceipt) }
+// FuzzDecodeReceipt: beyond fuzzDecoder's rules, any JSON object decodes,
+// and a status, id or date that is a JSON string comes out as written,
+// whatever the other fields hold.
+func FuzzDecodeReceipt(f *testing.F) {
+	fuzzDecoder(f, client.DecodeReceipt, func(t *testing.T, body []byte, rec *client.Receipt, err error) {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(body, &fields) != nil || fields == nil {
+			return
+		}
+		require.NoError(t, err, "a JSON object always decodes")
+		require.Equal(t, body, rec.Body)
+		if rec.PosID != "" {
+			require.True(t, json.Valid([]byte(rec.PosID)), "PosID %q is a number", rec.PosID)
+		}
+		var only struct { // each decoded strictly, alone
+			Status json.RawMessage `json:"status"`
+			ID     json.RawMessage `json:"id"`
+			Date   json.RawMessage `json:"date"`
+		}
+		require.NoError(t, json.Unmarshal(body, &only))
+		for raw, got := range map[*json.RawMessage]string{&only.Status: rec.Status, &only.ID: rec.ID, &only.Date: rec.Date} {
+			var s string
+			if len(*raw) > 0 && (*raw)[0] == '"' && json.Unmarshal(*raw, &s) == nil {
+				require.Equal(t, s, got)
+			}
+		}
+	})
+}
 
 func FuzzDecodeTinInfo(f *testing.F) {
 	for _, s := range decoderSeeds {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -17,13 +18,19 @@ const (
 // Receipt is the part of a create answer receiptd acts on. Body is the
 // upstream's answer verbatim: it contains the lottery number and QR data,
 // so it may be handed to the POS but must never be persisted or logged.
+//
+// Only Status decides the outcome. The other fields are kept when they are
+// a JSON string or number (as written) and left empty when the upstream
+// sent another type: the live service sends documented fields with other
+// types, and a side field must never turn an issued receipt into an
+// unknown outcome (which the caller may retry, issuing the sale twice).
 type Receipt struct {
 	HTTPStatus  int
 	Status      string // SUCCESS, PAYMENT or ERROR
 	ID          string // 33 digits
 	Date        string // as the upstream wrote it; see ParseTime
 	Message     string
-	PosID       json.Number
+	PosID       json.Number // empty unless posId is a number (or a string holding one)
 	SubReceipts []SubReceipt
 	Body        []byte
 }
@@ -37,31 +44,80 @@ type SubReceipt struct {
 // Time parses Date (both wire formats).
 func (r *Receipt) Time() (time.Time, error) { return ParseTime(r.Date) }
 
-type receiptWire struct {
-	Status   string      `json:"status"`
-	ID       flexString  `json:"id"`
-	Date     flexString  `json:"date"`
-	Message  flexString  `json:"message"`
-	PosID    json.Number `json:"posId"`
-	Receipts []struct {
-		ID            flexString `json:"id"`
-		BankAccountID flexString `json:"bankAccountId"`
-	} `json:"receipts"`
+// looseString is a field that never fails its object's decoding: a JSON
+// string, or a number kept as written; any other type (null, bool, object,
+// array) leaves it empty.
+type looseString string
+
+func (l *looseString) UnmarshalJSON(b []byte) error {
+	*l = ""
+	switch {
+	case len(b) == 0:
+	case b[0] == '"':
+		var s string
+		if json.Unmarshal(b, &s) == nil {
+			*l = looseString(s)
+		}
+	case b[0] == '-' || (b[0] >= '0' && b[0] <= '9'):
+		*l = looseString(b) // the decoder has validated the whole body
+	}
+	return nil
 }
 
-// DecodeReceipt decodes a create answer's body. Unknown fields are ignored,
-// numbers are not parsed.
+// looseSubs is the receipts list: anything but an array is no list, and
+// an element that is not an object is left out.
+type looseSubs []SubReceipt
+
+func (l *looseSubs) UnmarshalJSON(b []byte) error {
+	*l = nil
+	var elems []json.RawMessage
+	if json.Unmarshal(b, &elems) != nil {
+		return nil
+	}
+	for _, e := range elems {
+		var s struct {
+			ID            looseString `json:"id"`
+			BankAccountID looseString `json:"bankAccountId"`
+		}
+		if len(e) == 0 || e[0] != '{' || json.Unmarshal(e, &s) != nil {
+			continue
+		}
+		*l = append(*l, SubReceipt{ID: string(s.ID), BankAccountID: string(s.BankAccountID)})
+	}
+	return nil
+}
+
+type receiptWire struct {
+	Status   looseString `json:"status"`
+	ID       looseString `json:"id"`
+	Date     looseString `json:"date"`
+	Message  looseString `json:"message"`
+	PosID    looseString `json:"posId"`
+	Receipts looseSubs   `json:"receipts"`
+}
+
+// DecodeReceipt decodes a create (or delete) answer's body. Unknown fields
+// are ignored, numbers are not parsed, and a known field of an unexpected
+// type is left empty (see Receipt). It fails only for a body that is not
+// JSON or not an object (null decodes to an empty Receipt).
 func DecodeReceipt(body []byte) (*Receipt, error) {
 	var w receiptWire
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, fmt.Errorf("receipt: %w: %w", ErrDecode, err)
 	}
-	r := &Receipt{Status: w.Status, ID: string(w.ID), Date: string(w.Date),
-		Message: string(w.Message), PosID: w.PosID, Body: body}
-	for _, s := range w.Receipts {
-		r.SubReceipts = append(r.SubReceipts, SubReceipt{ID: string(s.ID), BankAccountID: string(s.BankAccountID)})
+	r := &Receipt{Status: string(w.Status), ID: string(w.ID), Date: string(w.Date),
+		Message: string(w.Message), SubReceipts: w.Receipts, Body: body}
+	if isNumber(string(w.PosID)) {
+		r.PosID = json.Number(w.PosID)
 	}
 	return r, nil
+}
+
+// isNumber reports whether s is a JSON number literal, so a json.Number
+// holding it marshals again.
+func isNumber(s string) bool {
+	return s != "" && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) &&
+		s == strings.TrimSpace(s) && json.Valid([]byte(s))
 }
 
 // CreateReceipt sends body, the POS's request bytes, verbatim. On SUCCESS or
@@ -129,11 +185,9 @@ func (c *Client) DeleteReceipt(ctx context.Context, id, date string) (*Raw, erro
 	if _, bad := statusClass(raw.StatusCode); bad {
 		return raw, statusError(op, raw.StatusCode, raw.Header, raw.Body)
 	}
-	var st struct {
-		Status  string `json:"status"`
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(raw.Body, &st) == nil && st.Status == StatusError {
+	// Read as leniently as a create's answer: a message of another type
+	// must not hide a refusal.
+	if st, err := DecodeReceipt(raw.Body); err == nil && st.Status == StatusError {
 		return raw, &Error{Op: op, Class: Rejected, StatusCode: raw.StatusCode, Body: raw.Body, Message: st.Message}
 	}
 	return raw, nil
