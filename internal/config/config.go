@@ -83,8 +83,9 @@ type Upstream struct {
 	LookupHeaders map[string]string `toml:"lookup_headers"`
 	// CAFile is a PEM file of extra trusted CAs; empty: the system's.
 	CAFile string `toml:"ca_file"`
-	// Proxy is an http, https or socks5 URL; empty: the environment's
-	// HTTPS_PROXY / HTTP_PROXY.
+	// Proxy is an http, https or socks5 URL for the public lookup API only
+	// (lookup_base_url); empty: the environment's HTTPS_PROXY / HTTP_PROXY.
+	// PosAPI (base_url) never uses it.
 	Proxy string `toml:"proxy"`
 }
 
