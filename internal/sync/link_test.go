@@ -133,6 +133,23 @@ func TestTooManyRequestsIsAnAnswer(t *testing.T) {
 	}
 }
 
+// A 429 without Retry-After is an answer too: however many come in a row,
+// the upstream stays up (the worker pauses for a backoff step instead).
+func TestTooManyRequestsWithoutRetryAfterKeepsUp(t *testing.T) {
+	up := &scripted{answer: func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusTooManyRequests) }}
+	cfg := fastConfig()
+	cfg.Concurrency = 2
+	r := newRig(t, cfg, sim.Options{})
+	r.useScripted(t, cfg, up)
+	r.enqueueN("tmn", 4)
+	r.start()
+	// Well past DownAfter (3) answers.
+	require.Eventually(t, func() bool { return len(up.arrivals()) >= 12 }, 15*time.Second, time.Millisecond)
+	st := r.w.Status()
+	require.True(t, st.Up, "429s in a row marked the upstream down")
+	require.Contains(t, st.LastError, "429")
+}
+
 func TestDownAfterConsecutiveFailures(t *testing.T) {
 	up := &scripted{answer: func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) }}
 	cfg := fastConfig()
