@@ -13,6 +13,12 @@
 //     one is served at once as STALE while one background refresh runs (Run
 //     owns it). When the upstream fails, stale entries keep being served:
 //     without limit by default, or up to Config.MaxStale past the interval.
+//   - PosAPI's info and bank accounts (its live state) are never a HIT:
+//     every request asks PosAPI (concurrent ones share one request), and
+//     its answer is stored and served as a MISS. Only when PosAPI fails is
+//     the stored copy served, as STALE, or the 503 below. For a minute
+//     after a failed exchange PosAPI is not asked again by requests (they
+//     get the stored copy at once) but probed by Run's refresh workers.
 //   - A miss while the upstream fails (unreachable, 5xx, a non-JSON 2xx, a
 //     2xx whose body reports a failure: see ErrFailedAnswer) is a 503 with
 //     the envelope {"msg":"...","status":503,"data":null}. A failed
@@ -87,7 +93,9 @@ type Upstream interface {
 // default.
 type Config struct {
 	// Refresh is the refresh interval per lookup kind; kinds missing from
-	// it (or zero) use DefaultRefresh.
+	// it (or zero) use DefaultRefresh. PosAPI's info and bank accounts are
+	// asked for on every request; their interval only sets where MaxStale
+	// starts counting.
 	Refresh map[client.Op]time.Duration
 	// NegativeTTL is the refresh interval of negative answers (data null:
 	// an unknown TIN or regNo). Zero means 10 minutes.
@@ -192,6 +200,9 @@ type Cache struct {
 	index map[string]*list.Element
 	kinds map[client.Op]*kindState
 	gen   uint64
+
+	posDownAt time.Time // last failed exchange with PosAPI (live kinds)
+	posErr    error     // its error; nil once PosAPI answers again
 
 	flights flightGroup
 

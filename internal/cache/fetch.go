@@ -33,8 +33,9 @@ type flightGroup struct {
 }
 
 type flight struct {
-	done chan struct{}
-	res  result
+	done    chan struct{}
+	res     result
+	waiters int // callers that joined; under flightGroup.mu (tests read it)
 }
 
 // do runs fn for key unless a run is in flight, in which case it waits for
@@ -46,6 +47,7 @@ func (g *flightGroup) do(ctx context.Context, key string, fn func() result) (res
 		g.calls = make(map[string]*flight)
 	}
 	if f, ok := g.calls[key]; ok {
+		f.waiters++
 		g.mu.Unlock()
 		select {
 		case <-f.done:
@@ -142,6 +144,28 @@ func (c *Cache) noteFailure(lk lookup, err error) {
 	}
 	k := c.kinds[lk.op]
 	k.lastErr, k.lastErrAt = err.Error(), now
+	// Only a failed exchange (unreachable, timeout, 5xx) is slow to repeat;
+	// an answer refused by judge came quickly.
+	if _, exchange := client.ClassOf(err); exchange && liveOp(lk.op) {
+		c.posDownAt, c.posErr = now, err
+	}
+}
+
+// liveDownFor is how long after a failed exchange with PosAPI the live
+// kinds are served from the cache without asking. It is longer than
+// refreshRetry so that a STALE answer's background probe, not a request,
+// is the next to ask.
+const liveDownFor = 2 * refreshRetry
+
+// liveDown returns why PosAPI counts as down at now, or nil.
+func (c *Cache) liveDown(now time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.posErr == nil || now.Sub(c.posDownAt) >= liveDownFor {
+		return nil
+	}
+	return fmt.Errorf("PosAPI failed %s ago, not asked again yet: %w",
+		now.Sub(c.posDownAt).Truncate(time.Second), c.posErr)
 }
 
 // put indexes rec as the most recently used entry, evicts the least
@@ -164,6 +188,9 @@ func (c *Cache) put(ctx context.Context, lk lookup, rec *record) error {
 	gen := c.gen
 	e.fetched, e.negative, e.gen, e.failedAt = rec.fetched, rec.negative, gen, time.Time{}
 	c.kinds[lk.op].lastRefresh = rec.fetched
+	if liveOp(lk.op) {
+		c.posErr = nil // PosAPI answered
+	}
 	var victims []lookup
 	for c.lru.Len() > c.cfg.MaxEntries {
 		v := c.lru.Back().Value.(*entry)

@@ -89,7 +89,8 @@ func parseRoute(escapedPath string, query url.Values) (lookup, error) {
 // sendData) a 405, a bad
 // parameter or classification path a 400 (all with the envelope). STALE
 // answers are refreshed by Run's workers: without Run, a stale entry is
-// served until it passes MaxStale, then fetched as a miss.
+// served until it passes MaxStale, then fetched as a miss (PosAPI's info
+// and bank accounts: see serveLive).
 func (c *Cache) Handler() http.Handler {
 	return http.HandlerFunc(c.serveHTTP)
 }
@@ -126,6 +127,10 @@ func allowed(op client.Op) string {
 
 // serveLookup answers from the cache when it can, else from the upstream.
 func (c *Cache) serveLookup(w http.ResponseWriter, r *http.Request, lk lookup) {
+	if liveOp(lk.op) {
+		c.serveLive(w, r, lk)
+		return
+	}
 	now := c.now()
 	if c.touch(lk.key()) {
 		rec, err := c.read(lk)
@@ -152,20 +157,85 @@ func (c *Cache) serveLookup(w http.ResponseWriter, r *http.Request, lk lookup) {
 			// Too stale to serve: fetch as for a miss, with no fallback.
 		}
 	}
+	res := c.fetchFor(r, lk)
+	c.m.CacheLookup(string(lk.op), "miss")
+	if !c.writeFetched(w, res) {
+		writeUnavailable(w, lk, res.err)
+	}
+}
+
+// serveLive answers PosAPI's info and bank accounts, which describe
+// PosAPI's state now (unsentCount, leftLotteries): the upstream is asked
+// first on every request, and the stored copy is served (STALE) only when
+// it fails. While PosAPI is known down (a fetch failed less than
+// liveDownFor ago) the upstream is not asked, so a POS polling /rest/info
+// offline does not wait out the upstream timeout each time; Run's workers
+// probe instead, and their first success ends it.
+func (c *Cache) serveLive(w http.ResponseWriter, r *http.Request, lk lookup) {
+	err := c.liveDown(c.now())
+	if err == nil {
+		res := c.fetchFor(r, lk)
+		if c.writeFetched(w, res) {
+			c.m.CacheLookup(string(lk.op), "miss")
+			return
+		}
+		err = res.err
+	}
+	now := c.now()
+	if rec := c.fallback(lk, now); rec != nil {
+		c.scheduleRefresh(lk)
+		c.m.CacheLookup(string(lk.op), "stale")
+		c.writeRecord(w, rec, Stale, now)
+		return
+	}
+	c.m.CacheLookup(string(lk.op), "miss")
+	writeUnavailable(w, lk, err)
+}
+
+// fallback returns lk's stored record when it may still be served (within
+// MaxStale past its refresh interval), else nil.
+func (c *Cache) fallback(lk lookup, now time.Time) *record {
+	if !c.touch(lk.key()) {
+		return nil
+	}
+	rec, err := c.read(lk)
+	if err != nil {
+		c.log.Warn("read cache entry", zap.String("kind", string(lk.op)), zap.Error(err))
+		return nil
+	}
+	if rec == nil || (c.cfg.MaxStale > 0 && now.Sub(rec.fetched) > c.ttl(lk.op, rec.negative)+c.cfg.MaxStale) {
+		return nil
+	}
+	return rec
+}
+
+// fetchFor fetches lk for r. The fetch is detached from r and bounded by
+// fetchTimeout, so one impatient caller does not fail the others waiting
+// on it; r's context bounds only this caller's wait.
+func (c *Cache) fetchFor(r *http.Request, lk lookup) result {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), fetchTimeout)
 	defer cancel()
-	res := c.fetch(r.Context(), fctx, lk)
-	c.m.CacheLookup(string(lk.op), "miss")
+	return c.fetch(r.Context(), fctx, lk)
+}
+
+// writeFetched writes the upstream's answer (MISS) and reports whether
+// there was one to write.
+func (c *Cache) writeFetched(w http.ResponseWriter, res result) bool {
 	switch {
 	case res.rec != nil:
 		c.writeRecord(w, res.rec, Miss, c.now())
 	case res.pass != nil:
 		writeRaw(w, res.pass, Miss)
 	default:
-		w.Header().Set(HeaderCache, Miss)
-		writeEnvelope(w, http.StatusServiceUnavailable,
-			fmt.Sprintf("%s: no usable cached answer and the tax service is unreachable: %v", lk.op, res.err))
+		return false
 	}
+	return true
+}
+
+func writeUnavailable(w http.ResponseWriter, lk lookup, err error) {
+	w.Header().Set(HeaderCache, Miss)
+	writeEnvelope(w, http.StatusServiceUnavailable,
+		fmt.Sprintf("%s: no usable cached answer and the tax service is unreachable: %v", lk.op, err))
 }
 
 // serveSendData passes the request upstream; any answer is passed back,

@@ -47,6 +47,10 @@ var cachedOps = []client.Op{
 	client.OpInfo, client.OpBankAccounts, client.OpClassification,
 }
 
+// liveOp reports whether op's answer is PosAPI's live state, asked for on
+// every request and served from the cache only when PosAPI fails.
+func liveOp(op client.Op) bool { return op == client.OpInfo || op == client.OpBankAccounts }
+
 func cachedOp(op client.Op) bool {
 	for _, o := range cachedOps {
 		if o == op {
