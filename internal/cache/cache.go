@@ -31,7 +31,9 @@
 //     regNo's "not found" never replaces its known TIN (the lookup API
 //     fails with that same body).
 //   - Concurrent misses of one key make one upstream request.
-//   - At most Config.MaxEntries entries, evicting the least recently used.
+//   - At most Config.MaxEntries entries, evicting the least recently used,
+//     plus the district and product tax code lists, which are never
+//     evicted (one entry each; a till needs them offline).
 //     Recency lives in memory only, so a hit never writes to disk; bodies
 //     live in the store.BucketCache bucket (one nested bucket per kind) and
 //     survive restarts. After a restart recency starts from fetch order.
@@ -103,7 +105,8 @@ type Config struct {
 	// MaxStale bounds how long past its refresh interval an entry is still
 	// served while the upstream fails. Zero means without limit.
 	MaxStale time.Duration
-	// MaxEntries bounds the number of entries. Zero means 10000.
+	// MaxEntries bounds the number of entries besides the district and
+	// product tax code lists, which are never evicted. Zero means 10000.
 	MaxEntries int
 }
 
@@ -258,7 +261,9 @@ func (c *Cache) load(ctx context.Context) error {
 			return err
 		}
 		sort.SliceStable(entries, func(i, j int) bool { return entries[i].fetched.After(entries[j].fetched) })
-		for _, e := range entries[min(len(entries), c.cfg.MaxEntries):] {
+		var surplus []*entry
+		entries, surplus = trim(entries, c.cfg.MaxEntries)
+		for _, e := range surplus {
 			drop[e.lk.op] = append(drop[e.lk.op], e.lk.boltKey())
 		}
 		for op, keys := range drop {
@@ -273,7 +278,7 @@ func (c *Cache) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cache: load index: %w", err)
 	}
-	for _, e := range entries[:min(len(entries), c.cfg.MaxEntries)] {
+	for _, e := range entries {
 		c.index[e.lk.key()] = c.lru.PushBack(e)
 		c.kinds[e.lk.op].entries++
 		if e.lk.op == client.OpMerchantInfo && !e.negative && len(c.tins) < maxNotedTINs {
@@ -288,6 +293,24 @@ func (c *Cache) load(ctx context.Context) error {
 		c.log.Info("dropped undecodable or surplus cache records", zap.Int("records", dropped))
 	}
 	return nil
+}
+
+// trim keeps the pinned entries and the first limit others, in order, and
+// returns the rest as surplus.
+func trim(entries []*entry, limit int) (keep, surplus []*entry) {
+	others := 0
+	for _, e := range entries {
+		switch {
+		case pinned(e.lk.op):
+			keep = append(keep, e)
+		case others < limit:
+			others++
+			keep = append(keep, e)
+		default:
+			surplus = append(surplus, e)
+		}
+	}
+	return keep, surplus
 }
 
 // scan creates every kind's bucket under root and reads its records'

@@ -500,3 +500,47 @@ func TestNewDropsUndecodableRecords(t *testing.T) {
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	require.Equal(t, Stale, e2.get(t, "/rest/info").cache())
 }
+
+// TestGlobalListsAreNeverEvicted: however many other lookups fill the
+// cache, the district and product tax code lists stay, in memory and on
+// disk, and are served offline.
+func TestGlobalListsAreNeverEvicted(t *testing.T) {
+	s := startSim(t)
+	st := openStore(t)
+	e := newEnv(t, st, newClient(t, s.URL()), Config{MaxEntries: 2})
+	lists := []string{"/api/info/check/getBranchInfo", "/api/receipt/receipt/getProductTaxCode"}
+	want := map[string]string{}
+	for _, p := range lists {
+		a := e.get(t, p)
+		require.Equal(t, Miss, a.cache())
+		want[p] = a.body
+	}
+	for _, p := range []string{"/1", "/2", "/3", "/1/11", "/1/12"} {
+		e.clk.Advance(time.Minute)
+		require.Equal(t, Miss, e.get(t, classPrefix+p).cache())
+	}
+	e.clk.Advance(time.Minute)
+	require.Equal(t, Miss, e.get(t, "/api/info/check/getInfo?tin=5317878").cache()) // evicts /1/11
+	require.Equal(t, 1, kindOf(t, e.c, client.OpBranchInfo).Entries)
+	require.Equal(t, 1, kindOf(t, e.c, client.OpProductTaxCode).Entries)
+	require.Equal(t, 1, kindOf(t, e.c, client.OpClassification).Entries)
+	require.Equal(t, 1, kindOf(t, e.c, client.OpMerchantInfo).Entries)
+
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	for _, p := range lists {
+		a := e.get(t, p)
+		require.Equal(t, Hit, a.cache(), p)
+		require.Equal(t, want[p], a.body, p)
+	}
+	requireEnvelope(t, e.get(t, classPrefix+"/1"), http.StatusServiceUnavailable)
+
+	// A restart with a smaller bound trims the others, never the lists.
+	e2 := newEnv(t, st, newClient(t, s.URL()), Config{MaxEntries: 1})
+	for _, p := range lists {
+		a := e2.get(t, p)
+		require.Equal(t, Hit, a.cache(), p)
+		require.Equal(t, want[p], a.body, p)
+	}
+	require.Equal(t, Hit, e2.get(t, "/api/info/check/getInfo?tin=5317878").cache(), "the newest other entry")
+	requireEnvelope(t, e2.get(t, classPrefix+"/1/12"), http.StatusServiceUnavailable)
+}

@@ -192,8 +192,12 @@ func (c *Cache) put(ctx context.Context, lk lookup, rec *record) error {
 		c.posErr = nil // PosAPI answered
 	}
 	var victims []lookup
-	for c.lru.Len() > c.cfg.MaxEntries {
-		v := c.lru.Back().Value.(*entry)
+	for c.lru.Len()-c.pinnedLocked() > c.cfg.MaxEntries {
+		el := c.lru.Back()
+		for pinned(el.Value.(*entry).lk.op) {
+			el = el.Prev()
+		}
+		v := el.Value.(*entry)
 		c.removeLocked(v)
 		victims = append(victims, v.lk)
 	}
@@ -226,6 +230,16 @@ func (c *Cache) put(ctx context.Context, lk lookup, rec *record) error {
 		return fmt.Errorf("cache: store %s: %w", lk.op, err)
 	}
 	return nil
+}
+
+// pinned reports whether op's entries are exempt from eviction (and from
+// MaxEntries): the two global lists, one entry each, which a till needs
+// offline however many other lookups it made.
+func pinned(op client.Op) bool { return op == client.OpBranchInfo || op == client.OpProductTaxCode }
+
+// pinnedLocked counts the indexed pinned entries; c.mu is held.
+func (c *Cache) pinnedLocked() int {
+	return c.kinds[client.OpBranchInfo].entries + c.kinds[client.OpProductTaxCode].entries
 }
 
 // removeLocked drops e from the index; c.mu is held.
