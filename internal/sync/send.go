@@ -81,7 +81,11 @@ func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
 	if res.attempt.Result == queue.ResultRejected {
 		res.next = queue.StateRejected
 		if r != nil {
-			res.outcome = outcomeOf(r)
+			// Whatever identity the answer carries is kept too; status,
+			// message and HTTP status stay as failed() made them.
+			o := outcomeOf(r)
+			o.Status, o.Message, o.HTTPStatus = res.outcome.Status, res.outcome.Message, res.outcome.HTTPStatus
+			res.outcome = o
 		}
 	}
 	if res.attempt.Result == queue.ResultAmbiguous && w.cfg.OnAmbiguous == "hold" {
@@ -121,7 +125,7 @@ func (w *Worker) failed(e queue.Entry, err error, retry queue.State) attemptResu
 	switch {
 	case ok && class == client.Rejected:
 		res.attempt.Result = queue.ResultRejected
-		res.outcome = &queue.Outcome{Status: "ERROR", Message: ce.Message, HTTPStatus: ce.StatusCode}
+		res.outcome = rejectedOutcome(ce)
 		res.handoff = Result{Answered: true, StatusCode: ce.StatusCode, Body: ce.Body}
 	case ok && class == client.NotSent:
 		// The global backoff paces the next try; the entry keeps its place.
@@ -137,19 +141,6 @@ func (w *Worker) failed(e queue.Entry, err error, retry queue.State) attemptResu
 		res.nextAttemptAt = w.now().Add(w.retryDelay(n, 0))
 	}
 	return res
-}
-
-// outcomeOf keeps what may be stored of an upstream answer: never the
-// lottery number or the QR data.
-func outcomeOf(r *client.Receipt) *queue.Outcome {
-	o := &queue.Outcome{
-		Status: r.Status, ID: r.ID, Date: r.Date, PosID: r.PosID.String(),
-		Message: r.Message, HTTPStatus: r.HTTPStatus,
-	}
-	for _, s := range r.SubReceipts {
-		o.SubReceipts = append(o.SubReceipts, queue.SubReceipt{ID: s.ID, BankAccountID: s.BankAccountID})
-	}
-	return o
 }
 
 // record writes the attempt's outcome, claiming up to claim more entries in
