@@ -99,3 +99,37 @@ func bodyExcerpt(body []byte) string {
 	}
 	return string(out)
 }
+
+// notFoundAnswer reports whether a rejected delete's answer says that the
+// tax service does not know the receipt. The simulator answers HTTP 400
+// {"status":"ERROR","message":"receipt <id> not found"}; PosAPI's wording
+// is not documented. So the match is loose in form and narrow in sense:
+// "not found" in any letter case, with any spaces, "_" or "-" between the
+// words or none ("NotFound"), but only in the upstream's own message (not
+// the status text the client puts in for a bare 404 page), only with HTTP
+// 200 (a body status ERROR), 400 or 404, and only when the message also
+// names the receipt: its id, or the word "receipt". "merchant not found"
+// does not match.
+func notFoundAnswer(ce *client.Error, id string) bool {
+	switch ce.StatusCode {
+	case http.StatusOK, http.StatusBadRequest, http.StatusNotFound:
+	default:
+		return false
+	}
+	if strings.TrimSpace(ce.Message) == http.StatusText(ce.StatusCode) {
+		return false
+	}
+	m := words(ce.Message)
+	if !strings.Contains(m, "not found") && !strings.Contains(m, "notfound") {
+		return false
+	}
+	id = words(id)
+	return strings.Contains(m, "receipt") || (id != "" && strings.Contains(m, id))
+}
+
+// words is s in lower case with each run of spaces, "_" and "-" one space.
+func words(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return unicode.IsSpace(r) || r == '_' || r == '-'
+	}), " ")
+}

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/client"
 )
 
 const forbiddenPage = "<html>\r\n<head><title>403 Forbidden</title></head>\r\n<body>\r\n<center><h1>403 Forbidden</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
@@ -61,6 +63,65 @@ func FuzzRejectMessage(f *testing.F) {
 		lower := strings.ToLower(got)
 		for _, name := range neverKept {
 			require.NotContains(t, lower, name)
+		}
+	})
+}
+
+func TestNotFoundAnswer(t *testing.T) {
+	const id = "123456789012345678901234567890123"
+	for _, tc := range []struct {
+		name string
+		code int
+		msg  string
+		want bool
+	}{
+		{"simulator", 400, "receipt " + id + " not found", true},
+		{"capitals", 404, "Receipt NOT FOUND", true},
+		{"constant", 400, "RECEIPT_NOT_FOUND", true},
+		{"camel case", 400, "receiptNotFound", true},
+		{"names the id only", 400, "id " + id + ": not  found", true},
+		{"body status ERROR", 200, "receipt not found", true},
+		{"bare 404 page", 404, "Not Found", false},
+		{"another thing", 400, "merchant not found", false},
+		{"another id", 400, "id 42 not found", false},
+		{"not a not-found", 400, "receipt " + id + " already confirmed", false},
+		{"forbidden", 403, "receipt not found", false},
+		{"gone", 410, "receipt not found", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ce := &client.Error{Op: client.OpDeleteReceipt, Class: client.Rejected, StatusCode: tc.code, Message: tc.msg}
+			require.Equal(t, tc.want, notFoundAnswer(ce, id))
+		})
+	}
+}
+
+// FuzzNotFoundAnswer: the match never holds without "found" in the
+// message, and (for ASCII, where case mapping is plain) it ignores letter
+// case and how the words are separated.
+func FuzzNotFoundAnswer(f *testing.F) {
+	f.Add(400, "receipt 1 not found", "1")
+	f.Add(404, "Not Found", "")
+	f.Add(200, "RECEIPT_NOT-FOUND", "x")
+	f.Fuzz(func(t *testing.T, code int, msg, id string) {
+		match := func(m string) bool {
+			return notFoundAnswer(&client.Error{StatusCode: code, Message: m}, id)
+		}
+		got := match(msg)
+		if got {
+			require.Contains(t, strings.ToLower(msg), "found")
+		}
+		ascii := true
+		for i := range len(msg) {
+			ascii = ascii && msg[i] < utf8.RuneSelf
+		}
+		bare := func(m string) bool { return strings.TrimSpace(m) == http.StatusText(code) }
+		if !ascii || bare(msg) {
+			return
+		}
+		for _, variant := range []string{strings.ToUpper(msg), strings.ReplaceAll(msg, " ", " _-\t")} {
+			if !bare(variant) {
+				require.Equal(t, got, match(variant), "%q vs %q", msg, variant)
+			}
 		}
 	})
 }

@@ -57,3 +57,31 @@ func TestRejectedOutcomeWhateverTheBody(t *testing.T) {
 		})
 	}
 }
+
+// A delete whose answer was lost did its work upstream; its retry hears
+// "not found". That is the delete done, not a rejection.
+func TestDeleteRetriedAfterALostAnswerEndsDeleted(t *testing.T) {
+	r := newRig(t, fastConfig(), sim.Options{Seed: 21})
+	e := r.enqueue(receiptBody("lostdel"))
+	r.start()
+	r.waitSettled(5 * time.Second)
+	r.stop()
+	id := r.get(e.QueueID).Outcome.ID
+	require.NotEmpty(t, id)
+
+	// The simulator deletes, then drops the connection: ambiguous.
+	require.NoError(t, r.sim.SetFaults(sim.Faults{DropRate: 1}))
+	d, action, err := r.q.RequestDelete(context.Background(), e.QueueID, "", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, queue.DeleteQueued, action)
+	r.start()
+	r.waitSettled(10 * time.Second)
+
+	got := r.get(d.QueueID)
+	require.Equal(t, queue.StateDeleted, got.State)
+	require.Positive(t, got.Ambiguous)
+	require.Equal(t, queue.ResultRejected, got.Attempts[len(got.Attempts)-1].Result, "the history keeps what the retry heard")
+	require.Contains(t, got.Outcome.Message, "no longer knows")
+	require.Equal(t, id, got.Outcome.ID)
+	require.Equal(t, []string{id}, r.sim.Deleted(), "deleted once, by the attempt whose answer was lost")
+}

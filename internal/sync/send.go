@@ -2,7 +2,9 @@ package syncer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -107,8 +109,29 @@ func (w *Worker) sendDelete(ctx context.Context, e queue.Entry) attemptResult {
 	res := w.failed(e, err, queue.StateDeleteQueued)
 	if res.attempt.Result == queue.ResultRejected {
 		res.next = queue.StateDeleteRejected
+		var ce *client.Error
+		if e.Ambiguous > 0 && errors.As(err, &ce) && notFoundAnswer(ce, e.DeleteID) {
+			deletedEarlier(&res, e, ce)
+		}
 	}
 	return res
+}
+
+// deletedEarlier finishes a delete as deleted although its answer was "not
+// found": an earlier attempt may have reached the tax service (its answer
+// was lost, or receiptd stopped mid-send), and the likeliest reason the
+// receipt is gone is that this attempt deleted it. The attempt itself is
+// still recorded as rejected, with what the tax service said.
+func deletedEarlier(res *attemptResult, e queue.Entry, ce *client.Error) {
+	msg := fmt.Sprintf("the tax service no longer knows receipt %s (HTTP %d: %s); "+
+		"an earlier attempt whose answer was lost most likely deleted it", e.DeleteID, ce.StatusCode, ce.Message)
+	res.next = queue.StateDeleted
+	res.outcome = &queue.Outcome{Status: client.StatusSuccess, ID: e.DeleteID, Date: e.DeleteDate, Message: msg, HTTPStatus: ce.StatusCode}
+	body, _ := json.Marshal(struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	}{client.StatusSuccess, msg})
+	res.handoff = Result{Answered: true, StatusCode: http.StatusOK, Body: body}
 }
 
 // failed maps a send error to an attempt result; retry is the state an
@@ -172,6 +195,11 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 		log.Warn("ambiguous attempt: held for an operator", zap.Error(res.err))
 	case queue.StatePayment:
 		log.Info("payment incomplete: entry in state payment")
+	case queue.StateDeleted:
+		if res.attempt.Result == queue.ResultRejected {
+			log.Info("delete finished as deleted: the tax service no longer knows the receipt after an attempt whose answer was lost",
+				zap.Int("httpStatus", res.attempt.HTTPStatus), zap.String("message", res.outcome.Message))
+		}
 	}
 	res.handoff.State = res.next
 	w.publish(e.QueueID, res.handoff)
