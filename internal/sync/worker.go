@@ -14,6 +14,9 @@
 //     (cenkalti/backoff, jittered, capped at Config.MaxBackoff, never giving
 //     up) and probes with one request at that pace; the first answer brings
 //     it back to full concurrency.
+//   - A 429 is an answer, not a failure: the upstream is up and asks for a
+//     pause (its Retry-After, else a backoff step growing with each 429 in
+//     a row), and until the pause ends nothing is sent, probes included.
 //   - The upstream's answer, lottery number and QR data included, is handed
 //     to a waiting POS and kept in memory for Config.ResultTTL at most; it is
 //     never written to disk or to a log.
@@ -60,7 +63,7 @@ type Config struct {
 	MinBackoff      time.Duration // first retry interval; zero: 1s
 	MaxBackoff      time.Duration // cap of every retry interval; zero: 10s
 	OnAmbiguous     string        // "retry" (zero) or "hold"
-	DownAfter       int           // consecutive failed answers that mark the upstream down; zero: 3
+	DownAfter       int           // consecutive failures (5xx, 408, lost answers; never a 429) that mark the upstream down; zero: 3
 	ShutdownTimeout time.Duration // how long in-flight sends may finish at shutdown; zero: 10s
 	ResultTTL       time.Duration // how long upstream answers stay in memory; zero: 5m
 	MaxResults      int           // how many upstream answers stay in memory; zero: 10000
