@@ -209,3 +209,27 @@ func writeCert(t *testing.T, cfg *tls.Config) string {
 	require.NotEmpty(t, cfg.Certificates)
 	return writeFile(t, string(pemCert(cfg.Certificates[0].Certificate[0])))
 }
+
+// Queries (lookups, info, bank accounts) give up after QueryTimeout even
+// when Timeout is long, because a POS waits on them; sendData, creates and
+// deletes get the whole Timeout. The parent context has no deadline of its
+// own that could fire first.
+func TestQueriesAreCappedAtQueryTimeout(t *testing.T) {
+	hang := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // else the server never notices the client leave
+		<-r.Context().Done()
+	})
+	c, err := client.New(client.Config{BaseURL: hang, LookupBaseURL: hang, Timeout: time.Hour, QueryTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	for _, op := range []client.Op{client.OpInfo, client.OpBankAccounts, client.OpBranchInfo, client.OpClassification} {
+		_, err = c.Get(context.Background(), op, nil)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "%s", op)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = c.CreateReceipt(ctx, []byte(`{}`))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Error(t, ctx.Err(), "the create waited past the query cap, until its caller's deadline")
+	require.False(t, client.OpSendData.Query())
+	require.False(t, client.OpCreateReceipt.Query())
+}

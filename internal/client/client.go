@@ -39,8 +39,17 @@ import (
 	"time"
 )
 
-// DefaultTimeout is the per-request timeout used when Config.Timeout is zero.
-const DefaultTimeout = 30 * time.Second
+// DefaultTimeout is the per-request timeout used when Config.Timeout is
+// zero. It is long because a create can take tens of seconds while PosAPI
+// flushes its own backlog (field notes), and a create cut off by the
+// timeout is ambiguous: retrying it may issue the sale twice.
+const DefaultTimeout = 60 * time.Second
+
+// DefaultQueryTimeout caps the timeout of the operations a POS waits on
+// through the lookup cache (info, bank accounts and every public lookup):
+// an answer slower than this is no better than the cache's stale copy or
+// its 503.
+const DefaultQueryTimeout = 10 * time.Second
 
 // maxBody bounds a response body; the barcode lists of the classification
 // tree are the largest answers and stay far below it.
@@ -97,6 +106,13 @@ func (op Op) Lookup() bool {
 	return false
 }
 
+// Query reports whether op is a read the lookup cache serves to a waiting
+// POS: the public lookups, PosAPI info and bank accounts. Their timeout is
+// capped at Config.QueryTimeout.
+func (op Op) Query() bool {
+	return op.Lookup() || op == OpInfo || op == OpBankAccounts
+}
+
 func (op Op) method() string {
 	switch op {
 	case OpCreateReceipt:
@@ -125,8 +141,11 @@ type Config struct {
 	// from it use DefaultPaths. Every path must start with "/".
 	Paths map[Op]string
 	// Timeout bounds one request, from dialing to the last byte of the
-	// answer. Zero means DefaultTimeout (30s).
+	// answer. Zero means DefaultTimeout (60s).
 	Timeout time.Duration
+	// QueryTimeout caps Timeout for queries (Op.Query). Zero means
+	// DefaultQueryTimeout (10s).
+	QueryTimeout time.Duration
 	// Headers are added to every PosAPI request, LookupHeaders to every
 	// lookup API request (a gateway key, say).
 	Headers, LookupHeaders map[string]string
@@ -149,6 +168,7 @@ type Client struct {
 	base, lookupBase string
 	paths            map[Op]string
 	timeout          time.Duration
+	queryTimeout     time.Duration // min(timeout, Config.QueryTimeout)
 	headers          map[string]string
 	lookupHeaders    map[string]string
 	// lookupHC carries the lookups (Config.Proxy), posHC PosAPI's GETs;
@@ -197,13 +217,17 @@ func New(cfg Config) (*Client, error) {
 	lookupTr.Proxy = lookupProxy
 	sendTr := posTr.Clone()
 	sendTr.DisableKeepAlives = true
-	timeout := cfg.Timeout
+	timeout, queryTimeout := cfg.Timeout, cfg.QueryTimeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	if queryTimeout <= 0 {
+		queryTimeout = DefaultQueryTimeout
+	}
 	c := &Client{
 		base: base, lookupBase: lookupBase, paths: paths, timeout: timeout,
-		headers: copyMap(cfg.Headers), lookupHeaders: copyMap(cfg.LookupHeaders),
+		queryTimeout: min(timeout, queryTimeout),
+		headers:      copyMap(cfg.Headers), lookupHeaders: copyMap(cfg.LookupHeaders),
 		lookupHC:   &http.Client{Transport: lookupTr, CheckRedirect: checkRedirect},
 		posHC:      &http.Client{Transport: posTr, CheckRedirect: checkRedirect},
 		sendHC:     &http.Client{Transport: sendTr, CheckRedirect: checkRedirect},

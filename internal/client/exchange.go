@@ -53,7 +53,11 @@ func (t *sendTrace) transportError(op Op, err error) *Error {
 // even when its body could not be read. The returned error, when not nil,
 // is an *Error; non-2xx statuses are NOT errors here (callers decide).
 func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte) (*Raw, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	timeout := c.timeout
+	if op.Query() {
+		timeout = c.queryTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var tr sendTrace
 	ctx = httptrace.WithClientTrace(ctx, tr.clientTrace())

@@ -226,7 +226,7 @@ func defaultUpstream() Upstream {
 			TinInfo:        "/api/info/check/getTinInfo",
 			Classification: "/api/info/check/barcode/v2",
 		},
-		Timeout:       Dur(30 * time.Second),
+		Timeout:       Dur(60 * time.Second),
 		Headers:       map[string]string{},
 		LookupHeaders: map[string]string{},
 	}
