@@ -58,11 +58,12 @@ func CheckIndexes(st *store.Store) error {
 			}
 			byState[string(stateKey(e.State, seq))] = true
 			if claimable(e.State) {
-				var ns int64
+				row := make([]byte, 8)
 				if !e.NextAttemptAt.IsZero() {
-					ns = e.NextAttemptAt.UnixNano()
+					row = binary.BigEndian.AppendUint64(nil, uint64(e.NextAttemptAt.UnixNano()))
+					row = binary.BigEndian.AppendUint64(row, uint64(e.UpdatedAt.UnixNano()))
 				}
-				pending[string(k)] = binary.BigEndian.AppendUint64(nil, uint64(ns))
+				pending[string(k)] = row
 			}
 			counts[e.State]++
 			return nil

@@ -21,7 +21,8 @@ import (
 //	idem:     idempotency key → seq + body hash
 //	upstream: upstream receipt id → seq (sent and payment receipts)
 //	deletes:  receipt queueId, or unknown upstream id → seq of its delete entry
-//	pending:  seq → next attempt time (unix ns, 8 bytes); queued and delete_queued only
+//	pending:  seq → next attempt time (unix ns, 8 bytes) and, when set, the time it was set
+//	          (8 more); queued and delete_queued only
 //	bystate:  state 0x00 seq → empty
 //	counts:   state → uint64 count
 //	indexed:  (a key of the queue bucket itself) the highest seq with index rows
@@ -192,12 +193,34 @@ func (b bkts) addCount(s State, d int64) error {
 	return b.counts.Put([]byte(s), binary.BigEndian.AppendUint64(nil, uint64(n)))
 }
 
-func (b bkts) putPending(seq uint64, at time.Time) error {
-	var ns int64
-	if !at.IsZero() {
-		ns = at.UnixNano()
+// putPending writes seq's row in the pending index: the next attempt time
+// (unix ns, 8 bytes), then, when there is one, the time it was set (8
+// more). due reads both.
+func (b bkts) putPending(seq uint64, at, setAt time.Time) error {
+	var v []byte
+	if at.IsZero() {
+		v = make([]byte, 8)
+	} else {
+		v = binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano()))
+		v = binary.BigEndian.AppendUint64(v, uint64(setAt.UnixNano()))
 	}
-	return b.pending.Put(seqKey(seq), binary.BigEndian.AppendUint64(nil, uint64(ns)))
+	return b.pending.Put(seqKey(seq), v)
+}
+
+// due reports whether a pending row lets its entry be claimed at now: its
+// next attempt time has come, or now is before the time that next attempt
+// was set, which means the clock was put back since (a till's clock
+// corrected after start-up) and the wait would last as long as the
+// correction. Rows of schema 1 carry the next attempt time only.
+func due(v []byte, now time.Time) bool {
+	if len(v) < 8 {
+		return true
+	}
+	ns := now.UnixNano()
+	if int64(binary.BigEndian.Uint64(v)) <= ns {
+		return true
+	}
+	return len(v) >= 16 && int64(binary.BigEndian.Uint64(v[8:])) > ns
 }
 
 // indexed returns the highest seq whose index rows exist.
@@ -257,7 +280,7 @@ func (b bkts) indexTail(limit int) error {
 		if err := b.bystate.Put(stateKey(StateQueued, seq), nil); err != nil {
 			return err
 		}
-		if err := b.putPending(seq, time.Time{}); err != nil {
+		if err := b.putPending(seq, time.Time{}, time.Time{}); err != nil {
 			return err
 		}
 	}
@@ -280,7 +303,7 @@ func (b bkts) insert(seq uint64, e *Entry) error {
 		return err
 	}
 	if claimable(e.State) {
-		if err := b.putPending(seq, e.NextAttemptAt); err != nil {
+		if err := b.putPending(seq, e.NextAttemptAt, e.UpdatedAt); err != nil {
 			return err
 		}
 	}
@@ -322,7 +345,7 @@ func (b bkts) setState(e *Entry, to State, now time.Time) error {
 		if err := b.pending.Delete(seqKey(seq)); err != nil {
 			return err
 		}
-	} else if err := b.putPending(seq, e.NextAttemptAt); err != nil {
+	} else if err := b.putPending(seq, e.NextAttemptAt, now); err != nil {
 		return err
 	}
 	e.State, e.UpdatedAt = to, now

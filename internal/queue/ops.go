@@ -186,7 +186,7 @@ func pickClaimable(b bkts, max int, now time.Time) ([]pick, error) {
 	var out []pick
 	c := b.pending.Cursor()
 	for k, v := c.First(); k != nil && len(out) < max; k, v = c.Next() {
-		if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) > now.UnixNano() {
+		if !due(v, now) {
 			continue
 		}
 		e, err := b.load(binary.BigEndian.Uint64(k))

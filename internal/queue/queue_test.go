@@ -138,16 +138,17 @@ func TestClaimOrderLimitAndBackoff(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		enqueue(t, q, i)
 	}
-	got, err := q.Claim(ctx, 2, t0)
+	now := t0.Add(time.Hour) // the queue's own clock (openQueue)
+	got, err := q.Claim(ctx, 2, now)
 	require.NoError(t, err)
 	require.Equal(t, []string{"Q000000000001", "Q000000000002"}, []string{got[0].QueueID, got[1].QueueID})
 
-	retryAt := t0.Add(time.Minute)
-	_, err = q.Finish(ctx, got[0].QueueID, queue.Attempt{At: t0, Result: queue.ResultTransient, Error: "503"},
+	retryAt := now.Add(time.Minute)
+	_, err = q.Finish(ctx, got[0].QueueID, queue.Attempt{At: now, Result: queue.ResultTransient, Error: "503"},
 		queue.StateQueued, nil, retryAt)
 	require.NoError(t, err)
 
-	got, err = q.Claim(ctx, 10, t0)
+	got, err = q.Claim(ctx, 10, now)
 	require.NoError(t, err)
 	require.Len(t, got, 3, "entry 1 waits for its backoff")
 	require.Equal(t, "Q000000000003", got[0].QueueID)
@@ -211,4 +212,31 @@ func TestAttemptHistoryIsBounded(t *testing.T) {
 	require.Equal(t, 2, e.AttemptsDropped)
 	require.Equal(t, "try 0", e.Attempts[0].Error, "the first attempt is kept")
 	require.Equal(t, "try 4", e.Attempts[2].Error)
+}
+
+// A backoff set at one time and read after the clock was put back (a
+// till's clock corrected after start-up) would last as long as the
+// correction; the entry is due at once instead.
+func TestBackoffDoesNotOutlastAClockPutBack(t *testing.T) {
+	q := newQueue(t) // its clock: t0+1h
+	id := enqueue(t, q, 1).QueueID
+	now := t0.Add(time.Hour)
+	claimOne(t, q, id)
+	_, err := q.Finish(ctx, id, queue.Attempt{At: now, Result: queue.ResultTransient}, queue.StateQueued, nil, now.Add(10*time.Second))
+	require.NoError(t, err)
+
+	got, err := q.Claim(ctx, 1, now.Add(5*time.Second))
+	require.NoError(t, err)
+	require.Empty(t, got, "still backing off")
+	n, err := q.ClaimableAhead("Q000000000002", now.Add(5*time.Second), 10)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	back := now.Add(-2 * time.Hour) // the clock was put back two hours
+	n, err = q.ClaimableAhead("Q000000000002", back, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got, err = q.Claim(ctx, 1, back)
+	require.NoError(t, err)
+	require.Len(t, got, 1, "due at once, not in two hours")
 }

@@ -123,7 +123,7 @@ func (q *Queue) ClaimableAhead(queueID string, now time.Time, limit int) (int, e
 		b := buckets(tx)
 		c := b.pending.Cursor()
 		for k, v := c.First(); k != nil && n < limit && binary.BigEndian.Uint64(k) < seq; k, v = c.Next() {
-			if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) <= now.UnixNano() {
+			if due(v, now) {
 				n++
 			}
 		}

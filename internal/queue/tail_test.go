@@ -336,9 +336,11 @@ func TestClaimableAheadCountsIndexedAndTailEntriesDueBefore(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		enqueue(t, q, i)
 	}
-	// Q1 sending, then back to queued with a backoff: not due before t0+1h.
+	// Q1 sending, then back to queued with a backoff: not due before
+	// now+1h (now is the queue's own clock, openQueue).
+	now := t0.Add(time.Hour)
 	claimOne(t, q, "Q000000000001")
-	_, err := q.Finish(ctx, "Q000000000001", queue.Attempt{At: t0, Result: queue.ResultTransient}, queue.StateQueued, nil, t0.Add(time.Hour))
+	_, err := q.Finish(ctx, "Q000000000001", queue.Attempt{At: now, Result: queue.ResultTransient}, queue.StateQueued, nil, now.Add(time.Hour))
 	require.NoError(t, err)
 	enqueue(t, q, 4)
 	enqueue(t, q, 5)
@@ -349,11 +351,11 @@ func TestClaimableAheadCountsIndexedAndTailEntriesDueBefore(t *testing.T) {
 		limit int
 		want  int
 	}{
-		{"Q000000000005", t0, 10, 3},                    // Q2, Q3 indexed and Q4 in the tail; Q1 not due
-		{"Q000000000005", t0.Add(2 * time.Hour), 10, 4}, // Q1 due too
-		{"Q000000000005", t0, 2, 2},                     // stops at the limit
-		{"Q000000000004", t0, 10, 2},                    // Q2, Q3
-		{"Q000000000002", t0, 10, 0},                    // Q1 is not due
+		{"Q000000000005", now, 10, 3},                    // Q2, Q3 indexed and Q4 in the tail; Q1 not due
+		{"Q000000000005", now.Add(2 * time.Hour), 10, 4}, // Q1 due too
+		{"Q000000000005", now, 2, 2},                     // stops at the limit
+		{"Q000000000004", now, 10, 2},                    // Q2, Q3
+		{"Q000000000002", now, 10, 0},                    // Q1 is not due
 	} {
 		n, err := q.ClaimableAhead(c.id, c.now, c.limit)
 		require.NoError(t, err)
