@@ -239,3 +239,26 @@ func TestDeleteBodyLeavesOutAnUnknownDate(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":"000000000000000000000000000000078","date":"2025-03-01 10:00:00"}`, string(d.Body))
 }
+
+// A delete finished as delete_rejected inside a claim does not take the
+// place of an entry that can be sent: a claim returns fewer than max only
+// when fewer are claimable.
+func TestRejectedDeleteDoesNotTakeAClaimPlace(t *testing.T) {
+	q := newQueue(t)
+	r := reach(t, q, 1, queue.StateSending)
+	_, err := q.Finish(ctx, r, queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, queue.StateQueued, nil, time.Time{})
+	require.NoError(t, err)
+	d, _, err := q.RequestDelete(ctx, r, "", t0) // waits for the receipt
+	require.NoError(t, err)
+	claimOne(t, q, r)
+	finish(t, q, r, queue.StateRejected, &queue.Outcome{Status: "ERROR", Message: "bad"})
+	next := enqueue(t, q, 2).QueueID
+
+	got, err := q.Claim(ctx, 1, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, next, got[0].QueueID)
+	d, err = q.Get(d.QueueID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StateDeleteRejected, d.State)
+}

@@ -182,10 +182,13 @@ type pick struct {
 }
 
 // pickClaimable walks the pending index; it only reads, so the cursor stays valid.
+// Deletes to finish as delete_rejected do not count toward max, so a claim
+// returns fewer than max only when fewer are claimable.
 func pickClaimable(b bkts, max int, now time.Time) ([]pick, error) {
 	var out []pick
+	sends := 0
 	c := b.pending.Cursor()
-	for k, v := c.First(); k != nil && len(out) < max; k, v = c.Next() {
+	for k, v := c.First(); k != nil && sends < max; k, v = c.Next() {
 		if !due(v, now) {
 			continue
 		}
@@ -202,9 +205,13 @@ func pickClaimable(b bkts, max int, now time.Time) ([]pick, error) {
 				continue
 			}
 			out = append(out, pick{e: e, reject: reject})
+			if reject == "" {
+				sends++
+			}
 			continue
 		}
 		out = append(out, pick{e: e})
+		sends++
 	}
 	return out, nil
 }
