@@ -22,10 +22,19 @@ import (
 // receipt.DefaultKey derives, whatever a POS puts in the header.
 const clientKeyPrefix = "key:"
 
-// MidnightGrace is how long after midnight a create without an
-// Idempotency-Key is still recognised as a repeat of the same body accepted
-// under the previous day's derived key in the minutes before midnight.
+// MidnightGrace: a create without an Idempotency-Key in the first
+// MidnightGrace after midnight is a repeat of the same body accepted under
+// the previous day's derived key in the last MidnightGrace before it.
 const MidnightGrace = 15 * time.Minute
+
+// startOfDay is midnight of t's calendar day in loc (time.Local when nil).
+func startOfDay(t time.Time, loc *time.Location) time.Time {
+	if loc == nil {
+		loc = time.Local
+	}
+	y, m, d := t.In(loc).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, loc)
+}
 
 // accepted is the body of a 202 (and of a local 200 such as a cancel).
 type accepted struct {
@@ -55,10 +64,11 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.HasPrefix(nr.IdemKey, receipt.DefaultKeyPrefix) {
 		// A retry just after midnight derives today's key; the same body
-		// accepted under yesterday's key shortly before is the same sale.
-		since := now.Add(-MidnightGrace)
-		if k := receipt.DefaultKey(c, since, s.o.Location); k != nr.IdemKey {
-			nr.EarlierKey, nr.EarlierSince = k, since
+		// accepted under yesterday's key just before midnight is the same
+		// sale.
+		if midnight := startOfDay(now, s.o.Location); now.Sub(midnight) < MidnightGrace {
+			nr.EarlierKey = receipt.DefaultKey(c, midnight.Add(-time.Nanosecond), s.o.Location)
+			nr.EarlierSince = midnight.Add(-MidnightGrace)
 		}
 	}
 	e, replayed, err := s.d.Queue.Enqueue(r.Context(), nr)

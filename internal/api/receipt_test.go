@@ -219,7 +219,7 @@ func TestNewReceiptBehindABacklogIsAnswered202AtOnce(t *testing.T) {
 func TestRetryAcrossMidnightIsAReplay(t *testing.T) {
 	ub := time.FixedZone("UB", 8*3600)
 	var mu sync.Mutex
-	clock := time.Date(2026, 11, 22, 23, 50, 0, 0, ub)
+	clock := time.Date(2026, 11, 22, 23, 40, 0, 0, ub)
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	set := func(t time.Time) { mu.Lock(); clock = t; mu.Unlock() }
 	e := newEnv(t, envOpts{api: api.Options{Now: now, Location: ub, Wait: 5 * time.Second}})
@@ -231,18 +231,20 @@ func TestRetryAcrossMidnightIsAReplay(t *testing.T) {
 	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
 	qid := first.h.Get(api.HeaderQueueID)
 
-	set(time.Date(2026, 11, 23, 0, 0, 3, 0, ub))
-	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000500"))
-	require.Equal(t, "true", again.h.Get(api.HeaderReplayed), "%s", again.body)
-	require.Equal(t, qid, again.h.Get(api.HeaderQueueID))
+	for _, at := range []time.Time{time.Date(2026, 11, 23, 0, 0, 3, 0, ub), time.Date(2026, 11, 23, 0, 14, 0, 0, ub)} {
+		set(at) // every retry in the first 15 minutes of the day
+		again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000500"))
+		require.Equal(t, "true", again.h.Get(api.HeaderReplayed), "%v: %s", at, again.body)
+		require.Equal(t, qid, again.h.Get(api.HeaderQueueID))
+	}
 
 	other := strings.Replace(receiptBody("000500"), `"totalVat":1`, `"totalVat":2`, 1)
 	r := e.do(http.MethodPost, "/rest/receipt", other)
 	require.Less(t, r.code, 300, "a new day may reuse a billIdSuffix: %s", r.body)
 	require.NotEqual(t, qid, r.h.Get(api.HeaderQueueID))
 
-	// 000499 was accepted 20 minutes ago: longer ago than the grace, so the
-	// same body today is a new sale.
+	// 000499 was accepted at 23:40, before the last 15 minutes of the day,
+	// so the same body today is a new sale.
 	set(time.Date(2026, 11, 23, 0, 10, 0, 0, ub))
 	late := e.do(http.MethodPost, "/rest/receipt", receiptBody("000499"))
 	require.Less(t, late.code, 300, "%s", late.body)

@@ -25,16 +25,18 @@ func TestAnotherBodyUnderAKey(t *testing.T) {
 		name      string
 		state     queue.State
 		ambiguous bool
+		paid      bool // issued as PAYMENT first, then retried by an operator
 		corrected bool
 	}{
-		{"queued", queue.StateQueued, false, false},
-		{"sending", queue.StateSending, false, false},
-		{"sent", queue.StateSent, false, false},
-		{"payment", queue.StatePayment, false, false},
-		{"held", queue.StateHeld, false, false},
-		{"rejected", queue.StateRejected, false, true},
-		{"cancelled", queue.StateCancelled, false, true},
-		{"rejected after an ambiguous attempt", queue.StateRejected, true, false},
+		{"queued", queue.StateQueued, false, false, false},
+		{"sending", queue.StateSending, false, false, false},
+		{"sent", queue.StateSent, false, false, false},
+		{"payment", queue.StatePayment, false, false, false},
+		{"held", queue.StateHeld, false, false, false},
+		{"rejected", queue.StateRejected, false, false, true},
+		{"cancelled", queue.StateCancelled, false, false, true},
+		{"rejected after an ambiguous attempt", queue.StateRejected, true, false, false},
+		{"rejected after it was issued as PAYMENT", queue.StateRejected, false, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			q := newQueue(t)
@@ -46,8 +48,16 @@ func TestAnotherBodyUnderAKey(t *testing.T) {
 					_, err := q.Finish(ctx, id, queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, queue.StateQueued, nil, time.Time{})
 					require.NoError(t, err)
 				}
+				if c.paid {
+					claimOne(t, q, id)
+					finish(t, q, id, queue.StatePayment, &queue.Outcome{Status: "PAYMENT", ID: "U1"})
+					_, err := q.Retry(ctx, id)
+					require.NoError(t, err)
+				}
 				claimOne(t, q, id)
-				finish(t, q, id, c.state, &queue.Outcome{Status: "ERROR", Message: "bad"})
+				_, err := q.Finish(ctx, id, queue.Attempt{At: t0, Result: queue.ResultRejected}, c.state,
+					&queue.Outcome{Status: "ERROR", Message: "bad"}, time.Time{})
+				require.NoError(t, err)
 			} else {
 				id = reach(t, q, 1, c.state)
 			}
@@ -78,25 +88,33 @@ func TestAnotherBodyUnderAKey(t *testing.T) {
 }
 
 // EarlierKey: the same body under the previous day's key, accepted since
-// EarlierSince, is this request; an older one or another body is not.
+// EarlierSince, is this request; an older one or another body is not, and
+// today's key stays free.
 func TestEarlierKey(t *testing.T) {
 	q := newQueue(t)
 	first := enqueue(t, q, 1) // accepted at t0+1s under key-1
-	r := receipt(2)
-	r.IdemKey, r.Body, r.BodyHash = "key-2", receipt(1).Body, receipt(1).BodyHash
-	r.EarlierKey, r.EarlierSince = "key-1", t0
-	e, replayed, err := q.Enqueue(ctx, r)
+	same := func(key string, since time.Time) queue.NewReceipt {
+		r := receipt(1)
+		r.IdemKey, r.EarlierKey, r.EarlierSince = key, "key-1", since
+		return r
+	}
+	e, replayed, err := q.Enqueue(ctx, same("key-2", t0.Add(2*time.Second)))
 	require.NoError(t, err)
-	require.True(t, replayed)
-	require.Equal(t, first.QueueID, e.QueueID)
-
-	r.EarlierSince = t0.Add(2 * time.Second) // key-1 was accepted before that
-	e, replayed, err = q.Enqueue(ctx, r)
-	require.NoError(t, err)
-	require.False(t, replayed)
+	require.False(t, replayed, "key-1 was accepted before the grace began")
 	require.NotEqual(t, first.QueueID, e.QueueID)
 
+	for range 2 {
+		e, replayed, err = q.Enqueue(ctx, same("key-3", t0))
+		require.NoError(t, err)
+		require.True(t, replayed, "every retry within the grace")
+		require.Equal(t, first.QueueID, e.QueueID)
+	}
 	o := other(3)
+	_, replayed, err = q.Enqueue(ctx, o)
+	require.NoError(t, err, "today's key stays free for today's own sale of that number")
+	require.False(t, replayed)
+
+	o = other(4)
 	o.EarlierKey, o.EarlierSince = "key-1", t0
 	_, replayed, err = q.Enqueue(ctx, o)
 	require.NoError(t, err, "another body under the earlier key is no conflict")

@@ -208,8 +208,8 @@ func (b bkts) putPending(seq uint64, at, setAt time.Time) error {
 }
 
 // due reports whether a pending row lets its entry be claimed at now: its
-// next attempt time has come, or now is before the time that next attempt
-// was set, which means the clock was put back since (a till's clock
+// next attempt time has come, or now is more than clockSlack before the
+// time that next attempt was set, which means the clock was put back since (a till's clock
 // corrected after start-up) and the wait would last as long as the
 // correction. Rows of schema 1 carry the next attempt time only.
 func due(v []byte, now time.Time) bool {
@@ -220,8 +220,14 @@ func due(v []byte, now time.Time) bool {
 	if int64(binary.BigEndian.Uint64(v)) <= ns {
 		return true
 	}
-	return len(v) >= 16 && int64(binary.BigEndian.Uint64(v[8:])) > ns
+	return len(v) >= 16 && int64(binary.BigEndian.Uint64(v[8:])) > ns+int64(clockSlack)
 }
+
+// clockSlack is how far before the time a backoff was set a claim's now
+// may be without counting as a clock put back: a claim reads its clock
+// before it joins a group commit, which may first run another slot's
+// finish that sets a backoff a moment later.
+const clockSlack = time.Minute
 
 // indexed returns the highest seq whose index rows exist.
 func (b bkts) indexed() (uint64, error) {

@@ -74,6 +74,8 @@ func enqueueTx(b bkts, r NewReceipt, now time.Time) (Entry, bool, error) {
 		if err != nil {
 			return Entry{}, false, err
 		}
+		// No row of today's key is written for it: today's key must stay
+		// free for today's own sale of that billIdSuffix.
 		if prev != nil && same && !prev.AcceptedAt.Before(r.EarlierSince) {
 			return *prev, true, nil
 		}
@@ -104,9 +106,19 @@ func enqueueTx(b bkts, r NewReceipt, now time.Time) (Entry, bool, error) {
 
 // correctable reports whether an entry that holds an idempotency key never
 // became a sale, so a different body under its key may replace it: a
-// receipt rejected or cancelled without any attempt whose answer was lost.
+// receipt rejected or cancelled, with no attempt that was accepted or whose
+// answer was lost, and its whole attempt history kept.
 func correctable(e *Entry) bool {
-	return e.Kind == KindReceipt && (e.State == StateRejected || e.State == StateCancelled) && e.Ambiguous == 0
+	if e.Kind != KindReceipt || (e.State != StateRejected && e.State != StateCancelled) ||
+		e.Ambiguous > 0 || e.AttemptsDropped > 0 {
+		return false
+	}
+	for _, a := range e.Attempts {
+		if a.Result == ResultSuccess || a.Result == ResultPayment {
+			return false // issued once (then retried by an operator)
+		}
+	}
+	return true
 }
 
 // idemEntry returns the entry key points to, if any, and whether its body

@@ -228,6 +228,11 @@ func TestBackoffDoesNotOutlastAClockPutBack(t *testing.T) {
 	got, err := q.Claim(ctx, 1, now.Add(5*time.Second))
 	require.NoError(t, err)
 	require.Empty(t, got, "still backing off")
+	// A claim that read its clock a moment before the finish committed (it
+	// waited behind it in a group commit) is no clock put back.
+	got, err = q.Claim(ctx, 1, now.Add(-time.Millisecond))
+	require.NoError(t, err)
+	require.Empty(t, got, "a moment earlier is not a clock put back")
 	n, err := q.ClaimableAhead("Q000000000002", now.Add(5*time.Second), 10)
 	require.NoError(t, err)
 	require.Zero(t, n)

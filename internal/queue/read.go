@@ -111,8 +111,9 @@ func (q *Queue) Counts() (map[State]int, error) {
 
 // ClaimableAhead counts the entries a claim at now would take before
 // queueID (older and due), stopping at limit: the API uses it to see
-// whether a new receipt can be sent within its wait. It reads at most the
-// pending rows older than queueID, and the tail arithmetically.
+// whether a new receipt can be sent within its wait. Deletes count only
+// when they could be sent now. It reads at most the pending rows older than
+// queueID, and the tail arithmetically.
 func (q *Queue) ClaimableAhead(queueID string, now time.Time, limit int) (int, error) {
 	seq, ok := ParseID(queueID)
 	if !ok {
@@ -123,9 +124,24 @@ func (q *Queue) ClaimableAhead(queueID string, now time.Time, limit int) (int, e
 		b := buckets(tx)
 		c := b.pending.Cursor()
 		for k, v := c.First(); k != nil && n < limit && binary.BigEndian.Uint64(k) < seq; k, v = c.Next() {
-			if due(v, now) {
-				n++
+			if !due(v, now) {
+				continue
 			}
+			e, err := b.load(binary.BigEndian.Uint64(k))
+			if err != nil {
+				return err
+			}
+			if e.Kind == KindDelete {
+				// Only a delete that would be sent now: one waiting for its
+				// receipt, or about to be finished unsent, holds up nothing.
+				if ready, _, err := deleteReady(b, &e); err != nil || !ready {
+					if err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			n++
 		}
 		lo, hi, err := b.tail()
 		if lo <= hi && lo < seq {

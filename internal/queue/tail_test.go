@@ -362,3 +362,21 @@ func TestClaimableAheadCountsIndexedAndTailEntriesDueBefore(t *testing.T) {
 		require.Equal(t, c.want, n, "%s at %v, limit %d", c.id, c.now, c.limit)
 	}
 }
+
+// A delete that cannot be sent yet (its receipt is still held) holds up
+// nothing, so it does not count as ahead.
+func TestClaimableAheadSkipsDeletesThatWait(t *testing.T) {
+	q := newQueue(t)
+	now := t0.Add(time.Hour)
+	id := enqueue(t, q, 1).QueueID
+	claimOne(t, q, id)
+	_, err := q.Finish(ctx, id, queue.Attempt{At: now, Result: queue.ResultAmbiguous}, queue.StateHeld, nil, time.Time{})
+	require.NoError(t, err)
+	_, action, err := q.RequestDelete(ctx, id, "", now)
+	require.NoError(t, err)
+	require.Equal(t, queue.DeleteQueued, action, "it waits for the held receipt")
+	next := enqueue(t, q, 2).QueueID
+	n, err := q.ClaimableAhead(next, now, 10)
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
