@@ -165,11 +165,18 @@ func TestDownAfterConsecutiveFailures(t *testing.T) {
 }
 
 func TestEmptyQueueProbeNoticesRecovery(t *testing.T) {
-	r := newRig(t, fastConfig(), sim.Options{Seed: 18})
+	cfg := fastConfig()
+	// Probes (here: the receipt itself) far apart, so that the cancel below
+	// does not meet the receipt in the millisecond it is being probed.
+	cfg.MinBackoff, cfg.MaxBackoff = 500*time.Millisecond, time.Second
+	r := newRig(t, cfg, sim.Options{Seed: 18})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))
 	e := r.enqueue(receiptBody("gone"))
 	r.start()
-	require.Eventually(t, func() bool { return !r.w.Status().Up }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		got, err := r.q.Get(e.QueueID)
+		return err == nil && !r.w.Status().Up && got.State == queue.StateQueued && len(got.Attempts) > 0
+	}, 5*time.Second, time.Millisecond, "down, and the receipt back in the queue after a failed attempt")
 	// The only receipt is cancelled: the queue is empty while down.
 	_, action, err := r.q.RequestDelete(context.Background(), e.QueueID, "", time.Now())
 	require.NoError(t, err)
