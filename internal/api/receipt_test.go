@@ -136,6 +136,7 @@ func TestCreateConflict(t *testing.T) {
 	r := e.do(http.MethodPost, "/rest/receipt", other)
 	require.Equal(t, http.StatusConflict, r.code, "%s", r.body)
 	require.Contains(t, r.json(t)["message"], "different body")
+	require.Regexp(t, `as Q\d{12}, now (sent|sending|queued) \(GET /receiptd/entries/Q\d{12}\)`, r.json(t)["message"], "names the entry that holds the key")
 
 	require.Equal(t, http.StatusOK, e.do(http.MethodPost, "/rest/receipt", receiptBody("000041"), api.HeaderIdempotencyKey, "k").code)
 	r = e.do(http.MethodPost, "/rest/receipt", receiptBody("000042"), api.HeaderIdempotencyKey, "k")

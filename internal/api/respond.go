@@ -79,7 +79,12 @@ func failureStatus(err error, maxBody int64) (int, string) {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, tooLarge(maxBody)
 	case errors.Is(err, queue.ErrConflict):
-		return http.StatusConflict, "idempotency key reused with a different body: this receipt (same key, or same merchantTin, posNo and billIdSuffix today) was already accepted with other content"
+		msg := "idempotency key reused with a different body: this receipt (same key, or same merchantTin, posNo and billIdSuffix today) was already accepted with other content"
+		var ce *queue.ConflictError
+		if errors.As(err, &ce) {
+			msg += " as " + ce.First + ", now " + string(ce.State) + " (GET /receiptd/entries/" + ce.First + ")"
+		}
+		return http.StatusConflict, msg
 	case errors.Is(err, queue.ErrNotFound):
 		return http.StatusNotFound, "no such entry"
 	case errors.Is(err, queue.ErrIllegalTransition):

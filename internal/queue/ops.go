@@ -31,7 +31,7 @@ type NewReceipt struct {
 
 // Enqueue stores a receipt durably and returns its entry. The same IdemKey
 // with the same BodyHash returns the first entry with replayed true; with
-// another hash it is ErrConflict, unless the first entry never became a
+// another hash it is a *ConflictError (ErrConflict), unless the first entry never became a
 // sale: rejected or cancelled with no ambiguous attempt. Then the new body
 // is a correction and takes the key; a rejected first entry becomes
 // cancelled, naming its replacement. On any error nothing is stored.
@@ -68,7 +68,7 @@ func enqueueTx(b bkts, r NewReceipt, now time.Time) (Entry, bool, error) {
 	case first != nil && same:
 		return *first, true, nil
 	case first != nil && !correctable(first):
-		return Entry{}, false, fmt.Errorf("%w (first entry %s, %s)", ErrConflict, first.QueueID, first.State)
+		return Entry{}, false, &ConflictError{First: first.QueueID, State: first.State}
 	case first == nil && r.EarlierKey != "":
 		prev, same, err := idemEntry(b, r.EarlierKey, r.BodyHash)
 		if err != nil {

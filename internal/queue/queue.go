@@ -72,6 +72,20 @@ var (
 	ErrInvalid = errors.New("invalid queue request")
 )
 
+// ConflictError is the ErrConflict of Enqueue: it names the entry that
+// holds the key.
+type ConflictError struct {
+	First string // queueId of the entry that holds the key
+	State State  // its state
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%v (first entry %s, %s)", ErrConflict, e.First, e.State)
+}
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
 // State is an entry's state, as named in product.md.
 type State string
 
