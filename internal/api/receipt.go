@@ -27,13 +27,21 @@ const clientKeyPrefix = "key:"
 // the previous day's derived key in the last MidnightGrace before it.
 const MidnightGrace = 15 * time.Minute
 
-// startOfDay is midnight of t's calendar day in loc (time.Local when nil).
+// startOfDay is the first instant of t's calendar day in loc (time.Local
+// when nil): midnight, or, on a day whose midnight a clock change skips,
+// the moment the day begins.
 func startOfDay(t time.Time, loc *time.Location) time.Time {
 	if loc == nil {
 		loc = time.Local
 	}
 	y, m, d := t.In(loc).Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, loc)
+	start := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	if start.Day() != d {
+		// time.Date normalised the missing midnight into the day before
+		// (zones behind UTC); the day begins when that zone period ends.
+		_, start = start.ZoneBounds()
+	}
+	return start
 }
 
 // accepted is the body of a 202 (and of a local 200 such as a cancel).
@@ -171,6 +179,9 @@ func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue
 	ahead := s.ahead(e, wait)
 	if ahead >= s.o.SendSlots {
 		wait = 0 // it cannot be sent within the wait: no point in holding the till
+		if strings.HasPrefix(w.Header().Get(HeaderPreferenceApplied), "wait=") {
+			w.Header().Del(HeaderPreferenceApplied) // the wait was not applied
+		}
 	}
 	res, ok := s.await(r.Context(), e.QueueID, wait)
 	if ok {

@@ -197,8 +197,9 @@ func TestNewReceiptBehindABacklogIsAnswered202AtOnce(t *testing.T) {
 		r := e.do(http.MethodPost, "/rest/receipt", receiptBody(suffix), "Prefer", "wait=0")
 		require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
 	}
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000082")) // 10s deadline, 30s wait
+	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000082"), "Prefer", "wait=20") // 10s deadline
 	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
+	require.Empty(t, r.h.Get(api.HeaderPreferenceApplied), "the wait it asked for was not applied")
 	m := r.json(t)
 	require.Equal(t, "queued", m["state"])
 	require.Contains(t, m["message"], "older receipts are still being sent")

@@ -120,3 +120,30 @@ func TestEarlierKey(t *testing.T) {
 	require.NoError(t, err, "another body under the earlier key is no conflict")
 	require.False(t, replayed)
 }
+
+// A retry of yesterday's last sale replays it even when today's key is
+// already held by today's own sale of that number (here a rejected one,
+// which another body could otherwise correct).
+func TestEarlierKeyComesBeforeTodaysHolder(t *testing.T) {
+	q := newQueue(t)
+	yesterday := enqueue(t, q, 1) // key-1, body 1
+	today := other(2)
+	today.IdemKey = "key-today"
+	b, _, err := q.Enqueue(ctx, today)
+	require.NoError(t, err)
+	claimOne(t, q, yesterday.QueueID)
+	claimOne(t, q, b.QueueID)
+	_, err = q.Finish(ctx, b.QueueID, queue.Attempt{At: t0, Result: queue.ResultRejected}, queue.StateRejected,
+		&queue.Outcome{Status: "ERROR", Message: "bad"}, time.Time{})
+	require.NoError(t, err)
+
+	retry := receipt(1)
+	retry.IdemKey, retry.EarlierKey, retry.EarlierSince = "key-today", "key-1", t0
+	e, replayed, err := q.Enqueue(ctx, retry)
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, yesterday.QueueID, e.QueueID)
+	got, err := q.Get(b.QueueID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StateRejected, got.State, "today's sale is left alone")
+}

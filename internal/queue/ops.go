@@ -67,18 +67,22 @@ func enqueueTx(b bkts, r NewReceipt, now time.Time) (Entry, bool, error) {
 		return Entry{}, false, err
 	case first != nil && same:
 		return *first, true, nil
-	case first != nil && !correctable(first):
-		return Entry{}, false, &ConflictError{First: first.QueueID, State: first.State}
-	case first == nil && r.EarlierKey != "":
+	}
+	if r.EarlierKey != "" {
+		// Checked before today's key may conflict or take a correction: a
+		// retry of yesterday's last sale is that sale, whatever today's
+		// key holds. No row of today's key is written for it: today's key
+		// stays free for today's own sale of that billIdSuffix.
 		prev, same, err := idemEntry(b, r.EarlierKey, r.BodyHash)
 		if err != nil {
 			return Entry{}, false, err
 		}
-		// No row of today's key is written for it: today's key must stay
-		// free for today's own sale of that billIdSuffix.
 		if prev != nil && same && !prev.AcceptedAt.Before(r.EarlierSince) {
 			return *prev, true, nil
 		}
+	}
+	if first != nil && !correctable(first) {
+		return Entry{}, false, &ConflictError{First: first.QueueID, State: first.State}
 	}
 	seq, err := b.entries.NextSequence()
 	if err != nil {
