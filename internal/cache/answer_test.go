@@ -148,6 +148,7 @@ func TestFailureInside200OnAMiss(t *testing.T) {
 	}
 	for _, f := range failures {
 		t.Run(f.name, func(t *testing.T) {
+			e.clk.Advance(knownDownFor) // the last failure's window is over: this miss asks
 			body.Store(f.body)
 			requireEnvelope(t, e.get(t, f.path), http.StatusServiceUnavailable)
 			rec, err := e.c.read(mustRoute(t, f.path))
@@ -162,6 +163,7 @@ func TestFailureInside200OnAMiss(t *testing.T) {
 	}
 	for _, n := range negatives {
 		t.Run(n.name, func(t *testing.T) {
+			e.clk.Advance(knownDownFor)
 			body.Store(n.body)
 			a := e.get(t, n.path)
 			require.Equal(t, Miss, a.cache())

@@ -19,6 +19,11 @@
 //     the stored copy served, as STALE, or the 503 below. For a minute
 //     after a failed exchange PosAPI is not asked again by requests (they
 //     get the stored copy at once) but probed by Run's refresh workers.
+//   - Likewise, for a minute after a failed exchange with the public lookup
+//     API (or a 2xx answer judged a failure), a miss of a lookup API kind
+//     is the 503 below at once; stale entries are served and refreshed as
+//     ever, and any success ends the minute. The two upstreams' minutes
+//     are kept apart.
 //   - A miss while the upstream fails (unreachable, 5xx, a non-JSON 2xx, a
 //     2xx whose body reports a failure: see ErrFailedAnswer) is a 503 with
 //     the envelope {"msg":"...","status":503,"data":null}. A failed
@@ -204,8 +209,9 @@ type Cache struct {
 	kinds map[client.Op]*kindState
 	gen   uint64
 
-	posDownAt time.Time // last failed exchange with PosAPI (live kinds)
-	posErr    error     // its error; nil once PosAPI answers again
+	// Known-down windows, one per upstream, never shared: PosAPI (the
+	// live kinds) and the public lookup API (every other kind).
+	posDown, lookupDown downState
 
 	flights flightGroup
 

@@ -232,10 +232,15 @@ func TestUpstreamAnswers(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, e.get(t, "/rest/bankAccounts?tin=404").status)
 	require.Equal(t, 2, up.count("/rest/bankAccounts"), "4xx not cached")
 
+	require.Equal(t, http.StatusNotFound, e.get(t, path+"?tin=404").status, "4xx passed through")
 	requireEnvelope(t, e.get(t, path+"?tin=500"), http.StatusServiceUnavailable)
+	require.Equal(t, 2, up.count(path), "a 4xx is an answer: the lookup API is not known down after it")
+	// Each failure makes the lookup API known down; past that, a miss asks.
+	e.clk.Advance(knownDownFor)
 	requireEnvelope(t, e.get(t, path+"?tin=portal"), http.StatusServiceUnavailable)
+	e.clk.Advance(knownDownFor)
 	requireEnvelope(t, e.get(t, path+"?tin=portal"), http.StatusServiceUnavailable)
-	require.Equal(t, 3, up.count(path), "5xx and non-JSON answers are not cached")
+	require.Equal(t, 4, up.count(path), "5xx and non-JSON answers are not cached")
 	fr := e.c.Freshness()[2]
 	require.Equal(t, client.OpMerchantInfo, fr.Kind)
 	require.Equal(t, 0, fr.Entries)

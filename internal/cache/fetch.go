@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -145,27 +146,49 @@ func (c *Cache) noteFailure(lk lookup, err error) {
 	k := c.kinds[lk.op]
 	k.lastErr, k.lastErrAt = err.Error(), now
 	// Only a failed exchange (unreachable, timeout, 5xx) is slow to repeat;
-	// an answer refused by judge came quickly.
-	if _, exchange := client.ClassOf(err); exchange && liveOp(lk.op) {
-		c.posDownAt, c.posErr = now, err
+	// an answer refused by judge came quickly. The lookup API reports its
+	// failures inside 2xx bodies, so for it those count as well.
+	_, exchange := client.ClassOf(err)
+	if exchange || (!liveOp(lk.op) && (errors.Is(err, ErrBadAnswer) || errors.Is(err, ErrFailedAnswer))) {
+		*c.downOf(lk.op) = downState{at: now, err: err}
 	}
 }
 
-// liveDownFor is how long after a failed exchange with PosAPI the live
-// kinds are served from the cache without asking. It is longer than
-// refreshRetry so that a STALE answer's background probe, not a request,
-// is the next to ask.
-const liveDownFor = 2 * refreshRetry
+// downState is one upstream's known-down window: after a failed exchange
+// at at, requests do not ask it for knownDownFor. err is nil once the
+// upstream answers again.
+type downState struct {
+	at  time.Time
+	err error
+}
 
-// liveDown returns why PosAPI counts as down at now, or nil.
-func (c *Cache) liveDown(now time.Time) error {
+// downOf returns the window of op's upstream; c.mu is held.
+func (c *Cache) downOf(op client.Op) *downState {
+	if liveOp(op) {
+		return &c.posDown
+	}
+	return &c.lookupDown
+}
+
+// knownDownFor is how long after a failed exchange an upstream is not
+// asked by requests. It is longer than refreshRetry so that a STALE
+// answer's background refresh, not a request, is the next to ask.
+const knownDownFor = 2 * refreshRetry
+
+// knownDown returns why op's upstream counts as down at now, or nil.
+func (c *Cache) knownDown(op client.Op, now time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.posErr == nil || now.Sub(c.posDownAt) >= liveDownFor {
+	d := c.downOf(op)
+	if d.err == nil || now.Sub(d.at) >= knownDownFor {
 		return nil
 	}
-	return fmt.Errorf("PosAPI failed %s ago, not asked again yet: %w",
-		now.Sub(c.posDownAt).Truncate(time.Second), c.posErr)
+	name := "the lookup API"
+	if liveOp(op) {
+		name = "PosAPI"
+	}
+	return fmt.Errorf("%s failed %s ago, not asked again yet: %w",
+		name, now.Sub(d.at).Truncate(time.Second), d.err)
 }
 
 // put indexes rec as the most recently used entry, evicts the least
@@ -188,9 +211,7 @@ func (c *Cache) put(ctx context.Context, lk lookup, rec *record) error {
 	gen := c.gen
 	e.fetched, e.negative, e.gen, e.failedAt = rec.fetched, rec.negative, gen, time.Time{}
 	c.kinds[lk.op].lastRefresh = rec.fetched
-	if liveOp(lk.op) {
-		c.posErr = nil // PosAPI answered
-	}
+	c.downOf(lk.op).err = nil // the upstream answered
 	var victims []lookup
 	for c.lru.Len()-c.pinnedLocked() > c.cfg.MaxEntries {
 		el := c.lru.Back()

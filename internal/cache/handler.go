@@ -157,6 +157,13 @@ func (c *Cache) serveLookup(w http.ResponseWriter, r *http.Request, lk lookup) {
 			// Too stale to serve: fetch as for a miss, with no fallback.
 		}
 	}
+	// While the lookup API is known down a miss does not ask it, so a POS
+	// does not wait out the query timeout on a hanging network each time.
+	if err := c.knownDown(lk.op, now); err != nil {
+		c.m.CacheLookup(string(lk.op), "miss")
+		writeUnavailable(w, lk, err)
+		return
+	}
 	res := c.fetchFor(r, lk)
 	c.m.CacheLookup(string(lk.op), "miss")
 	if !c.writeFetched(w, res) {
@@ -168,11 +175,11 @@ func (c *Cache) serveLookup(w http.ResponseWriter, r *http.Request, lk lookup) {
 // PosAPI's state now (unsentCount, leftLotteries): the upstream is asked
 // first on every request, and the stored copy is served (STALE) only when
 // it fails. While PosAPI is known down (a fetch failed less than
-// liveDownFor ago) the upstream is not asked, so a POS polling /rest/info
+// knownDownFor ago) the upstream is not asked, so a POS polling /rest/info
 // offline does not wait out the upstream timeout each time; Run's workers
 // probe instead, and their first success ends it.
 func (c *Cache) serveLive(w http.ResponseWriter, r *http.Request, lk lookup) {
-	err := c.liveDown(c.now())
+	err := c.knownDown(lk.op, c.now())
 	if err == nil {
 		res := c.fetchFor(r, lk)
 		if c.writeFetched(w, res) {

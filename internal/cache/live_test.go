@@ -2,6 +2,7 @@ package cache
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -129,7 +130,7 @@ func TestLiveKindsCoalesce(t *testing.T) {
 
 // TestLiveKindsWhilePosAPIHangs: after one request waited out the upstream
 // timeout, requests get the stored copy (or the 503) at once without asking,
-// for liveDownFor; then a request asks again. With Run, a background probe
+// for knownDownFor; then a request asks again. With Run, a background probe
 // asks instead, and its success brings requests back to PosAPI.
 func TestLiveKindsWhilePosAPIHangs(t *testing.T) {
 	up := newPosAPI(t)
@@ -147,7 +148,7 @@ func TestLiveKindsWhilePosAPIHangs(t *testing.T) {
 	require.Equal(t, "60", a.header.Get(HeaderAge))
 	require.Equal(t, 2, up.count("/rest/info"))
 
-	e.clk.Advance(liveDownFor - time.Second)
+	e.clk.Advance(knownDownFor - time.Second)
 	for range 3 {
 		a = e.get(t, "/rest/info")
 		require.Equal(t, Stale, a.cache())
@@ -188,10 +189,14 @@ func TestLiveKindsWhilePosAPIHangs(t *testing.T) {
 	require.NotEqual(t, info.body, a.body)
 }
 
-// refreshing reports whether a background refresh of path is queued or
-// running.
+// refreshing reports whether a background refresh of path (with its
+// query, if any) is queued or running.
 func refreshing(c *Cache, path string) bool {
-	lk, err := parseRoute(path, nil)
+	u, err := url.Parse(path)
+	if err != nil {
+		panic(err)
+	}
+	lk, err := parseRoute(u.EscapedPath(), u.Query())
 	if err != nil {
 		panic(err)
 	}
@@ -199,4 +204,74 @@ func refreshing(c *Cache, path string) bool {
 	defer c.mu.Unlock()
 	el, ok := c.index[lk.key()]
 	return ok && el.Value.(*entry).refreshing
+}
+
+// TestLookupMissesWhileLookupAPIHangs: after one miss waited out the
+// lookup API's timeout, misses of every lookup API kind are a 503 at once
+// for knownDownFor, while stale entries are still served and refreshed and
+// PosAPI is asked as ever; a refresh's success ends the window. PosAPI's
+// window does not close the lookup API to misses either.
+func TestLookupMissesWhileLookupAPIHangs(t *testing.T) {
+	pos, look := newPosAPI(t), newPosAPI(t)
+	cl, err := client.New(client.Config{BaseURL: pos.srv.URL, LookupBaseURL: look.srv.URL, Timeout: 500 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(cl.CloseIdleConnections)
+	e := newEnv(t, openStore(t), cl, Config{Refresh: map[client.Op]time.Duration{client.OpMerchantInfo: 10 * time.Second}})
+	const getInfo, getTinInfo = "/api/info/check/getInfo", "/api/info/check/getTinInfo"
+
+	// PosAPI hangs: its window does not stop lookup misses from asking.
+	pos.hang.Store(true)
+	requireEnvelope(t, e.get(t, "/rest/info"), http.StatusServiceUnavailable)
+	require.Equal(t, 1, pos.count("/rest/info"))
+	for _, path := range []string{getInfo + "?tin=1", "/api/info/check/getBranchInfo",
+		"/api/receipt/receipt/getProductTaxCode", classPrefix} {
+		require.Equal(t, Miss, e.get(t, path).cache(), path)
+	}
+	pos.hang.Store(false)
+	e.clk.Advance(knownDownFor)
+
+	// The lookup API hangs: the first miss waits out the timeout.
+	look.hang.Store(true)
+	requireEnvelope(t, e.get(t, getInfo+"?tin=2"), http.StatusServiceUnavailable)
+	require.Equal(t, 2, look.count(getInfo))
+
+	// Then misses of other keys and kinds answer at once, without asking.
+	a := e.get(t, getTinInfo+"?regNo=AA00112233")
+	requireEnvelope(t, a, http.StatusServiceUnavailable)
+	require.Contains(t, a.body, "not asked again yet")
+	requireEnvelope(t, e.get(t, classPrefix+"/1"), http.StatusServiceUnavailable)
+	requireEnvelope(t, e.get(t, getInfo+"?tin=3"), http.StatusServiceUnavailable)
+	require.Equal(t, 0, look.count(getTinInfo), "not asked while known down")
+	require.Equal(t, 1, look.count(classPrefix), "not asked while known down")
+	require.Equal(t, 2, look.count(getInfo), "not asked while known down")
+
+	// PosAPI is unaffected.
+	require.Equal(t, Miss, e.get(t, "/rest/info").cache())
+	require.Equal(t, 2, pos.count("/rest/info"))
+
+	// A stale entry is still served, and queues a refresh.
+	e.clk.Advance(20 * time.Second)
+	require.Equal(t, Stale, e.get(t, getInfo+"?tin=1").cache())
+	requireEnvelope(t, e.get(t, getTinInfo+"?regNo=AA00112233"), http.StatusServiceUnavailable)
+	require.Equal(t, 0, look.count(getTinInfo))
+
+	// Run's worker sends the refresh despite the window; it fails, so misses
+	// still answer at once.
+	runCache(t, e.c)
+	require.Eventually(t, func() bool { return look.count(getInfo) == 3 && !refreshing(e.c, getInfo+"?tin=1") },
+		5*time.Second, time.Millisecond)
+	requireEnvelope(t, e.get(t, getTinInfo+"?regNo=AA00112233"), http.StatusServiceUnavailable)
+	require.Equal(t, 0, look.count(getTinInfo))
+
+	// The lookup API is back: the next refresh (after refreshRetry, well
+	// inside the window) succeeds and ends the window at once.
+	look.hang.Store(false)
+	e.clk.Advance(refreshRetry)
+	require.Equal(t, Stale, e.get(t, getInfo+"?tin=1").cache())
+	require.Eventually(t, func() bool { return look.count(getInfo) == 4 && !refreshing(e.c, getInfo+"?tin=1") },
+		5*time.Second, time.Millisecond)
+	a = e.get(t, getTinInfo+"?regNo=AA00112233")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.Equal(t, Miss, a.cache())
+	require.Equal(t, 1, look.count(getTinInfo))
 }
