@@ -65,20 +65,26 @@ func runWriters(b *testing.B, w int, op func(i int64) error) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
 }
 
+// openBenchQueue opens a new store and queue in dir, closed when b ends.
+func openBenchQueue(b *testing.B, dir string) (*queue.Queue, *store.Store) {
+	st, err := store.Open(filepath.Join(dir, "receiptd.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	q, err := queue.Open(ctx, st, queue.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return q, st
+}
+
 // BenchmarkEnqueue measures durable enqueues (one fsynced commit per group)
 // at 1, 8 and 64 concurrent writers. Compare with BenchmarkRawUpdate.
 func BenchmarkEnqueue(b *testing.B) {
 	for _, w := range writerCounts {
 		b.Run(fmt.Sprintf("writers=%d", w), func(b *testing.B) {
-			st, err := store.Open(filepath.Join(b.TempDir(), "receiptd.db"), store.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			q, err := queue.Open(ctx, st, queue.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			q, st := openBenchQueue(b, b.TempDir())
 			before := st.Stats()
 			runWriters(b, w, func(i int64) error {
 				key := fmt.Sprint("k", i)
@@ -116,15 +122,7 @@ func BenchmarkRawUpdate(b *testing.B) {
 // one Update.
 func BenchmarkEnqueueVsRawUpdate(b *testing.B) {
 	dir := b.TempDir()
-	st, err := store.Open(filepath.Join(dir, "receiptd.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	q, err := queue.Open(ctx, st, queue.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	q, _ := openBenchQueue(b, dir)
 	db, err := bbolt.Open(filepath.Join(dir, "raw.db"), 0o600, nil)
 	if err != nil {
 		b.Fatal(err)

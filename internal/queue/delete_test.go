@@ -195,18 +195,28 @@ func TestNotifyOnEnqueueAndRetry(t *testing.T) {
 	}
 }
 
+// waitingDeleteOfRejected makes receipt n, gives it an ambiguous attempt,
+// requests its delete (which waits for it), then has it rejected. It returns
+// the delete, not yet claimed.
+func waitingDeleteOfRejected(t *testing.T, q *queue.Queue, n int) queue.Entry {
+	t.Helper()
+	id := reach(t, q, n, queue.StateSending)
+	_, err := q.Finish(ctx, id, queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, queue.StateQueued, nil, time.Time{})
+	require.NoError(t, err)
+	d, a, err := q.RequestDelete(ctx, id, "", t0)
+	require.NoError(t, err)
+	require.Equal(t, queue.DeleteQueued, a, "it waits for the receipt")
+	claimOne(t, q, id)
+	finish(t, q, id, queue.StateRejected, &queue.Outcome{Status: "ERROR", Message: "duplicate"})
+	return d
+}
+
 // A waiting delete whose receipt had an ambiguous attempt and then was
 // rejected cannot be sent (no upstream id), but its message must not claim
 // there is nothing upstream.
 func TestDeleteOfRejectedAfterAmbiguousSaysItMayExist(t *testing.T) {
 	q := newQueue(t)
-	id := reach(t, q, 1, queue.StateSending)
-	_, err := q.Finish(ctx, id, queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, queue.StateQueued, nil, time.Time{})
-	require.NoError(t, err)
-	d, _, err := q.RequestDelete(ctx, id, "", t0)
-	require.NoError(t, err)
-	claimOne(t, q, id)
-	finish(t, q, id, queue.StateRejected, &queue.Outcome{Status: "ERROR", Message: "duplicate"})
+	d := waitingDeleteOfRejected(t, q, 1)
 	got, err := q.Claim(ctx, 1, t0.Add(24*time.Hour))
 	require.NoError(t, err)
 	require.Empty(t, got, "the delete is finished, not sent")
@@ -245,13 +255,7 @@ func TestDeleteBodyLeavesOutAnUnknownDate(t *testing.T) {
 // when fewer are claimable.
 func TestRejectedDeleteDoesNotTakeAClaimPlace(t *testing.T) {
 	q := newQueue(t)
-	r := reach(t, q, 1, queue.StateSending)
-	_, err := q.Finish(ctx, r, queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, queue.StateQueued, nil, time.Time{})
-	require.NoError(t, err)
-	d, _, err := q.RequestDelete(ctx, r, "", t0) // waits for the receipt
-	require.NoError(t, err)
-	claimOne(t, q, r)
-	finish(t, q, r, queue.StateRejected, &queue.Outcome{Status: "ERROR", Message: "bad"})
+	d := waitingDeleteOfRejected(t, q, 1)
 	next := enqueue(t, q, 2).QueueID
 
 	got, err := q.Claim(ctx, 1, t0.Add(24*time.Hour))
