@@ -16,17 +16,17 @@ import (
 	syncer "github.com/receiptd/receiptd/internal/sync"
 )
 
-// fullDisk is the real queue whose outcome writes fail as on a full disk
-// while full is set.
-type fullDisk struct {
+// failingWrites is the real queue whose FinishAndClaim commits fail as on
+// a full disk whenever fails says so (given the claim size).
+type failingWrites struct {
 	*queue.Queue
-	full   atomic.Bool
+	fails  func(max int) bool
 	failed atomic.Int64
 }
 
-func (f *fullDisk) FinishAndClaim(ctx context.Context, id string, a queue.Attempt, next queue.State, o *queue.Outcome,
+func (f *failingWrites) FinishAndClaim(ctx context.Context, id string, a queue.Attempt, next queue.State, o *queue.Outcome,
 	at time.Time, max int, now time.Time) (queue.Entry, []queue.Entry, error) {
-	if f.full.Load() {
+	if f.fails(max) {
 		f.failed.Add(1)
 		return queue.Entry{}, nil, fmt.Errorf("finish %s: %w", id, store.ErrDiskFull)
 	}
@@ -38,8 +38,9 @@ func (f *fullDisk) FinishAndClaim(ctx context.Context, id string, a queue.Attemp
 // as ambiguous), and the receipt is issued once.
 func TestOutcomeRecordedOnceSpaceReturns(t *testing.T) {
 	r := newRig(t, fastConfig(), sim.Options{Seed: 17})
-	fd := &fullDisk{Queue: r.q}
-	fd.full.Store(true)
+	var full atomic.Bool // outcome writes fail while it is set
+	full.Store(true)
+	fd := &failingWrites{Queue: r.q, fails: func(int) bool { return full.Load() }}
 	r.w = syncer.New(fd, r.c, fastConfig(), r.logger(), nil)
 	e := r.enqueue(receiptBody("full"))
 	r.start()
@@ -49,7 +50,7 @@ func TestOutcomeRecordedOnceSpaceReturns(t *testing.T) {
 	require.Equal(t, queue.StateSending, r.get(e.QueueID).State, "nothing recorded while the disk is full")
 	require.Equal(t, 1, strings.Count(r.logs.String(), "cannot record the outcome yet"), "warned once, not per retry")
 
-	fd.full.Store(false)
+	full.Store(false)
 	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSent }, 5*time.Second, time.Millisecond)
 	got := r.get(e.QueueID)
 	require.Equal(t, r.sim.Receipts()[0].ID, got.Outcome.ID)
@@ -60,29 +61,15 @@ func TestOutcomeRecordedOnceSpaceReturns(t *testing.T) {
 		5*time.Second, time.Millisecond)
 }
 
-// claimFails is the real queue whose commits fail as on a nearly full disk
-// whenever they also claim entries (indexing the unindexed tail can take
-// many pages); a finish alone still fits.
-type claimFails struct {
-	*queue.Queue
-	failed atomic.Int64
-}
-
-func (f *claimFails) FinishAndClaim(ctx context.Context, id string, a queue.Attempt, next queue.State, o *queue.Outcome,
-	at time.Time, max int, now time.Time) (queue.Entry, []queue.Entry, error) {
-	if max > 0 {
-		f.failed.Add(1)
-		return queue.Entry{}, nil, fmt.Errorf("finish %s: %w", id, store.ErrDiskFull)
-	}
-	return f.Queue.FinishAndClaim(ctx, id, a, next, o, at, max, now)
-}
-
 // When only the claim half of a finish-and-claim cannot be written, the
 // retry records the outcome alone: every entry ends sent, issued once,
 // instead of staying in sending until shutdown.
 func TestOutcomeRecordedWhenOnlyTheClaimFails(t *testing.T) {
 	r := newRig(t, fastConfig(), sim.Options{Seed: 20})
-	cf := &claimFails{Queue: r.q}
+	// Commits fail as on a nearly full disk whenever they also claim
+	// entries (indexing the unindexed tail can take many pages); a finish
+	// alone still fits.
+	cf := &failingWrites{Queue: r.q, fails: func(max int) bool { return max > 0 }}
 	r.w = syncer.New(cf, r.c, fastConfig(), r.logger(), nil)
 	entries := r.enqueueN("claimfull", 5)
 	r.start()
