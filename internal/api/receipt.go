@@ -190,8 +190,12 @@ func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue
 	}
 	if res.State != "" {
 		e.State = res.State // an attempt ended without an answer
-	} else if now, err := s.d.Queue.Get(e.QueueID); err == nil {
-		e.State = now.State // it may be on its way by now
+	} else if wait > 0 {
+		// It may be on its way by now. Without a wait the state read with
+		// the entry is current, and the accept path reads nothing more.
+		if now, err := s.d.Queue.Get(e.QueueID); err == nil {
+			e.State = now.State
+		}
 	}
 	see := " (see GET /receiptd/entries/" + e.QueueID + ")"
 	msg := "accepted and stored; no answer from the tax service yet: receiptd keeps sending it" + see
