@@ -15,7 +15,7 @@
 //     Options.MaxWait, for the upstream's answer, and answers with the
 //     upstream's own status code and body. Without an answer in time, when
 //     the upstream is known down, once an attempt has failed, or when
-//     Options.SendSlots or more entries are due to be sent before it (a
+//     as many entries as the worker has send slots are due before it (a
 //     backlog is draining), it answers 202 {"queueId","state","message"}
 //     at once. "Prefer: respond-async" means
 //     no wait. An honoured preference is echoed in Preference-Applied.
@@ -116,11 +116,6 @@ type Deps struct {
 type Options struct {
 	Wait    time.Duration // accept.wait; zero: no wait, 202 at once (the default lives in config)
 	MaxWait time.Duration // bound on Prefer: wait=N; zero: DefaultMaxWait
-	// SendSlots is sync.concurrency. A new entry with this many entries
-	// due to be sent before it cannot be answered within a wait, so it is
-	// answered 202 at once (after an outage, while the backlog drains).
-	// Zero: 2, the worker's default.
-	SendSlots int
 	// Token is auth.token; empty means no authentication.
 	Token string
 	// AllowedHosts are Host names accepted besides the loopback ones
@@ -146,9 +141,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
-	}
-	if o.SendSlots <= 0 {
-		o.SendSlots = 2
 	}
 	if o.UnsentWarn <= 0 {
 		o.UnsentWarn = 24 * time.Hour

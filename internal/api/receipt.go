@@ -176,8 +176,8 @@ func (s *Server) idempotencyKey(r *http.Request, c *receipt.Create, now time.Tim
 // answer if it comes in time, else 202.
 func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue.Entry) {
 	wait := s.waitFor(w, r)
-	ahead := s.ahead(e, wait)
-	if ahead >= s.o.SendSlots {
+	behind := s.behindBacklog(e, wait)
+	if behind {
 		wait = 0 // it cannot be sent within the wait: no point in holding the till
 		if strings.HasPrefix(w.Header().Get(HeaderPreferenceApplied), "wait=") {
 			w.Header().Del(HeaderPreferenceApplied) // the wait was not applied
@@ -202,26 +202,28 @@ func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue
 	switch {
 	case s.d.Worker != nil && !s.d.Worker.Status().Up:
 		msg = "accepted and stored; the tax service is unreachable: receiptd sends it when it is back" + see
-	case ahead >= s.o.SendSlots:
+	case behind:
 		msg = "accepted and stored; older receipts are still being sent: receiptd sends this one after them" + see
 	}
 	writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State, Message: msg})
 }
 
-// ahead counts, up to Options.SendSlots, the entries the worker will send
-// before e. It is only worth reading when the request would wait and the
+// behindBacklog reports whether as many entries as the worker has send
+// slots are due to be sent before e, so that e cannot be answered within a
+// wait. It is only worth reading when the request would wait and the
 // upstream is up (otherwise nothing waits anyway); on an error it reports
-// none, so the request waits as usual.
-func (s *Server) ahead(e queue.Entry, wait time.Duration) int {
+// false, so the request waits as usual.
+func (s *Server) behindBacklog(e queue.Entry, wait time.Duration) bool {
 	if wait <= 0 || s.d.Worker == nil || !s.d.Worker.Status().Up {
-		return 0
+		return false
 	}
-	n, err := s.d.Queue.ClaimableAhead(e.QueueID, s.o.Now(), s.o.SendSlots)
+	slots := s.d.Worker.Slots()
+	n, err := s.d.Queue.ClaimableAhead(e.QueueID, s.o.Now(), slots)
 	if err != nil {
 		s.log.Warn("reading the queue ahead of a new entry", zap.String("queueId", e.QueueID), zap.Error(err))
-		return 0
+		return false
 	}
-	return n
+	return n >= slots
 }
 
 // answerReplay answers a repeated create; see "Replays" in the package doc.

@@ -145,7 +145,8 @@ func TestCreateConflict(t *testing.T) {
 }
 
 func TestPreferWait(t *testing.T) {
-	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Wait: 30 * time.Second, MaxWait: 2 * time.Second, SendSlots: 10}})
+	e := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Concurrency: 10},
+		api: api.Options{Wait: 30 * time.Second, MaxWait: 2 * time.Second}})
 	// The worker is not running: no answer can come, so each request waits
 	// exactly as long as it is allowed to and answers 202. (Ten send slots:
 	// the receipts queued before do not count as a backlog.)
@@ -193,7 +194,7 @@ func TestByteOrderMarkIsDropped(t *testing.T) {
 // entries due before it cannot get its answer within the wait: it is
 // answered 202 at once instead of holding the till for accept.wait.
 func TestNewReceiptBehindABacklogIsAnswered202AtOnce(t *testing.T) {
-	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Wait: 30 * time.Second, SendSlots: 2}})
+	e := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Concurrency: 2}, api: api.Options{Wait: 30 * time.Second}})
 	for _, suffix := range []string{"000080", "000081"} {
 		r := e.do(http.MethodPost, "/rest/receipt", receiptBody(suffix), "Prefer", "wait=0")
 		require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
@@ -207,7 +208,7 @@ func TestNewReceiptBehindABacklogIsAnswered202AtOnce(t *testing.T) {
 
 	// One entry ahead with two send slots: it waits as usual (here 1s, as
 	// asked, since no worker runs) and says so.
-	e2 := newEnv(t, envOpts{noWorker: true, api: api.Options{Wait: 30 * time.Second, SendSlots: 2}})
+	e2 := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Concurrency: 2}, api: api.Options{Wait: 30 * time.Second}})
 	r = e2.do(http.MethodPost, "/rest/receipt", receiptBody("000083"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
 	r = e2.do(http.MethodPost, "/rest/receipt", receiptBody("000084"), "Prefer", "wait=1")

@@ -41,6 +41,9 @@ type Status struct {
 	Alert       string    // AlertNone, AlertWarn or AlertCritical at the last check
 }
 
+// Slots is how many entries the worker sends at once (Config.Concurrency).
+func (w *Worker) Slots() int { return w.cfg.Concurrency }
+
 // Status returns a snapshot of the worker's view.
 func (w *Worker) Status() Status {
 	w.mu.Lock()
