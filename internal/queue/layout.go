@@ -43,8 +43,8 @@ import (
 // Why: each index lives in its own B+tree, so each costs a leaf page and
 // its branch pages in every commit that touches it. Skipping three of them
 // makes an enqueue commit write about 9 pages instead of 13, which is what
-// brings its latency close to a one-value bbolt Update (README,
-// Performance); the claim that follows pays for them off the POS's path.
+// brings its latency close to a one-value bbolt Update (docs/performance.md);
+// the claim that follows pays for them off the POS's path.
 // The tail is contiguous by construction: seqs come only from NextSequence
 // in a transaction that writes the entry, Prune removes finished entries
 // only, and insert (the indexed path) indexes the tail before it writes.
