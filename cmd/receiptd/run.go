@@ -13,6 +13,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/logging"
+	"github.com/receiptd/receiptd/internal/store"
 )
 
 func init() {
@@ -20,12 +21,17 @@ func init() {
 }
 
 func runRun(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "run", "run [-config FILE]")
+	fs := newFlagSet(env, "run", "run [-config FILE] [-init]")
 	cfgPath := fs.String("config", "", "config file (default "+config.DefaultPath()+")")
+	initDB := fs.Bool("init", false, "create a new, empty database when the data directory's is missing or empty\n"+
+		"(receipts acknowledged into a lost database are then never sent)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	lc, err := loadConfig(*cfgPath)
+	if err == nil && *initDB {
+		err = store.InitDir(lc.cfg.DataDir, store.Options{})
+	}
 	if !service.Interactive() {
 		if err != nil {
 			eventLogError(err)

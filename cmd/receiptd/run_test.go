@@ -70,9 +70,18 @@ func binCmd(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 func runRefused(t *testing.T, cfgText string) (int, string) {
 	t.Helper()
 	cfg := writeFile(t, "config.toml", cfgText)
+	return runRefusedArgs(t, "run", "-config", cfg)
+}
+
+// runRefusedArgs runs the binary with args, which must fail within the 10
+// seconds product.md allows for a start-up refusal. The binary is built
+// before the clock starts.
+func runRefusedArgs(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	receiptdBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := binCmd(ctx, t, "run", "-config", cfg)
+	cmd := binCmd(ctx, t, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()

@@ -59,6 +59,7 @@ func TestFailureStatus(t *testing.T) {
 		{wrap(context.Canceled), http.StatusServiceUnavailable, "send it again"},
 		{wrap(store.ErrClosed), http.StatusServiceUnavailable, "send it again"},
 		{wrap(store.ErrFailed), http.StatusInternalServerError, "see the receiptd log"},
+		{wrap(store.ErrMoved), http.StatusServiceUnavailable, "moved, deleted or replaced"},
 		{&http.MaxBytesError{Limit: 10}, http.StatusRequestEntityTooLarge, "limit of 99"},
 		{&receipt.ValidationError{Errors: []receipt.FieldError{{Field: "posNo", Problem: "required"}}}, http.StatusBadRequest, "posNo: required"},
 		{errors.New("boom"), http.StatusInternalServerError, "nothing was stored"},

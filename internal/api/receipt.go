@@ -53,6 +53,9 @@ type accepted struct {
 }
 
 func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
+	if s.storeBroken(w, "create") {
+		return
+	}
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return
@@ -102,6 +105,9 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteReceipt(w http.ResponseWriter, r *http.Request) {
+	if s.storeBroken(w, "delete") {
+		return
+	}
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return
@@ -149,6 +155,23 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		writeFieldError(w, http.StatusBadRequest, receipt.BodyField, "could not be read")
 	}
 	return nil, false
+}
+
+// storeBroken answers 503 when the database refuses every write (its file
+// was moved or replaced, or a commit failed): not even a replay of an
+// earlier receipt is acknowledged from a file that may be gone.
+func (s *Server) storeBroken(w http.ResponseWriter, op string) bool {
+	if s.d.Store == nil {
+		return false
+	}
+	err := s.d.Store.Err()
+	if err == nil {
+		return false
+	}
+	code, msg := failureStatus(err, s.o.MaxBody)
+	writeError(w, code, msg)
+	s.log.Debug(op+" refused: the database refuses writes", zap.Error(err))
+	return true
 }
 
 // fail answers err and logs the server's own failures.

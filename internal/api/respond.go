@@ -93,6 +93,8 @@ func failureStatus(err error, maxBody int64) (int, string) {
 		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, store.ErrDiskFull):
 		return http.StatusInsufficientStorage, "disk full: receiptd cannot store the request, nothing was stored; free disk space and send it again"
+	case errors.Is(err, store.ErrMoved):
+		return http.StatusServiceUnavailable, "receiptd's database file was moved, deleted or replaced: nothing can be stored, nothing was stored; an operator must restore it (see the receiptd log)"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrClosed):
 		return http.StatusServiceUnavailable, "receiptd is shutting down or busy: the request may not be stored; send it again (a repeat is recognised and never sent twice)"
 	default:

@@ -33,7 +33,7 @@ import (
 )
 
 // DBFile is the database's file name inside data_dir.
-const DBFile = "receiptd.db"
+const DBFile = store.DBFile
 
 // Daemon is a wired receiptd, ready to Run once.
 type Daemon struct {
@@ -66,7 +66,7 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	}
 	m := metrics.New()
 	path := filepath.Join(cfg.DataDir, DBFile)
-	d.st, err = store.Open(path, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path)})
+	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path)})
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +189,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	start(d.worker.Run)
 	start(d.cache.Run)
 	start(d.pruneLoop)
+	start(d.identityLoop)
 	d.api.SetReady(true)
 	d.log.Info("receiptd ready", zap.String("url", d.URL()), zap.String("db", d.st.Path()),
 		zap.String("upstream", d.cfg.Upstream.BaseURL))

@@ -13,6 +13,13 @@
 //   - A damaged or unreadable file, or one written by a newer receiptd, is
 //     ErrCorrupt naming the file. The file is never replaced by a new empty
 //     database.
+//   - OpenDir keeps a marker beside the file (MarkerFile) naming the
+//     database's random id: a data directory that held a database refuses a
+//     missing, empty (ErrMissing), truncated (ErrCorrupt) or replaced
+//     (ErrReplaced) file instead of starting an empty queue. A file moved,
+//     deleted or replaced while open is ErrMoved for every later Update once
+//     CheckIdentity sees it. New names (the file, the marker) are made
+//     durable by fsyncing the directory.
 //   - A commit that fails because the disk or file cannot grow is ErrDiskFull;
 //     the database stays consistent and writes work again when space returns.
 //
@@ -133,6 +140,7 @@ const (
 type Store struct {
 	db       *bbolt.DB
 	path     string
+	opened   os.FileInfo // the file as it was when opened, for CheckIdentity
 	maxGroup int
 	onCommit func(d time.Duration, updates int)
 
@@ -159,11 +167,22 @@ func Open(path string, opts Options) (s *Store, err error) {
 			s, err = nil, fmt.Errorf("open database %s: %w: %v", path, ErrCorrupt, r)
 		}
 	}()
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		if err := checkSize(path); err != nil {
+			return nil, err
+		}
+	}
 	db, err := bbolt.Open(path, 0o600, bo)
 	if err != nil {
 		return nil, classifyOpenError(path, err)
 	}
 	s = &Store{db: db, path: path, maxGroup: opts.MaxGroup, onCommit: opts.OnCommit}
+	// bbolt holds the file open from here on, so its identity (device and
+	// inode) cannot be reused by another file while the Store lives.
+	if s.opened, err = os.Stat(path); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	if s.maxGroup <= 0 {
 		s.maxGroup = defaultMaxGroup
 	}
@@ -343,6 +362,45 @@ func readSchema(tx *bbolt.Tx) (uint64, error) {
 		return 0, fmt.Errorf("%w: schema version has %d bytes, want 8", ErrCorrupt, len(v))
 	}
 	return binary.BigEndian.Uint64(v), nil
+}
+
+// CheckIdentity reports ErrMoved when the path no longer names the file
+// that was opened: it was moved, deleted or replaced. From then on every
+// Update fails with that error (nothing can be acknowledged into a file
+// nobody will open again); reads still work, so the data can be rescued
+// with a backup while the process lives. It is cheap (one stat) and meant
+// to be called every few seconds.
+func (s *Store) CheckIdentity() error {
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if failed != nil && errors.Is(failed, ErrMoved) {
+		return failed
+	}
+	fi, err := os.Stat(s.path)
+	if err == nil && os.SameFile(fi, s.opened) {
+		return nil
+	}
+	what := "replaced by another file"
+	if err != nil {
+		what = "missing: " + err.Error()
+	}
+	moved := fmt.Errorf("update %s: %w: the path is %s", s.path, ErrMoved, what)
+	s.mu.Lock()
+	if s.failed == nil || !errors.Is(s.failed, ErrMoved) {
+		s.failed = moved
+	}
+	failed = s.failed
+	s.mu.Unlock()
+	return failed
+}
+
+// Err returns the error every Update now fails with (ErrFailed, ErrMoved),
+// or nil while writes work.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 // Closed reports whether Close has been called.

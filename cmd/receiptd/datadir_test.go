@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
+
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/receipt"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// dataDirWith makes a data directory the way receiptd does (database and
+// marker) holding n queued receipts.
+func dataDirWith(t *testing.T, n int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	st, err := store.OpenDir(dir, store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	q, err := queue.Open(context.Background(), st, queue.Options{})
+	require.NoError(t, err)
+	for i := range n {
+		body := sampleReceipt(fmt.Sprintf("%06d", i))
+		_, _, err := q.Enqueue(context.Background(), queue.NewReceipt{IdemKey: fmt.Sprintf("k%d", i), Body: body,
+			BodyHash: receipt.Fingerprint(body)})
+		require.NoError(t, err)
+	}
+	return dir
+}
+
+func dataDirConfig(dir string) string {
+	return "listen = \"127.0.0.1:0\"\ndata_dir = " + tomlString(dir) + "\n"
+}
+
+// TestRunRefusesLostDatabase: once a data directory has held a database, a
+// missing, empty, truncated or replaced file is exit 1 naming the file,
+// with no Go crash dump and no new empty database in its place.
+func TestRunRefusesLostDatabase(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		breaks func(t *testing.T, db string)
+		say    string
+	}{
+		{"missing", func(t *testing.T, db string) { require.NoError(t, os.Rename(db, db+".away")) }, "missing"},
+		{"empty", func(t *testing.T, db string) { require.NoError(t, os.Truncate(db, 0)) }, "empty (0 bytes)"},
+		{"truncated", func(t *testing.T, db string) {
+			var used int64
+			st, err := store.Open(db, store.Options{})
+			require.NoError(t, err)
+			require.NoError(t, st.View(func(tx *bbolt.Tx) error { used = tx.Size(); return nil }))
+			require.NoError(t, st.Close())
+			require.NoError(t, os.Truncate(db, used/2))
+		}, "truncated"},
+		{"replaced", func(t *testing.T, db string) {
+			other, err := os.ReadFile(filepath.Join(dataDirWith(t, 1), store.DBFile))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(db, other, 0o600))
+		}, "not the one this data directory held"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := dataDirWith(t, 300)
+			db := filepath.Join(dir, store.DBFile)
+			tc.breaks(t, db)
+			before, _ := os.Stat(db)
+			code, stderr := runRefused(t, dataDirConfig(dir))
+			require.Equal(t, exitFailure, code, stderr)
+			require.Contains(t, stderr, db)
+			require.Contains(t, stderr, tc.say)
+			require.Contains(t, stderr, "receiptd restore FILE")
+			for _, dump := range []string{"goroutine ", "SIGBUS", "panic", "runtime."} {
+				require.NotContains(t, stderr, dump, "no Go crash dump")
+			}
+			after, _ := os.Stat(db)
+			if before == nil {
+				require.Nil(t, after, "no new database in place of the missing one")
+			} else {
+				require.Equal(t, before.Size(), after.Size())
+			}
+		})
+	}
+}
+
+// TestRunInitStartsOver: `run -init` is the explicit way to start with an
+// empty queue where the database was lost.
+func TestRunInitStartsOver(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGTERM")
+	}
+	dir := dataDirWith(t, 1)
+	db := filepath.Join(dir, store.DBFile)
+	require.NoError(t, os.Remove(db))
+	cfg := writeFile(t, "config.toml", dataDirConfig(dir)+"[log]\nformat = \"json\"\n")
+	receiptdBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run := binCmd(ctx, t, "run", "-init", "-config", cfg)
+	stderr, err := run.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, run.Start())
+	waitForLine(t, stderr, "receiptd ready")
+	require.NoError(t, run.Process.Signal(syscall.SIGTERM))
+	_, _ = io.Copy(io.Discard, stderr)
+	require.NoError(t, run.Wait())
+	require.FileExists(t, db)
+	require.FileExists(t, filepath.Join(dir, store.MarkerFile))
+}
+
+// TestRunStopsAcknowledgingWhenDatabaseMoved: a database file moved away,
+// deleted or replaced while receiptd runs stops every acknowledgement within
+// seconds: POST /rest/receipt is 503, /readyz fails, and the log says how
+// to recover.
+func TestRunStopsAcknowledgingWhenDatabaseMoved(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows does not let an open database file be renamed")
+	}
+	for _, tc := range []struct {
+		name string
+		do   func(db string) error
+	}{
+		{"moved", func(db string) error { return os.Rename(db, db+".moved") }},
+		{"deleted", os.Remove},
+		{"replaced", func(db string) error {
+			b, err := os.ReadFile(db)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(db+".new", b, 0o600); err != nil {
+				return err
+			}
+			return os.Rename(db+".new", db)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			addr := closedAddr(t)
+			cfg := writeFile(t, "config.toml", "listen = \""+addr+"\"\ndata_dir = "+tomlString(dir)+
+				"\n[upstream]\nbase_url = \"http://"+closedAddr(t)+"\"\nlookup_base_url = \"http://"+closedAddr(t)+"\"\n"+
+				"[log]\nformat = \"json\"\n")
+			receiptdBinary(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			run := binCmd(ctx, t, "run", "-config", cfg)
+			var logs syncBuffer
+			run.Stderr = &logs
+			require.NoError(t, run.Start())
+			defer func() { _ = run.Process.Kill(); _ = run.Wait() }()
+			base := "http://" + addr
+			require.Eventually(t, func() bool { return getStatus(base+"/readyz") == http.StatusOK }, 20*time.Second, 50*time.Millisecond)
+			require.Equal(t, http.StatusAccepted, postSample(t, base, "000001"))
+
+			require.NoError(t, tc.do(filepath.Join(dir, store.DBFile)))
+			deadline := time.Now().Add(5 * time.Second)
+			code := 0
+			for i := 2; time.Now().Before(deadline); i++ {
+				if code = postSample(t, base, fmt.Sprintf("%06d", i)); code == http.StatusServiceUnavailable {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			require.Equal(t, http.StatusServiceUnavailable, code, "acknowledgements must stop within seconds")
+			require.Equal(t, http.StatusServiceUnavailable, getStatus(base+"/readyz"))
+			require.Equal(t, http.StatusServiceUnavailable, postSample(t, base, "000001"), "not even a replay")
+			require.Contains(t, logs.String(), "moved, deleted or replaced")
+			require.Contains(t, logs.String(), "receiptd backup FILE")
+		})
+	}
+}
+
+func postSample(t *testing.T, base, bill string) int {
+	t.Helper()
+	resp, err := http.Post(base+"/rest/receipt", "application/json", bytes.NewReader(sampleReceipt(bill)))
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+func getStatus(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// syncBuffer is a strings.Builder safe for the writer goroutine of exec.Cmd.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,320 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"go.etcd.io/bbolt"
+)
+
+// The data directory remembers its database: beside the file sits a marker
+// holding the database's identity, a random id also kept in the database's
+// meta bucket. A missing or empty database where the marker says there was
+// one, or a database whose id is not the marker's, is refused at start, so
+// receiptd never carries on with a fresh empty queue in place of one that
+// held acknowledged receipts.
+const (
+	// DBFile is the database's file name inside a data directory.
+	DBFile = "receiptd.db"
+	// MarkerFile is the marker's file name inside a data directory.
+	MarkerFile = "receiptd.db.id"
+)
+
+// Errors of OpenDir. Each is wrapped with the file's path and what to do.
+var (
+	// ErrMissing means the data directory's marker says it holds a
+	// database, but the file is missing or empty (0 bytes).
+	ErrMissing = errors.New("database file is missing or empty")
+	// ErrReplaced means the database file is not the one the data
+	// directory's marker names: it was replaced by another file.
+	ErrReplaced = errors.New("database file is not the one this data directory held")
+	// ErrMoved means the open database file was moved, deleted or replaced
+	// on disk while receiptd had it open (see CheckIdentity). Every later
+	// Update fails with it.
+	ErrMoved = errors.New("database file was moved, deleted or replaced while in use")
+)
+
+var keyID = []byte("id")
+
+// recovery is the advice every refusal of OpenDir ends with.
+const recovery = "put the right file back, restore a backup with `receiptd restore FILE`, " +
+	"or start over with an empty queue with `receiptd run -init` (acknowledged receipts in the lost file are then not sent)"
+
+// OpenDir opens the database of data directory dir (DBFile), guarded by its
+// marker (MarkerFile):
+//   - no marker and no database (a new data directory): creates both;
+//   - a database but no marker (written by a receiptd from before markers):
+//     opens it and writes the marker;
+//   - a marker but no database, or an empty one: ErrMissing;
+//   - a database whose id is not the marker's: ErrReplaced;
+//   - a database shorter than its own meta page says: ErrCorrupt.
+//
+// The directory is fsynced after the database file or the marker is
+// created, so a power cut cannot take the new names away (not on Windows,
+// which cannot fsync a directory; NTFS journals the names itself).
+func OpenDir(dir string, opts Options) (*Store, error) {
+	path := filepath.Join(dir, DBFile)
+	markID, err := readMarker(dir)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && markID != "":
+		return nil, fmt.Errorf("open database %s: %w: the data directory's marker %s says it held database %s; %s",
+			path, ErrMissing, filepath.Join(dir, MarkerFile), markID, recovery)
+	case errors.Is(err, fs.ErrNotExist):
+		return createDir(dir, opts)
+	case err != nil:
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	case fi.Size() == 0:
+		return nil, fmt.Errorf("open database %s: %w: the file is empty (0 bytes); %s", path, ErrMissing, recovery)
+	}
+	s, err := Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.adopt(dir, markID); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// adopt checks the open database against the marker, giving a database
+// from before markers its id and marker.
+func (s *Store) adopt(dir, markID string) error {
+	id, err := s.ID()
+	if err != nil {
+		return err
+	}
+	switch {
+	case markID != "" && id != markID:
+		if id == "" {
+			id = "none"
+		}
+		return fmt.Errorf("open database %s: %w: its id is %s, but the data directory's marker %s says %s; %s",
+			s.path, ErrReplaced, id, filepath.Join(dir, MarkerFile), markID, recovery)
+	case markID != "":
+		return nil
+	case id == "":
+		if id, err = s.setNewID(); err != nil {
+			return err
+		}
+	}
+	return WriteMarker(dir, id)
+}
+
+// createDir creates a new database and its marker in dir.
+func createDir(dir string, opts Options) (*Store, error) {
+	path := filepath.Join(dir, DBFile)
+	if err := mkdirSynced(dir); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	s, err := Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Store, error) {
+		_ = s.Close()
+		return nil, err
+	}
+	id, err := s.setNewID()
+	if err != nil {
+		return fail(err)
+	}
+	// The file's name first, then the marker: a power cut between the two
+	// leaves a database without a marker, which the next start adopts.
+	if err := SyncDir(dir); err != nil {
+		return fail(fmt.Errorf("open database %s: %w", path, err))
+	}
+	if err := WriteMarker(dir, id); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// InitDir makes dir hold a new, empty database when it holds none: the
+// file is missing (whatever the marker says) or empty. A database already
+// there is left alone and checked as OpenDir checks it. It is `receiptd run
+// -init`: the operator's explicit word that an empty queue is right.
+func InitDir(dir string, opts Options) error {
+	path := filepath.Join(dir, DBFile)
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.Size() > 0:
+		s, err := OpenDir(dir, opts)
+		if err != nil {
+			return err
+		}
+		return s.Close()
+	case err == nil:
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("init database %s: remove the empty file: %w", path, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("init database %s: %w", path, err)
+	}
+	if err := os.Remove(filepath.Join(dir, MarkerFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("init database %s: remove the old marker: %w", path, err)
+	}
+	s, err := createDir(dir, opts)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+// ID returns the database's identity ("" for a file from before markers).
+func (s *Store) ID() (string, error) {
+	var id string
+	err := s.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(BucketMeta); b != nil {
+			id = string(b.Get(keyID))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("read database id of %s: %w", s.path, err)
+	}
+	return id, nil
+}
+
+// setNewID gives the database a new random identity.
+func (s *Store) setNewID() (string, error) {
+	id := NewID()
+	err := s.Update(context.Background(), func(tx *bbolt.Tx) error {
+		return tx.Bucket(BucketMeta).Put(keyID, []byte(id))
+	})
+	if err != nil {
+		return "", fmt.Errorf("write database id of %s: %w", s.path, err)
+	}
+	return id, nil
+}
+
+// SetID gives the database the identity id (restore uses it to make a
+// restored copy a database of its own).
+func (s *Store) SetID(ctx context.Context, id string) error {
+	err := s.Update(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(BucketMeta).Put(keyID, []byte(id))
+	})
+	if err != nil {
+		return fmt.Errorf("write database id of %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// NewID returns a new random database identity.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+const markerHead = "# receiptd: this data directory holds the database " + DBFile + " with the id below. Do not delete.\n"
+
+// readMarker returns the id in dir's marker, "" when there is none.
+func readMarker(dir string) (string, error) {
+	path := filepath.Join(dir, MarkerFile)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read marker %s: %w", path, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "id "); ok && strings.TrimSpace(id) != "" {
+			return strings.TrimSpace(id), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("read marker %s: %w", path, err)
+	}
+	return "", fmt.Errorf("read marker %s: %w: no id line; %s", path, ErrCorrupt, recovery)
+}
+
+// WriteMarker replaces dir's marker with one naming id, durably: a
+// temporary file, fsynced, renamed over the marker, then the directory
+// fsynced.
+func WriteMarker(dir, id string) error {
+	path := filepath.Join(dir, MarkerFile)
+	tmp := path + ".tmp"
+	err := writeSynced(tmp, []byte(markerHead+"id "+id+"\n"))
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = SyncDir(dir)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write marker %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// mkdirSynced creates dir when missing, and fsyncs the parent of every
+// directory it creates, so the new directory's name survives a power cut.
+func mkdirSynced(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirSynced(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return SyncDir(parent)
+}
+
+// SyncDir fsyncs directory dir, making the names created or renamed in it
+// durable. Windows cannot open a directory for fsync, and NTFS journals
+// its names, so there it does nothing.
+func SyncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
