@@ -13,18 +13,21 @@ func init() {
 }
 
 func runSim(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "sim", "sim [-listen ADDR] [-seed N] [-latency D] [-error-rate F] [-drop-rate F]")
+	fs := newFlagSet(env, "sim", "sim [-listen ADDR] [-seed N] [-latency D] [-error-rate F] [-drop-rate F] [-reject N [-reject-message M]]")
 	listen := fs.String("listen", "127.0.0.1:7081", "address to listen on (PosAPI's usual port, receiptd's default upstream)")
 	seed := fs.Int64("seed", time.Now().UnixNano(), "seed of ids, lottery numbers and fault rolls (a run is reproducible with the same seed)")
 	latency := fs.Duration("latency", 0, "delay added to every answer")
 	errorRate := fs.Float64("error-rate", 0, "share (0 to 1) of requests answered 503")
 	dropRate := fs.Float64("drop-rate", 0, "share (0 to 1) of creates and deletes processed, then left unanswered")
+	reject := fs.Int("reject", 0, "refuse the next N receipts as the tax service refuses an invalid one (HTTP 400, status ERROR); later: PUT /sim/faults {\"rejectNext\":N}")
+	rejectMsg := fs.String("reject-message", sim.DefaultRejectMessage, "the message of those refusals")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	s := sim.New(sim.Options{Seed: *seed})
 	defer s.Close()
-	if err := s.SetFaults(sim.Faults{Latency: *latency, ErrorRate: *errorRate, DropRate: *dropRate}); err != nil {
+	if err := s.SetFaults(sim.Faults{Latency: *latency, ErrorRate: *errorRate, DropRate: *dropRate,
+		RejectNext: *reject, RejectMessage: *rejectMsg}); err != nil {
 		return usagef("%v", err)
 	}
 	if err := s.Start(*listen); err != nil {
@@ -46,6 +49,8 @@ control API (never faulted):
                                            refuse connections for 30s (give downFor: the control API goes down too)
   curl -s -X PUT %[1]s/sim/faults -d '{"latency":"2s","errorRate":0.2,"dropRate":0.1}'
                                            slow answers, 20%% 503s, 10%% answers lost after processing
+  curl -s -X PUT %[1]s/sim/faults -d '{"rejectNext":2,"rejectMessage":"districtCode is wrong"}'
+                                           refuse the next 2 receipts: HTTP 400 {"status":"ERROR","message":...}
   curl -s -X PUT %[1]s/sim/faults -d '{}'   healthy again
   curl -s %[1]s/sim/receipts               receipts issued (lottery and QR data included: a test tool)
   curl -s %[1]s/sim/requests               request counts per route

@@ -44,8 +44,8 @@ func run(t testing.TB, d *daemon.Daemon) func() error {
 	}
 }
 
-const sample = `{"branchNo":"001","totalAmount":10.5,"merchantTin":"5317878","posNo":"P1","type":"B2C_RECEIPT",
-"billIdSuffix":%q,"receipts":[{"totalAmount":10.5,"taxType":"VAT_ABLE","merchantTin":"5317878",
+const sample = `{"branchNo":"001","totalAmount":10.5,"totalVAT":0.95,"districtCode":"2501","merchantTin":"5317878","posNo":"P1","type":"B2C_RECEIPT",
+"billIdSuffix":%q,"receipts":[{"totalAmount":10.5,"totalVAT":0.95,"taxType":"VAT_ABLE","merchantTin":"5317878",
 "items":[{"name":"tea","measureUnit":"pc","qty":1,"unitPrice":10.5,"totalAmount":10.5}]}],
 "payments":[{"code":"CASH","status":"PAID","paidAmount":10.5}]}`
 

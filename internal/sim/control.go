@@ -10,7 +10,8 @@ import (
 // with curl:
 //
 //	GET  /sim/faults    the faults in force
-//	PUT  /sim/faults    replace them: {"down":true,"downFor":"30s","latency":"2s","errorRate":0.2,"dropRate":0.1}
+//	PUT  /sim/faults    replace them: {"down":true,"downFor":"30s","latency":"2s","errorRate":0.2,"dropRate":0.1,
+//	                    "rejectNext":3,"rejectMessage":"..."}
 //	GET  /sim/receipts  every issued receipt, lottery and QR data included
 //	GET  /sim/deleted   the deleted ids
 //	GET  /sim/requests  request counts per route

@@ -25,9 +25,22 @@ type Faults struct {
 	// processed and recorded, after which the connection is closed without
 	// an answer.
 	DropRate float64
+	// RejectNext is how many of the next creates are refused as the live
+	// service refuses an invalid receipt: HTTP 400 with
+	// {"status":"ERROR","message":RejectMessage}, nothing issued. Each
+	// create that reaches the route (not one refused by Down or ErrorRate)
+	// uses one; Faults reports what is left.
+	RejectNext int
+	// RejectMessage is the rejection's message; empty means
+	// DefaultRejectMessage.
+	RejectMessage string
 }
 
-// ErrBadFaults: a rate outside [0,1] or a negative duration.
+// DefaultRejectMessage is the message of a forced rejection when
+// Faults.RejectMessage is empty.
+const DefaultRejectMessage = "simulated rejection"
+
+// ErrBadFaults: a rate outside [0,1], a negative duration or count.
 var ErrBadFaults = errors.New("sim: bad faults")
 
 func (f Faults) validate() error {
@@ -36,6 +49,9 @@ func (f Faults) validate() error {
 	}
 	if f.Latency < 0 || f.DownFor < 0 {
 		return fmt.Errorf("%w: durations must not be negative", ErrBadFaults)
+	}
+	if f.RejectNext < 0 {
+		return fmt.Errorf("%w: rejectNext must not be negative", ErrBadFaults)
 	}
 	return nil
 }
@@ -46,11 +62,15 @@ type faultsJSON struct {
 	Latency   string  `json:"latency,omitempty"`
 	ErrorRate float64 `json:"errorRate"`
 	DropRate  float64 `json:"dropRate"`
+	// RejectNext and RejectMessage: see Faults.
+	RejectNext    int    `json:"rejectNext,omitempty"`
+	RejectMessage string `json:"rejectMessage,omitempty"`
 }
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
 func (f Faults) MarshalJSON() ([]byte, error) {
-	j := faultsJSON{Down: f.Down, ErrorRate: f.ErrorRate, DropRate: f.DropRate}
+	j := faultsJSON{Down: f.Down, ErrorRate: f.ErrorRate, DropRate: f.DropRate,
+		RejectNext: f.RejectNext, RejectMessage: f.RejectMessage}
 	if f.DownFor > 0 {
 		j.DownFor = f.DownFor.String()
 	}
@@ -66,7 +86,8 @@ func (f *Faults) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	out := Faults{Down: j.Down, ErrorRate: j.ErrorRate, DropRate: j.DropRate}
+	out := Faults{Down: j.Down, ErrorRate: j.ErrorRate, DropRate: j.DropRate,
+		RejectNext: j.RejectNext, RejectMessage: j.RejectMessage}
 	var err error
 	if j.DownFor != "" {
 		if out.DownFor, err = time.ParseDuration(j.DownFor); err != nil {
@@ -118,4 +139,19 @@ func (s *Sim) count(route string) {
 	s.mu.Lock()
 	s.counts[route]++
 	s.mu.Unlock()
+}
+
+// takeReject uses one forced rejection, if any is left, and returns its
+// message.
+func (s *Sim) takeReject() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.faults.RejectNext <= 0 {
+		return "", false
+	}
+	s.faults.RejectNext--
+	if s.faults.RejectMessage == "" {
+		return DefaultRejectMessage, true
+	}
+	return s.faults.RejectMessage, true
 }

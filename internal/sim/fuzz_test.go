@@ -16,8 +16,9 @@ import (
 // issued receipt or 400 with an ERROR body, and records only the former.
 func FuzzCreateReceipt(f *testing.F) {
 	f.Add(fmt.Sprintf(validReceipt, "1"))
-	f.Add(`{"branchNo":"1","totalAmount":1e2,"merchantTin":"1","posNo":"1","type":"B2B_RECEIPT","billIdSuffix":"1",
-	 "receipts":[{"totalAmount":100,"taxType":"VAT_ZERO","merchantTin":"1","items":[{"name":"a","measureUnit":"x","qty":1,"unitPrice":100,"totalAmount":100.000}]}]}`)
+	f.Add(`{"branchNo":"1","totalAmount":1e2,"merchantTin":"1","posNo":"1","type":"B2B_RECEIPT","billIdSuffix":"1","districtCode":"0102",
+	 "receipts":[{"totalAmount":100,"taxType":"VAT_ZERO","merchantTin":"1","items":[{"name":"a","measureUnit":"x","qty":1,"unitPrice":100,"totalAmount":100.000}]}],
+	 "payments":[{"code":"CASH","status":"PAID","paidAmount":100}]}`)
 	f.Add(`{"receipts":[1]}`)
 	f.Add(`{"totalAmount":1e99999}`)
 	f.Add(`[]`)

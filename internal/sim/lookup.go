@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -46,38 +47,6 @@ var tins = map[string]json.Number{
 	"2712345":    "5317878",
 	"УБ90010112": "37900846788",
 	"1234567":    "2012345",
-}
-
-var bankAccounts = map[string][]map[string]any{
-	"5317878": {{"id": json.Number("1000"), "tin": "5317878", "bankAccountNo": "5012345678",
-		"bankAccountName": "Тест Худалдаа ХХК", "bankId": json.Number("5"), "bankName": "Хаан банк"}},
-}
-
-func (s *Sim) info(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	unsent := s.unsent
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"operatorName": "receiptd simulator", "operatorTIN": "5317878", "posId": s.posID,
-		"posNo": "SIM-001", "version": "3.2.18", "leftLotteries": 100000, "unsentCount": unsent,
-		"merchants": []any{map[string]any{"tin": "5317878", "name": merchants["5317878"]["name"], "customers": []any{}}},
-	})
-}
-
-func (s *Sim) sendData(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	sent := s.unsent
-	s.unsent = 0
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"status": "SUCCESS", "message": "", "sent": sent})
-}
-
-func (s *Sim) bankAccounts(w http.ResponseWriter, r *http.Request) {
-	accts := bankAccounts[r.URL.Query().Get("tin")]
-	if accts == nil {
-		accts = []map[string]any{}
-	}
-	writeJSON(w, http.StatusOK, accts)
 }
 
 func (s *Sim) branchInfo(w http.ResponseWriter, _ *http.Request) {
@@ -176,4 +145,55 @@ func isChild(parent, code string, depth int) bool {
 		}
 	}
 	return false
+}
+
+// stockQRs are the excise-stamp goods by stamp QR id (getStockQr): a bare
+// object, not the lookup envelope, as the vendor's description shows.
+var stockQRs = map[string]map[string]any{
+	"BF6B1FBA86FB4C41ADDBB01C09C024F5": {"barcode": "8656170014754", "barcodeName": "Архи Ерөөл 0.75 л",
+		"cpcd": "2413150", "productTypeCode": "02", "productTypeName": "Цагаан архи, ликёр, кордиал ба спиртлэг бусад ундаа",
+		"productCategory": "Эх орны үйлдвэр", "productPercent": json.Number("38"), "productSize": json.Number("750"), "unitCode": "гр"},
+	"0A1B2C3D4E5F60718293A4B5C6D7E8F9": {"barcode": "4607025390015", "barcodeName": "Тамхи Esse 20ш",
+		"cpcd": "2501010", "productTypeCode": "05", "productTypeName": "Тамхи", "productCategory": "Импорт",
+		"productPercent": json.Number("0"), "productSize": json.Number("20"), "unitCode": "ш"},
+}
+
+// stockQr needs a bearer token (the description's security); which token
+// is not checked. An unknown stamp is a 404 with the lookup envelope: what
+// the live service answers is not documented.
+func (s *Sim) stockQr(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		writeJSON(w, http.StatusUnauthorized, envelope(http.StatusUnauthorized, "Unauthorized: a bearer token is required", nil))
+		return
+	}
+	item, ok := stockQRs[r.URL.Query().Get("stockQr")]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, envelope(http.StatusNotFound, "Тэмдгийн QR олдсонгүй", nil))
+		return
+	}
+	writeJSON(w, http.StatusOK, item)
+}
+
+// saveOprMerchants needs X-API-KEY (any value) and a body with posNo and
+// a non-empty merchantTins; it records nothing.
+func (s *Sim) saveOprMerchants(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-API-KEY") == "" {
+		writeJSON(w, http.StatusUnauthorized, envelope(http.StatusUnauthorized, "X-API-KEY is required", nil))
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
+	if err != nil {
+		return
+	}
+	var req struct {
+		PosNo        string   `json:"posNo"`
+		MerchantTins []string `json:"merchantTins"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.PosNo == "" || len(req.MerchantTins) == 0 {
+		writeJSON(w, http.StatusBadRequest, envelope(http.StatusBadRequest, "posNo and merchantTins are required", nil))
+		return
+	}
+	out := envelope(http.StatusOK, "Мерчант бүртгэх хүсэлт амжилттай илгээгдлээ", nil)
+	out["code"] = nil
+	writeJSON(w, http.StatusOK, out)
 }

@@ -43,6 +43,10 @@ func (s *Sim) createReceipt(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client went away
 	}
+	if msg, ok := s.takeReject(); ok {
+		writeJSON(w, http.StatusBadRequest, errorBody(msg))
+		return
+	}
 	req, err := decodeObject(body)
 	if err == nil {
 		err = validateReceipt(req)
@@ -78,19 +82,17 @@ func (s *Sim) issue(req map[string]any, body []byte) (map[string]any, Issued) {
 		Date: s.now().In(ulaanbaatar).Format(dateLayout), Body: bytes.Clone(body), At: s.now()}
 	if strings.HasPrefix(str(req["type"]), "B2C") {
 		is.Lottery = "SN " + s.digits(8)
+		s.lotteries++
 	}
 	subs, _ := req["receipts"].([]any)
-	for i, sub := range subs {
+	for _, sub := range subs {
 		sm := sub.(map[string]any) // validated
 		sm["id"] = s.digits(33)
-		sm["bankAccountId"] = nil
-		if acct := str(sm["bankAccountNo"]); acct != "" {
-			sm["bankAccountId"] = json.Number(strconv.Itoa(1000 + i))
-		}
+		sm["bankAccountId"] = bankAccountID(str(sm["merchantTin"]), str(sm["bankAccountNo"]))
 	}
 	delete(req, "billIdSuffix")
 	req["id"], req["posId"], req["status"], req["message"] = is.ID, json.Number(strconv.FormatInt(s.posID, 10)), status, ""
-	req["qrData"], req["lottery"], req["date"], req["easy"], req["version"] = is.QRData, is.Lottery, is.Date, false, "3.2.18"
+	req["qrData"], req["lottery"], req["date"], req["easy"], req["version"] = is.QRData, is.Lottery, is.Date, false, posVersion
 	s.byID[is.ID] = len(s.receipts)
 	s.receipts = append(s.receipts, is)
 	s.unsent++

@@ -25,6 +25,8 @@ func (s *Sim) routes() *http.ServeMux {
 	handle(RouteMerchantInfo, s.merchantInfo)
 	handle(RouteTinInfo, s.tinInfo)
 	handle(RouteClassification, s.classification, RouteClassification+"/")
+	handle(RouteStockQr, s.stockQr)
+	handle(RouteSaveMerchants, s.saveOprMerchants)
 	s.controlRoutes(mux)
 	return mux
 }

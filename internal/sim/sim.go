@@ -3,8 +3,15 @@
 // "SN ########" lottery numbers, QR data, PAYMENT for an unsettled PAY
 // payment, ERROR for an invalid receipt), a record of everything it
 // received, and faults injected on demand: down (connections refused),
-// latency, a 5xx share, and process-then-drop (the receipt is issued, then
-// the connection is closed without an answer).
+// latency, a 5xx share, process-then-drop (the receipt is issued, then
+// the connection is closed without an answer) and the rejection of the
+// next N receipts with a given message.
+//
+// Every answer carries every field the vendor's OpenAPI description of
+// PosAPI 3.0 lists, in the live service's types (testdata/fields.txt pins
+// them), and creates are validated as strictly as live staging is known to
+// validate them: no payments, no VAT on a VAT_ABLE receipt or no district
+// code is an ERROR.
 //
 // It is a test tool: it keeps lottery numbers and QR data in memory and
 // shows them on its control API under /sim/. Randomness comes from
@@ -37,6 +44,8 @@ const (
 	RouteMerchantInfo   = "GET /api/info/check/getInfo"
 	RouteTinInfo        = "GET /api/info/check/getTinInfo"
 	RouteClassification = "GET /api/info/check/barcode/v2"
+	RouteStockQr        = "GET /api/inventory/stock/getStockQr"
+	RouteSaveMerchants  = "POST /api/tpi/receipt/saveOprMerchants"
 )
 
 // ErrClosed: Start or SetFaults after Close.
@@ -83,7 +92,10 @@ type Sim struct {
 	byID     map[string]int // receipt id → index in receipts
 	deleted  []string
 	counts   map[string]int
-	unsent   int // receipts issued since the last sendData
+	unsent   int       // receipts issued since the last sendData
+	lastSent time.Time // the last sendData (New's time before any)
+	// lotteries counts the lottery numbers handed out (leftLotteries).
+	lotteries int
 
 	srvMu     sync.Mutex // guards the listener state; never held with mu while waiting
 	addr      string
@@ -139,6 +151,7 @@ func New(opts Options) *Sim {
 	}
 	s.rng = rand.New(rand.NewPCG(uint64(opts.Seed), uint64(opts.Seed)^0x9e3779b97f4a7c15))
 	s.posID = 10000000 + s.rng.Int64N(90000000)
+	s.lastSent = s.now()
 	s.mux = s.routes()
 	return s
 }

@@ -20,8 +20,8 @@ import (
 )
 
 const validReceipt = `{"branchNo":"001","totalAmount":12345.6789012345678901,"merchantTin":"5317878","posNo":"P1",
-"type":"B2C_RECEIPT","billIdSuffix":"%s","totalVat":1,
-"receipts":[{"totalAmount":12345.6789012345678901,"taxType":"VAT_ABLE","merchantTin":"5317878","bankAccountNo":"5012345678",
+"type":"B2C_RECEIPT","billIdSuffix":"%s","totalVat":1,"districtCode":"2501",
+"receipts":[{"totalAmount":12345.6789012345678901,"taxType":"VAT_ABLE","totalVAT":1,"merchantTin":"5317878","bankAccountNo":"5012345678",
  "items":[{"name":"a","measureUnit":"ш","qty":1,"unitPrice":0.1,"totalAmount":0.1},
           {"name":"b","measureUnit":"ш","qty":1,"unitPrice":12345.5789012345678901,"totalAmount":12345.5789012345678901}]}],
 "payments":[{"code":"CASH","status":"PAID","paidAmount":12345.6789012345678901}]}`
@@ -114,6 +114,12 @@ func TestCreateReceiptInvalid(t *testing.T) {
 		{"root total", strings.Replace(ok, `"totalAmount":12345.6789012345678901,"merchantTin"`, `"totalAmount":12345.67890123456789,"merchantTin"`, 1), "totalAmount: 12345.67890123456789"},
 		{"missing item name", strings.Replace(ok, `"name":"a",`, "", 1), "receipts[0].items[0].name: missing"},
 		{"bad payment", strings.Replace(ok, `"code":"CASH"`, `"code":"GOLD"`, 1), "payments[0].code"},
+		{"no district code", strings.Replace(ok, `"districtCode":"2501",`, "", 1), "districtCode: missing"},
+		{"bad district code", strings.Replace(ok, `"districtCode":"2501"`, `"districtCode":"25"`, 1), "districtCode:"},
+		{"no payments", strings.Replace(ok, `"payments":[{"code":"CASH","status":"PAID","paidAmount":12345.6789012345678901}]`, `"payments":[]`, 1), "payments: not a non-empty array"},
+		{"no root VAT", strings.Replace(ok, `"totalVat":1,`, "", 1), "totalVAT: missing"},
+		{"no sub-receipt VAT", strings.Replace(ok, `"totalVAT":1,`, "", 1), "receipts[0].totalVAT: missing"},
+		{"VAT as string", strings.Replace(ok, `"totalVAT":1,`, `"totalVAT":"1",`, 1), "receipts[0].totalVAT: not a number"},
 		{"huge exponent", strings.Replace(ok, `"qty":1,"unitPrice":0.1`, `"qty":1e999999999,"unitPrice":0.1`, 1), "out of range"},
 	}
 	for _, tc := range cases {
@@ -134,9 +140,10 @@ func TestTotalsAreExact(t *testing.T) {
 	s := start(t, sim.Options{})
 	// 0.1 + 0.2 != 0.3 in float64; exactly it is.
 	body := `{"branchNo":"1","totalAmount":0.3,"merchantTin":"1","posNo":"1","type":"B2C_INVOICE","billIdSuffix":"1",
-	 "receipts":[{"totalAmount":0.3,"taxType":"NO_VAT","merchantTin":"1","items":[
+	 "districtCode":"0102","receipts":[{"totalAmount":0.3,"taxType":"NO_VAT","merchantTin":"1","items":[
 	 {"name":"a","measureUnit":"x","qty":1,"unitPrice":0.1,"totalAmount":0.1},
-	 {"name":"b","measureUnit":"x","qty":1,"unitPrice":0.2,"totalAmount":2e-1}]}]}`
+	 {"name":"b","measureUnit":"x","qty":1,"unitPrice":0.2,"totalAmount":2e-1}]}],
+	 "payments":[{"code":"CASH","status":"PAID","paidAmount":0.3}]}`
 	code, _, resp, err := do(t, "POST", s.URL()+"/rest/receipt", body)
 	require.NoError(t, err)
 	require.Equal(t, 200, code, string(resp))
@@ -410,4 +417,56 @@ func TestFaultErrorRateCountsPerRoute(t *testing.T) {
 	code, _, _, err = do(t, "GET", s.URL()+"/nowhere", "")
 	require.NoError(t, err)
 	require.Equal(t, 404, code)
+}
+
+// TestStagingRefusal: the receipt the SDK's integration test shows live
+// staging refusing (no payments, no VAT, no district code) is refused; the
+// one it shows staging issuing is issued.
+func TestStagingRefusal(t *testing.T) {
+	s := start(t, sim.Options{})
+	refused := `{"branchNo":"001","totalAmount":1000,"merchantTin":"37900846788","posNo":"001","type":"B2C_RECEIPT",
+	 "billIdSuffix":"01","receipts":[{"totalAmount":1000,"taxType":"VAT_ABLE","merchantTin":"37900846788",
+	 "items":[{"name":"Bread","barCode":"19059010880001","measureUnit":"senlovesfits","qty":1,"unitPrice":1000,"totalAmount":1000}]}]}`
+	code, _, body, err := do(t, "POST", s.URL()+"/rest/receipt", refused)
+	require.NoError(t, err)
+	require.Equal(t, 400, code, "%s", body)
+	require.Contains(t, string(body), `"status":"ERROR"`)
+	issued := `{"branchNo":"001","totalAmount":1100,"totalVAT":100,"merchantTin":"37900846788","districtCode":"2501",
+	 "posNo":"001","type":"B2C_RECEIPT","billIdSuffix":"01","receipts":[{"totalAmount":1100,"totalVAT":100,
+	 "taxType":"VAT_ABLE","merchantTin":"37900846788","items":[{"name":"Bread","barCode":"19059010880001",
+	 "barCodeType":"GS1","measureUnit":"senlovesfits","classificationCode":"2349010","qty":1,"unitPrice":1000,
+	 "totalAmount":1100,"totalVAT":100}]}],"payments":[{"code":"CASH","status":"PAID","paidAmount":1100}]}`
+	code, _, body, err = do(t, "POST", s.URL()+"/rest/receipt", issued)
+	require.NoError(t, err)
+	require.Equal(t, 200, code, "%s", body)
+	require.Len(t, s.Receipts(), 1)
+}
+
+// TestFaultRejectNext: the next N creates are refused with the message
+// given, nothing issued; then creates are issued again. Set through the
+// control API as `receiptd sim -h` documents it.
+func TestFaultRejectNext(t *testing.T) {
+	s := start(t, sim.Options{})
+	code, _, body, err := do(t, "PUT", s.URL()+"/sim/faults", `{"rejectNext":2,"rejectMessage":"merchantTin: not registered"}`)
+	require.NoError(t, err)
+	require.Equal(t, 200, code, "%s", body)
+	require.JSONEq(t, `{"down":false,"errorRate":0,"dropRate":0,"rejectNext":2,"rejectMessage":"merchantTin: not registered"}`, string(body))
+	for i := range 2 {
+		code, _, body, err := do(t, "POST", s.URL()+"/rest/receipt", fmt.Sprintf(validReceipt, fmt.Sprint(i)))
+		require.NoError(t, err)
+		require.Equal(t, 400, code)
+		require.JSONEq(t, `{"status":"ERROR","message":"merchantTin: not registered"}`, string(body))
+	}
+	require.Empty(t, s.Receipts())
+	require.Zero(t, s.Faults().RejectNext)
+	code, _, body, err = do(t, "POST", s.URL()+"/rest/receipt", fmt.Sprintf(validReceipt, "3"))
+	require.NoError(t, err)
+	require.Equal(t, 200, code, "%s", body)
+
+	require.NoError(t, s.SetFaults(sim.Faults{RejectNext: 1}))
+	_, _, body, err = do(t, "POST", s.URL()+"/rest/receipt", fmt.Sprintf(validReceipt, "4"))
+	require.NoError(t, err)
+	require.Contains(t, string(body), sim.DefaultRejectMessage)
+	require.Error(t, s.SetFaults(sim.Faults{RejectNext: -1}))
+	require.Equal(t, 4, s.Requests(sim.RouteCreateReceipt), "rejected creates are counted")
 }

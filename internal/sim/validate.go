@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -68,31 +69,56 @@ func num(v any) *big.Rat {
 }
 
 // validateReceipt checks required fields, enumerations and that the totals
-// add up exactly (math/big, never floats).
+// add up exactly (math/big, never floats). It is as strict as live staging
+// is known to be: the SDK's integration tests show staging refusing a
+// receipt with no payments, no VAT and no district code, and issuing the
+// same receipt with all three; so each of them is required here (VAT where
+// a sub-receipt is VAT_ABLE, under either spelling the field notes report).
 func validateReceipt(req map[string]any) error {
-	err := fields("", req, "branchNo:s,totalAmount:n,merchantTin:s,posNo:s,type:s,billIdSuffix:s,receipts:a")
+	err := fields("", req, "branchNo:s,totalAmount:n,districtCode:s,merchantTin:s,posNo:s,type:s,billIdSuffix:s,receipts:a,payments:a")
 	if err != nil {
 		return err
 	}
 	if err := enum("type", req["type"], receiptTypes); err != nil {
 		return err
 	}
+	if !districtCode.MatchString(req["districtCode"].(string)) {
+		return fmt.Errorf("districtCode: %q is not a district code (4 digits: branchCode and subBranchCode)", req["districtCode"])
+	}
 	sum := new(big.Rat)
+	vatable := false
 	for i, sub := range req["receipts"].([]any) {
 		total, err := validateSub(fmt.Sprintf("receipts[%d].", i), sub)
 		if err != nil {
 			return err
 		}
 		sum.Add(sum, total)
+		vatable = vatable || sub.(map[string]any)["taxType"] == "VAT_ABLE"
 	}
 	if num(req["totalAmount"]).Cmp(sum) != 0 {
 		return fmt.Errorf("totalAmount: %s is not the sum of the sub-receipts' totalAmount (%s)",
 			req["totalAmount"], sum.FloatString(6))
 	}
-	if pays, ok := req["payments"]; ok && pays != nil {
-		return validatePayments(pays)
+	if vatable {
+		if err := vat("", req); err != nil {
+			return err
+		}
 	}
-	return nil
+	return validatePayments(req["payments"])
+}
+
+// districtCode is branchCode + subBranchCode (field notes: "0102").
+var districtCode = regexp.MustCompile(`^[0-9]{4}$`)
+
+// vat requires a numeric totalVAT (or the totalVat spelling seen in
+// production) on obj.
+func vat(path string, obj map[string]any) error {
+	for _, name := range []string{"totalVAT", "totalVat"} {
+		if v, ok := obj[name]; ok && v != nil {
+			return fields(path, obj, name+":n")
+		}
+	}
+	return fmt.Errorf("%stotalVAT: missing (required with taxType VAT_ABLE)", path)
 }
 
 func validateSub(path string, v any) (*big.Rat, error) {
@@ -106,6 +132,11 @@ func validateSub(path string, v any) (*big.Rat, error) {
 	}
 	if err := enum(path+"taxType", sub["taxType"], taxTypes); err != nil {
 		return nil, err
+	}
+	if sub["taxType"] == "VAT_ABLE" {
+		if err := vat(path, sub); err != nil {
+			return nil, err
+		}
 	}
 	sum := new(big.Rat)
 	for j, it := range sub["items"].([]any) {

@@ -119,8 +119,8 @@ func (r *rig) close() {
 // receiptBody is a valid create request; its totals add up exactly.
 func receiptBody(suffix string) string {
 	return fmt.Sprintf(`{"branchNo":"001","totalAmount":12345.6789012345678901,"merchantTin":"5317878","posNo":"P1",
-"type":"B2C_RECEIPT","billIdSuffix":%q,"customerTin":"CUST9911",
-"receipts":[{"totalAmount":12345.6789012345678901,"taxType":"VAT_ABLE","merchantTin":"5317878",
+"type":"B2C_RECEIPT","billIdSuffix":%q,"customerTin":"CUST9911","totalVAT":1,"districtCode":"2501",
+"receipts":[{"totalAmount":12345.6789012345678901,"taxType":"VAT_ABLE","totalVAT":1,"merchantTin":"5317878",
  "items":[{"name":"a","measureUnit":"pc","qty":1,"unitPrice":0.1,"totalAmount":0.1},
           {"name":"b","measureUnit":"pc","qty":1,"unitPrice":12345.5789012345678901,"totalAmount":12345.5789012345678901}]}],
 "payments":[{"code":"CASH","status":"PAID","paidAmount":12345.6789012345678901}]}`, suffix)
