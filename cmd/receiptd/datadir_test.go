@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
+	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 )
 
@@ -146,20 +148,8 @@ func TestRunStopsAcknowledgingWhenDatabaseMoved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
-			addr := closedAddr(t)
-			cfg := writeFile(t, "config.toml", "listen = \""+addr+"\"\ndata_dir = "+tomlString(dir)+
-				"\n[upstream]\nbase_url = \"http://"+closedAddr(t)+"\"\nlookup_base_url = \"http://"+closedAddr(t)+"\"\n"+
-				"[log]\nformat = \"json\"\n")
-			receiptdBinary(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			run := binCmd(ctx, t, "run", "-config", cfg)
-			var logs syncBuffer
-			run.Stderr = &logs
-			require.NoError(t, run.Start())
-			defer func() { _ = run.Process.Kill(); _ = run.Wait() }()
-			base := "http://" + addr
-			require.Eventually(t, func() bool { return getStatus(base+"/readyz") == http.StatusOK }, 20*time.Second, 50*time.Millisecond)
+			d := startBinary(t, dir, "http://"+closedAddr(t))
+			base, logs := d.base, d.logs
 			require.Equal(t, http.StatusAccepted, postSample(t, base, "000001"))
 
 			require.NoError(t, tc.do(filepath.Join(dir, store.DBFile)))
@@ -214,4 +204,85 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestChangedBodyIsHeldNotSent changes a stored receipt's body in place in
+// the bbolt file between runs (bbolt checksums no data page): the daemon
+// must hold it with a message and send only the untouched one.
+func TestChangedBodyIsHeldNotSent(t *testing.T) {
+	dir := dataDirWith(t, 2)
+	db := filepath.Join(dir, store.DBFile)
+	raw, err := os.ReadFile(db)
+	require.NoError(t, err)
+	// The first receipt's body is stored before the second's.
+	from, to := []byte(`"totalAmount":12500.50,"totalVAT"`), []byte(`"totalAmount":92500.50,"totalVAT"`)
+	i := bytes.Index(raw, from)
+	require.GreaterOrEqual(t, i, 0)
+	f, err := os.OpenFile(db, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt(to, int64(i))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	up := sim.New(sim.Options{Seed: 1})
+	require.NoError(t, up.Start("127.0.0.1:0"))
+	defer up.Close()
+	base := startBinary(t, dir, up.URL()).base
+	var held, sent entryJSON
+	require.Eventually(t, func() bool {
+		held, sent = getEntry(t, base, "Q000000000001"), getEntry(t, base, "Q000000000002")
+		return held.State == "held" && sent.State == "sent"
+	}, 20*time.Second, 50*time.Millisecond, "states: %s, %s", held.State, sent.State)
+	require.Contains(t, held.Outcome.Message, "no longer matches")
+	require.Len(t, up.Receipts(), 1, "only the untouched receipt reaches the tax service")
+	require.Contains(t, string(up.Receipts()[0].Body), `"billIdSuffix":"000001"`)
+}
+
+// runningBinary is a `receiptd run` started by startBinary.
+type runningBinary struct {
+	base string      // http://127.0.0.1:PORT
+	logs *syncBuffer // its standard error (JSON log lines)
+}
+
+// startBinary runs the real binary on data directory dir with upstream as
+// the tax service, waits until it is ready, and kills it at cleanup.
+func startBinary(t *testing.T, dir, upstream string) runningBinary {
+	t.Helper()
+	addr := closedAddr(t)
+	cfg := writeFile(t, "config.toml", "listen = \""+addr+"\"\ndata_dir = "+tomlString(dir)+
+		"\n[upstream]\nbase_url = \""+upstream+"\"\nlookup_base_url = \""+upstream+"\"\n"+
+		"[sync]\nmin_backoff = \"100ms\"\n[log]\nformat = \"json\"\n")
+	receiptdBinary(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	run := binCmd(ctx, t, "run", "-config", cfg)
+	d := runningBinary{base: "http://" + addr, logs: &syncBuffer{}}
+	run.Stderr = d.logs
+	require.NoError(t, run.Start())
+	t.Cleanup(func() {
+		cancel()
+		_ = run.Wait()
+	})
+	require.Eventually(t, func() bool { return getStatus(d.base+"/readyz") == http.StatusOK }, 20*time.Second,
+		50*time.Millisecond, "not ready; log: %s", d.logs)
+	return d
+}
+
+// entryJSON is the part of GET /receiptd/entries/{id} the tests read.
+type entryJSON struct {
+	State    string `json:"state"`
+	Outcome  struct{ Message, ID string }
+	Attempts []struct {
+		Result string `json:"result"`
+		Error  string `json:"error"`
+	} `json:"attempts"`
+}
+
+func getEntry(t *testing.T, base, id string) entryJSON {
+	t.Helper()
+	resp, err := http.Get(base + "/receiptd/entries/" + id)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var e entryJSON
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+	return e
 }

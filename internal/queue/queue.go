@@ -128,6 +128,9 @@ const (
 	ResultNotSent     Result = "not_sent"
 	ResultAmbiguous   Result = "ambiguous"
 	ResultInterrupted Result = "interrupted" // receiptd stopped mid-attempt
+	// ResultDamaged: nothing was sent, the stored body failed its check
+	// against BodyHash.
+	ResultDamaged Result = "damaged_body"
 )
 
 // Entry is one receipt or delete request. Times are UTC.

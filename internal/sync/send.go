@@ -12,6 +12,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/receipt"
 )
 
 // attemptResult is everything one attempt decided.
@@ -68,6 +69,9 @@ func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
 
 // sendReceipt sends a create request and maps its answer to a state.
 func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
+	if res, bad := checkBody(e); bad {
+		return res
+	}
 	r, err := w.up.CreateReceipt(ctx, e.Body)
 	if err == nil {
 		res := attemptResult{next: queue.StateSent, outcome: outcomeOf(r)}
@@ -94,6 +98,25 @@ func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
 		res.next, res.nextAttemptAt = queue.StateHeld, time.Time{}
 	}
 	return res
+}
+
+// damagedBody is the message of an entry held because its stored body no
+// longer matches the hash taken when the POS's request was accepted.
+const damagedBody = "not sent: the stored receipt no longer matches the fingerprint taken when it was accepted " +
+	"(the database file was changed or damaged); receiptd holds it and never sends it as it is. " +
+	"Check the sale with the POS and restore the database from a backup (receiptd restore FILE)"
+
+// checkBody holds a receipt whose body does not match its stored hash,
+// before anything is sent: what would reach the tax service is not what
+// the POS sent. An entry without a hash (none is written without one) is
+// not checked.
+func checkBody(e queue.Entry) (attemptResult, bool) {
+	if e.BodyHash == "" || receipt.Fingerprint(e.Body) == e.BodyHash {
+		return attemptResult{}, false
+	}
+	res := attemptResult{next: queue.StateHeld, outcome: &queue.Outcome{Status: "ERROR", Message: damagedBody}}
+	res.attempt.Result, res.attempt.Error = queue.ResultDamaged, damagedBody
+	return res, true
 }
 
 // sendDelete sends a delete request and maps its answer to a state.
@@ -192,6 +215,10 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 	case queue.StateRejected, queue.StateDeleteRejected:
 		log.Warn("rejected by the tax service", zap.Int("httpStatus", res.attempt.HTTPStatus), zap.String("message", res.outcome.Message))
 	case queue.StateHeld:
+		if res.attempt.Result == queue.ResultDamaged {
+			log.Error("stored receipt does not match its fingerprint: held, not sent", zap.String("advice", damagedBody))
+			break
+		}
 		log.Warn("ambiguous attempt: held for an operator", zap.Error(res.err))
 	case queue.StatePayment:
 		log.Info("payment incomplete: entry in state payment")
@@ -238,6 +265,8 @@ func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res
 // noteLink updates what the worker knows of the upstream from one attempt.
 func (w *Worker) noteLink(res attemptResult) {
 	switch {
+	case res.attempt.Result == queue.ResultDamaged:
+		// Nothing was sent: the upstream's state is unknown from this.
 	case res.attempt.Result == queue.ResultSuccess, res.attempt.Result == queue.ResultPayment,
 		res.attempt.Result == queue.ResultRejected:
 		w.markUp(res.attempt.Result != queue.ResultRejected)
