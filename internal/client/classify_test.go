@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +112,18 @@ func classCases(t *testing.T) []classCase {
 			class: client.Ambiguous, status: 200, receipt: true},
 		{name: "200 unknown status", base: func(t *testing.T) string { return handlerServer(t, answer(200, nil, `{"status":"OK"}`)) },
 			class: client.Ambiguous, status: 200, receipt: true},
+		{name: "200 SUCCESS without id", base: func(t *testing.T) string {
+			return handlerServer(t, answer(200, nil, `{"status":"SUCCESS","lottery":"SN 1"}`))
+		}, class: client.Ambiguous, status: 200, receipt: true},
+		{name: "200 PAYMENT with a blank id", base: func(t *testing.T) string {
+			return handlerServer(t, answer(200, nil, `{"status":"PAYMENT","id":" "}`))
+		}, class: client.Ambiguous, status: 200, receipt: true},
+		{name: "200 larger than MaxAnswer", base: func(t *testing.T) string {
+			return handlerServer(t, answer(200, nil, `{"status":"SUCCESS","id":"1","pad":"`+strings.Repeat("x", 2<<20)+`"}`))
+		}, class: client.Ambiguous, status: 200},
+		{name: "400 larger than MaxAnswer", base: func(t *testing.T) string {
+			return handlerServer(t, answer(400, nil, `{"status":"ERROR","message":"`+strings.Repeat("x", 2<<20)+`"}`))
+		}, class: client.Ambiguous, status: 400},
 		{name: "503 Retry-After seconds", base: func(t *testing.T) string {
 			return handlerServer(t, answer(503, map[string]string{"Retry-After": "7"}, `busy`))
 		}, class: client.Transient, status: 503, retryAfter: 7 * time.Second, receipt: true},
@@ -132,7 +145,7 @@ func classCases(t *testing.T) []classCase {
 		{name: "302 not followed", base: func(t *testing.T) string {
 			return handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/elsewhere" {
-					answer(200, nil, `{"status":"SUCCESS"}`)(w, r)
+					answer(200, nil, `{"status":"SUCCESS","id":"1"}`)(w, r)
 					return
 				}
 				answer(302, map[string]string{"Location": "/elsewhere"}, ``)(w, r)

@@ -51,9 +51,13 @@ const DefaultTimeout = 60 * time.Second
 // its 503.
 const DefaultQueryTimeout = 10 * time.Second
 
-// maxBody bounds a response body; the barcode lists of the classification
-// tree are the largest answers and stay far below it.
-const maxBody = 64 << 20
+// DefaultMaxAnswer is the most of an upstream answer read when
+// Config.MaxAnswer is zero (upstream.max_answer). A create answer is a few
+// KiB; a broken proxy's endless body must not fill the till's memory.
+const DefaultMaxAnswer = 1 << 20
+
+// MaxMaxAnswer is the largest Config.MaxAnswer New accepts.
+const MaxMaxAnswer = 64 << 20
 
 // Op names one operation of the tax service. The string values are stable
 // and suitable as configuration keys.
@@ -153,6 +157,10 @@ type Config struct {
 	// the system roots (a corporate TLS-inspecting proxy, say). Empty means
 	// the system roots alone. TLS is always verified.
 	CAFile string
+	// MaxAnswer bounds what is read of any answer, in bytes; a larger one
+	// is not read further and is an error (see exchange). Zero means
+	// DefaultMaxAnswer; more than MaxMaxAnswer is ErrConfig.
+	MaxAnswer int64
 	// Proxy is the proxy URL (http, https or socks5) of the public lookup
 	// API: every lookup request goes through it, whatever its host (the
 	// operator set it for that upstream; NO_PROXY does not apply). Empty
@@ -169,6 +177,7 @@ type Client struct {
 	paths            map[Op]string
 	timeout          time.Duration
 	queryTimeout     time.Duration // min(timeout, Config.QueryTimeout)
+	maxAnswer        int64
 	headers          map[string]string
 	lookupHeaders    map[string]string
 	// lookupHC carries the lookups (Config.Proxy), posHC PosAPI's GETs;
@@ -217,6 +226,13 @@ func New(cfg Config) (*Client, error) {
 	lookupTr.Proxy = lookupProxy
 	sendTr := posTr.Clone()
 	sendTr.DisableKeepAlives = true
+	maxAnswer := cfg.MaxAnswer
+	switch {
+	case maxAnswer == 0:
+		maxAnswer = DefaultMaxAnswer
+	case maxAnswer < 0 || maxAnswer > MaxMaxAnswer:
+		return nil, fmt.Errorf("client: max answer %d bytes, want 1 to %d: %w", maxAnswer, MaxMaxAnswer, ErrConfig)
+	}
 	timeout, queryTimeout := cfg.Timeout, cfg.QueryTimeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -226,7 +242,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		base: base, lookupBase: lookupBase, paths: paths, timeout: timeout,
-		queryTimeout: min(timeout, queryTimeout),
+		queryTimeout: min(timeout, queryTimeout), maxAnswer: maxAnswer,
 		headers:      copyMap(cfg.Headers), lookupHeaders: copyMap(cfg.LookupHeaders),
 		lookupHC:   &http.Client{Transport: lookupTr, CheckRedirect: checkRedirect},
 		posHC:      &http.Client{Transport: posTr, CheckRedirect: checkRedirect},

@@ -217,6 +217,8 @@ func TestConfigValidation(t *testing.T) {
 		"unknown operation": {BaseURL: "http://x", Paths: map[client.Op]string{"nope": "/x"}},
 		"bad proxy":         {BaseURL: "http://x", Proxy: "::"},
 		"missing CA file":   {BaseURL: "http://x", CAFile: "/nonexistent/ca.pem"},
+		"negative max":      {BaseURL: "http://x", MaxAnswer: -1},
+		"max too large":     {BaseURL: "http://x", MaxAnswer: client.MaxMaxAnswer + 1},
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -262,7 +264,7 @@ func TestCreatesUseFreshConnections(t *testing.T) {
 		conns[r.Method][r.RemoteAddr] = true
 		mu.Unlock()
 		if r.Method == "POST" {
-			_, _ = io.WriteString(w, `{"status":"SUCCESS"}`)
+			_, _ = io.WriteString(w, `{"status":"SUCCESS","id":"1"}`)
 			return
 		}
 		_, _ = io.WriteString(w, `{"msg":"","status":200,"data":null}`)
@@ -316,4 +318,47 @@ func TestUndecodableLookupAnswers(t *testing.T) {
 	cl, _ := client.ClassOf(err)
 	require.Equal(t, client.Rejected, cl)
 	require.ErrorIs(t, err, client.ErrNotFound)
+}
+
+// TestMaxAnswerStopsReading: an endless answer is read to MaxAnswer and
+// no further, for every kind of operation; nothing of it comes back, a
+// GET's failure is Transient and a create's or delete's Ambiguous, and the
+// call ends long before the timeout.
+func TestMaxAnswerStopsReading(t *testing.T) {
+	written := make(chan int64, 8)
+	base := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		chunk := []byte(strings.Repeat("x", 32<<10))
+		var n int64
+		defer func() { written <- n }()
+		_, _ = io.WriteString(w, `{"status":"SUCCESS","id":"1","pad":"`)
+		for n < 1<<30 { // 1 GiB: far beyond any socket buffer
+			k, err := w.Write(chunk)
+			n += int64(k)
+			if err != nil {
+				return
+			}
+		}
+	})
+	c, err := client.New(client.Config{BaseURL: base, LookupBaseURL: base, Timeout: time.Minute, MaxAnswer: 64 << 10})
+	require.NoError(t, err)
+	ctx := context.Background()
+	check := func(raw any, err error, want client.Class) {
+		t.Helper()
+		require.ErrorIs(t, err, client.ErrBodyTooLarge)
+		cl, _ := client.ClassOf(err)
+		require.Equal(t, want, cl, "%v", err)
+		require.Nil(t, raw)
+		n := <-written
+		require.Less(t, n, int64(64<<20), "the client read on past MaxAnswer")
+	}
+	raw, err := c.Get(ctx, client.OpSendData, nil)
+	check(raw, err, client.Transient)
+	rec, err := c.CreateReceipt(ctx, []byte(`{}`))
+	check(rec, err, client.Ambiguous)
+	draw, err := c.DeleteReceipt(ctx, "1", "")
+	check(draw, err, client.Ambiguous)
+	_, err = c.BranchInfo(ctx)
+	require.ErrorIs(t, err, client.ErrBodyTooLarge)
+	<-written
 }

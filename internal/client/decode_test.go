@@ -182,16 +182,19 @@ func TestDecodeReceiptOddSideFields(t *testing.T) {
 }
 
 // TestCreateOutcomeIgnoresOddSideFields: over real HTTP, a readable status
-// decides the class whatever the other fields hold; a body without one
-// stays Ambiguous.
+// and id decide the class whatever the other fields hold; a body without a
+// status, or SUCCESS/PAYMENT without a usable id, stays Ambiguous.
 func TestCreateOutcomeIgnoresOddSideFields(t *testing.T) {
 	cases := []struct {
 		name, body string
 		class      client.Class // 0: no error
 	}{
 		{"SUCCESS, posId empty", `{"status":"SUCCESS","id":"1","posId":""}`, 0},
-		{"SUCCESS, bankAccountId object", `{"status":"SUCCESS","receipts":[{"id":"1","bankAccountId":{}}]}`, 0},
-		{"PAYMENT, everything odd", `{"status":"PAYMENT","id":[],"date":{},"posId":true,"message":[1],"receipts":"x"}`, 0},
+		{"SUCCESS, bankAccountId object", `{"status":"SUCCESS","id":"2","receipts":[{"id":"1","bankAccountId":{}}]}`, 0},
+		{"SUCCESS, id a number", `{"status":"SUCCESS","id":123456789012345678901234567890123}`, 0},
+		{"PAYMENT, everything odd", `{"status":"PAYMENT","id":"1","date":{},"posId":true,"message":[1],"receipts":"x"}`, 0},
+		{"SUCCESS, no id", `{"status":"SUCCESS","receipts":[{"id":"1"}]}`, client.Ambiguous},
+		{"PAYMENT, id an array", `{"status":"PAYMENT","id":[]}`, client.Ambiguous},
 		{"ERROR, message object", `{"status":"ERROR","message":{"text":"bad"},"posId":""}`, client.Rejected},
 		{"status missing", `{"id":"1","posId":""}`, client.Ambiguous},
 		{"status object", `{"status":{"v":"SUCCESS"}}`, client.Ambiguous},

@@ -31,7 +31,7 @@ var (
 	// ErrEnvelope: a lookup envelope carries a status other than 200 (its
 	// msg is in the error text).
 	ErrEnvelope = errors.New("upstream envelope status")
-	// ErrBodyTooLarge: a response body exceeds the client's bound (64 MiB).
+	// ErrBodyTooLarge: a response body exceeds Config.MaxAnswer.
 	ErrBodyTooLarge = errors.New("response body too large")
 )
 

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,8 +51,13 @@ func (t *sendTrace) transportError(op Op, err error) *Error {
 
 // exchange performs one request within the client's timeout and reads the
 // whole answer. A non-nil *Raw comes with every answer whose head arrived,
-// even when its body could not be read. The returned error, when not nil,
-// is an *Error; non-2xx statuses are NOT errors here (callers decide).
+// even when its body could not be read, except an answer larger than
+// Config.MaxAnswer: it is not read further, and what was read is not
+// returned, so nobody hands on or keeps a part of it. Such an answer is
+// Ambiguous for a create or delete (the request went; what the answer said
+// is unknown) and Transient for a GET (a failure: never cached, never
+// passed on). The returned error, when not nil, is an *Error; non-2xx
+// statuses are NOT errors here (callers decide).
 func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte) (*Raw, error) {
 	timeout := c.timeout
 	if op.Query() {
@@ -76,7 +82,15 @@ func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte
 	}
 	defer resp.Body.Close()
 	raw := &Raw{StatusCode: resp.StatusCode, Header: resp.Header}
-	raw.Body, err = readBody(resp.Body)
+	raw.Body, err = readBody(resp.Body, c.maxAnswer)
+	if errors.Is(err, ErrBodyTooLarge) {
+		cl := Transient
+		if op.method() != http.MethodGet {
+			cl = Ambiguous
+		}
+		return nil, &Error{Op: op, Class: cl, StatusCode: resp.StatusCode,
+			Err: fmt.Errorf("read response: %w", err)}
+	}
 	if err != nil {
 		cl, bad := statusClass(resp.StatusCode)
 		if !bad {
@@ -90,13 +104,16 @@ func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte
 	return raw, nil
 }
 
-func readBody(r io.Reader) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxBody+1))
+// readBody reads at most limit bytes; a longer body is ErrBodyTooLarge
+// after limit+1 bytes, and the rest is never read (closing the body then
+// closes the connection).
+func readBody(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxBody {
-		return nil, ErrBodyTooLarge
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("more than %d bytes: %w", limit, ErrBodyTooLarge)
 	}
 	return b, nil
 }

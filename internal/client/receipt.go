@@ -124,8 +124,9 @@ func isNumber(s string) bool {
 // PAYMENT it returns the Receipt and nil. On a status ERROR or a non-2xx
 // answer it returns the Receipt (HTTPStatus and Body at least) AND an
 // *Error (Rejected, or Transient for 5xx/408/429). A 2xx answer that cannot
-// be read or lacks a known status is Ambiguous: the receipt may have been
-// issued. Without an answer it returns nil and a NotSent or Ambiguous
+// be read, lacks a known status, or says SUCCESS or PAYMENT without an id,
+// and any answer larger than Config.MaxAnswer, is Ambiguous: the receipt
+// may have been issued. Without an answer it returns nil and a NotSent or Ambiguous
 // *Error.
 func (c *Client) CreateReceipt(ctx context.Context, body []byte) (*Receipt, error) {
 	const op = OpCreateReceipt
@@ -156,6 +157,11 @@ func (c *Client) CreateReceipt(ctx context.Context, body []byte) (*Receipt, erro
 	case rec.Status != StatusSuccess && rec.Status != StatusPayment:
 		return rec, &Error{Op: op, Class: Ambiguous, StatusCode: raw.StatusCode, Body: raw.Body,
 			Err: fmt.Errorf("unknown receipt status %q: %w", rec.Status, ErrDecode)}
+	case strings.TrimSpace(rec.ID) == "":
+		// Issued, says the answer, but under no id: the entry could never
+		// be deleted, and what was issued is unknown.
+		return rec, &Error{Op: op, Class: Ambiguous, StatusCode: raw.StatusCode, Body: raw.Body,
+			Err: fmt.Errorf("status %s without an id: %w", rec.Status, ErrDecode)}
 	}
 	return rec, nil
 }

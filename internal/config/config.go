@@ -83,6 +83,8 @@ type Upstream struct {
 	LookupHeaders map[string]string `toml:"lookup_headers"`
 	// CAFile is a PEM file of extra trusted CAs; empty: the system's.
 	CAFile string `toml:"ca_file"`
+	// MaxAnswer caps what is read of any upstream answer, in MiB (1 to 64).
+	MaxAnswer int `toml:"max_answer"`
 	// Proxy is an http, https or socks5 URL for the public lookup API only
 	// (lookup_base_url); empty: the environment's HTTPS_PROXY / HTTP_PROXY.
 	// PosAPI (base_url) never uses it.
@@ -114,6 +116,9 @@ type Sync struct {
 	// OnAmbiguous is "retry" or "hold": what to do after a send whose answer
 	// was lost.
 	OnAmbiguous string `toml:"on_ambiguous"`
+	// MaxAmbiguous is how many ambiguous attempts a receipt may have before
+	// it is held, whatever OnAmbiguous says; at least 1.
+	MaxAmbiguous int `toml:"max_ambiguous"`
 }
 
 // Values of Sync.OnAmbiguous.
@@ -195,10 +200,11 @@ func Default() Config {
 		},
 		Upstream: defaultUpstream(),
 		Sync: Sync{
-			Concurrency: 2,
-			MinBackoff:  Dur(time.Second),
-			MaxBackoff:  Dur(10 * time.Second),
-			OnAmbiguous: OnAmbiguousRetry,
+			Concurrency:  2,
+			MinBackoff:   Dur(time.Second),
+			MaxBackoff:   Dur(10 * time.Second),
+			OnAmbiguous:  OnAmbiguousRetry,
+			MaxAmbiguous: 3,
 		},
 		Cache:     defaultCache(),
 		Alerts:    Alerts{UnsentWarn: Dur(24 * time.Hour), UnsentCritical: Dur(72 * time.Hour)},
@@ -227,6 +233,7 @@ func defaultUpstream() Upstream {
 			Classification: "/api/info/check/barcode/v2",
 		},
 		Timeout:       Dur(60 * time.Second),
+		MaxAnswer:     1,
 		Headers:       map[string]string{},
 		LookupHeaders: map[string]string{},
 	}

@@ -31,6 +31,13 @@ const minTokenLen = 16
 // maxConcurrency bounds sync.concurrency: PosAPI is one process on a till.
 const maxConcurrency = 64
 
+// maxAmbiguous bounds sync.max_ambiguous: each ambiguous attempt may
+// have issued the sale once more.
+const maxAmbiguous = 100
+
+// maxAnswerMiB bounds upstream.max_answer (the client's MaxMaxAnswer).
+const maxAnswerMiB = 64
+
 // checker collects KeyErrors.
 type checker struct{ errs []error }
 
@@ -136,6 +143,9 @@ func (u Upstream) check(ch *checker, listen string) {
 	checkURL(ch, "upstream.lookup_base_url", u.LookupBaseURL, "http", "https")
 	u.Paths.check(ch)
 	ch.positive("upstream.timeout", u.Timeout)
+	if u.MaxAnswer < 1 || u.MaxAnswer > maxAnswerMiB {
+		ch.add("upstream.max_answer", "must be at least 1 and at most %d (MiB), not %d", maxAnswerMiB, u.MaxAnswer)
+	}
 	checkHeaders(ch, "upstream.headers", u.Headers)
 	checkHeaders(ch, "upstream.lookup_headers", u.LookupHeaders)
 	if u.CAFile != "" {
@@ -244,6 +254,9 @@ func (s Sync) check(ch *checker) {
 		ch.add("sync.max_backoff", "must not be shorter than sync.min_backoff (%s)", s.MinBackoff)
 	}
 	ch.oneOf("sync.on_ambiguous", s.OnAmbiguous, OnAmbiguousRetry, OnAmbiguousHold)
+	if s.MaxAmbiguous < 1 || s.MaxAmbiguous > maxAmbiguous {
+		ch.add("sync.max_ambiguous", "must be at least 1 and at most %d, not %d", maxAmbiguous, s.MaxAmbiguous)
+	}
 }
 
 func (c Cache) check(ch *checker) {

@@ -70,7 +70,7 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	if err != nil {
 		return nil, err
 	}
-	if d.q, err = queue.Open(context.Background(), d.st, queue.Options{}); err != nil {
+	if d.q, err = queue.Open(context.Background(), d.st, queue.Options{MaxAmbiguous: cfg.Sync.MaxAmbiguous}); err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
 	up, err := client.New(clientConfig(cfg.Upstream))

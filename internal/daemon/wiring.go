@@ -22,7 +22,7 @@ func clientConfig(u config.Upstream) client.Config {
 			client.OpClassification: p.Classification,
 		},
 		Timeout: u.Timeout.Duration, Headers: u.Headers, LookupHeaders: u.LookupHeaders,
-		CAFile: u.CAFile, Proxy: u.Proxy,
+		CAFile: u.CAFile, Proxy: u.Proxy, MaxAnswer: int64(u.MaxAnswer) << 20,
 	}
 }
 
@@ -31,6 +31,7 @@ func syncConfig(c config.Config) syncer.Config {
 	return syncer.Config{
 		Concurrency: c.Sync.Concurrency, MinBackoff: c.Sync.MinBackoff.Duration,
 		MaxBackoff: c.Sync.MaxBackoff.Duration, OnAmbiguous: c.Sync.OnAmbiguous,
+		MaxAmbiguous:    c.Sync.MaxAmbiguous,
 		ShutdownTimeout: c.ShutdownTimeout.Duration,
 		UnsentWarn:      c.Alerts.UnsentWarn.Duration, UnsentCritical: c.Alerts.UnsentCritical.Duration,
 	}

@@ -188,12 +188,23 @@ type SubReceipt struct {
 	BankAccountID string `json:"bankAccountId,omitempty"`
 }
 
+// HeldOutcome is the outcome of a receipt held after n ambiguous attempts:
+// it may have been issued up to n times, and only the tax service can say.
+func HeldOutcome(n int) *Outcome {
+	return &Outcome{Message: fmt.Sprintf("held after %d ambiguous attempts (sync.max_ambiguous): "+
+		"the tax service may have issued this receipt; check there before a retry", n)}
+}
+
 // Options configures Open. The zero value is ready to use.
 type Options struct {
 	// Now is the clock for UpdatedAt and recovery. Nil means time.Now.
 	Now func() time.Time
 	// MaxAttempts bounds the attempt history kept per entry. Zero means 100.
 	MaxAttempts int
+	// MaxAmbiguous is sync.max_ambiguous: a receipt that Open finds in
+	// sending with this many ambiguous attempts (the interrupted one
+	// included) is held instead of queued. Zero means 3.
+	MaxAmbiguous int
 }
 
 // Queue is the durable queue. It is safe for concurrent use.
@@ -201,6 +212,7 @@ type Queue struct {
 	st          *store.Store
 	now         func() time.Time
 	maxAttempts int
+	maxAmbig    int
 	notify      chan struct{}
 	recovered   int
 }
@@ -216,6 +228,10 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 	}
 	if q.maxAttempts <= 0 {
 		q.maxAttempts = 100
+	}
+	q.maxAmbig = opts.MaxAmbiguous
+	if q.maxAmbig <= 0 {
+		q.maxAmbig = 3
 	}
 	err := st.Update(ctx, func(tx *bbolt.Tx) error {
 		root := tx.Bucket(store.BucketQueue)
@@ -241,7 +257,7 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 			return fmt.Errorf("%w: %s: the queue's index mark %d is past its last entry %d (%v)",
 				store.ErrCorrupt, st.Path(), lo-1, hi, err)
 		}
-		n, err := recoverSending(b, q.now().UTC())
+		n, err := recoverSending(b, q.now().UTC(), q.maxAmbig)
 		q.recovered = n
 		return err
 	})
@@ -269,7 +285,10 @@ func (q *Queue) signal() {
 	}
 }
 
-func recoverSending(b bkts, now time.Time) (int, error) {
+// recoverSending moves entries a crash left in sending back to be sent,
+// counting the attempt as ambiguous; a receipt with maxAmbig ambiguous
+// attempts is held instead (sync.max_ambiguous).
+func recoverSending(b bkts, now time.Time, maxAmbig int) (int, error) {
 	seqs, err := b.seqsInState(StateSending, 0, 0)
 	if err != nil {
 		return 0, err
@@ -284,8 +303,12 @@ func recoverSending(b bkts, now time.Time) (int, error) {
 		e.Ambiguous++
 		e.NextAttemptAt = time.Time{}
 		to := StateQueued
-		if e.Kind == KindDelete {
+		switch {
+		case e.Kind == KindDelete:
 			to = StateDeleteQueued
+		case e.Ambiguous >= maxAmbig:
+			to = StateHeld
+			e.Outcome = HeldOutcome(e.Ambiguous)
 		}
 		if err := b.setState(&e, to, now); err != nil {
 			return 0, err

@@ -94,8 +94,12 @@ func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
 			res.outcome = o
 		}
 	}
-	if res.attempt.Result == queue.ResultAmbiguous && w.cfg.OnAmbiguous == "hold" {
-		res.next, res.nextAttemptAt = queue.StateHeld, time.Time{}
+	if res.attempt.Result == queue.ResultAmbiguous {
+		if n := e.Ambiguous + 1; n >= w.cfg.MaxAmbiguous {
+			res.next, res.nextAttemptAt, res.outcome = queue.StateHeld, time.Time{}, queue.HeldOutcome(n)
+		} else if w.cfg.OnAmbiguous == "hold" {
+			res.next, res.nextAttemptAt = queue.StateHeld, time.Time{}
+		}
 	}
 	return res
 }

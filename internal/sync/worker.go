@@ -14,6 +14,12 @@
 //     (cenkalti/backoff, jittered, capped at Config.MaxBackoff, never giving
 //     up) and probes with one request at that pace; the first answer brings
 //     it back to full concurrency.
+//   - A receipt whose answer was lost (ambiguous: a timeout after sending,
+//     a cut connection, a 2xx that is not JSON, SUCCESS or PAYMENT without
+//     an id, an answer over upstream.max_answer) may have been issued. It
+//     is sent again at most until it has Config.MaxAmbiguous ambiguous
+//     attempts, then held for an operator, so a broken upstream cannot
+//     issue one sale again and again.
 //   - A 429 is an answer, not a failure: the upstream is up and asks for a
 //     pause (its Retry-After, else a backoff step growing with each 429 in
 //     a row), and until the pause ends nothing is sent, probes included.
@@ -63,6 +69,7 @@ type Config struct {
 	MinBackoff      time.Duration // first retry interval; zero: 1s
 	MaxBackoff      time.Duration // cap of every retry interval; zero: 10s
 	OnAmbiguous     string        // "retry" (zero) or "hold"
+	MaxAmbiguous    int           // ambiguous attempts after which a receipt is held whatever OnAmbiguous says; zero: 3
 	DownAfter       int           // consecutive failures (5xx, 408, lost answers; never a 429) that mark the upstream down; zero: 3
 	ShutdownTimeout time.Duration // how long in-flight sends may finish at shutdown; zero: 10s
 	ResultTTL       time.Duration // how long upstream answers stay in memory; zero: 5m
@@ -84,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DownAfter <= 0 {
 		c.DownAfter = 3
+	}
+	if c.MaxAmbiguous <= 0 {
+		c.MaxAmbiguous = 3
 	}
 	if c.MaxResults <= 0 {
 		c.MaxResults = 10000
