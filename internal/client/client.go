@@ -243,7 +243,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		base: base, lookupBase: lookupBase, paths: paths, timeout: timeout,
 		queryTimeout: min(timeout, queryTimeout), maxAnswer: maxAnswer,
-		headers:      copyMap(cfg.Headers), lookupHeaders: copyMap(cfg.LookupHeaders),
+		headers: copyMap(cfg.Headers), lookupHeaders: copyMap(cfg.LookupHeaders),
 		lookupHC:   &http.Client{Transport: lookupTr, CheckRedirect: checkRedirect},
 		posHC:      &http.Client{Transport: posTr, CheckRedirect: checkRedirect},
 		sendHC:     &http.Client{Transport: sendTr, CheckRedirect: checkRedirect},
