@@ -85,7 +85,11 @@ func TestServerErrorsAreRetried(t *testing.T) {
 }
 
 func TestProcessThenDrop(t *testing.T) {
-	r := newRig(t, fastConfig(), sim.Options{Seed: 4})
+	cfg := fastConfig()
+	// A 30% drop share gives some entry three drops in a row; this test is
+	// about the retries, not about holding (TestMaxAmbiguousHolds).
+	cfg.MaxAmbiguous = 100
+	r := newRig(t, cfg, sim.Options{Seed: 4})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{DropRate: 0.3}))
 	entries := r.enqueueN("drop", 60)
 	r.start()
@@ -104,6 +108,31 @@ func TestProcessThenDrop(t *testing.T) {
 		}
 	}
 	require.Positive(t, dups, "the drop share was not exercised")
+}
+
+// TestMaxAmbiguousHolds: under the retry policy, a receipt whose answers
+// are all lost is sent MaxAmbiguous times, then held with a message saying
+// why; an operator's retry gives it one more attempt.
+func TestMaxAmbiguousHolds(t *testing.T) {
+	cfg := fastConfig()
+	cfg.MaxAmbiguous = 3
+	r := newRig(t, cfg, sim.Options{Seed: 5})
+	require.NoError(t, r.sim.SetFaults(sim.Faults{DropRate: 1}))
+	e := r.enqueue(receiptBody("max1"))
+	r.start()
+	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateHeld }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // several backoff steps: nothing more is sent
+	require.Equal(t, 3, r.issuedCount()["max1"])
+	got := r.get(e.QueueID)
+	require.Equal(t, 3, got.Ambiguous)
+	require.Contains(t, got.Outcome.Message, "held after 3 ambiguous attempts")
+
+	_, err := r.q.Retry(context.Background(), e.QueueID)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateHeld }, 10*time.Second, 10*time.Millisecond)
+	r.stop()
+	require.Equal(t, 4, r.issuedCount()["max1"])
+	require.Equal(t, 4, r.get(e.QueueID).Ambiguous)
 }
 
 func TestAmbiguousHeld(t *testing.T) {
