@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/receiptd/receiptd/internal/config"
 )
 
 func init() {
-	commands["config check"] = command{summary: "check a config file: \"ok\" or every problem, naming its key", run: runConfigCheck}
+	commands["config check"] = command{summary: "check a config file: \"ok\", or every problem with its line", run: runConfigCheck}
 }
 
+// runConfigCheck loads the file as the daemon would. Its refusal is the
+// daemon's own (config.Error: every problem, each with its line), printed
+// by runMain like any usage error, so `config check` and `run` report a bad
+// file in one format; the exit code is 2.
 func runConfigCheck(_ context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, "config check", "config check [-config FILE]")
 	cfgPath := fs.String("config", "", "config file (default "+config.DefaultPath()+")")
@@ -20,16 +23,6 @@ func runConfigCheck(_ context.Context, env *cmdEnv, args []string) error {
 	}
 	lc, err := loadConfig(*cfgPath)
 	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			if probs := keyErrors(err); len(probs) > 0 {
-				fmt.Fprintf(env.stderr, "receiptd config check: %s: %d problem(s):\n", configName(*cfgPath), len(probs))
-				for _, p := range probs {
-					fmt.Fprintf(env.stderr, "  %s\n", p)
-				}
-				return usageError{err: err, reported: true}
-			}
-		}
 		return err
 	}
 	if lc.defaulted {
@@ -38,28 +31,4 @@ func runConfigCheck(_ context.Context, env *cmdEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "ok: %s\n", lc.path)
 	return nil
-}
-
-// keyErrors collects every *config.KeyError in err's tree, in order.
-func keyErrors(err error) []*config.KeyError {
-	switch u := err.(type) {
-	case *config.KeyError:
-		return []*config.KeyError{u}
-	case interface{ Unwrap() []error }:
-		var out []*config.KeyError
-		for _, e := range u.Unwrap() {
-			out = append(out, keyErrors(e)...)
-		}
-		return out
-	case interface{ Unwrap() error }:
-		return keyErrors(u.Unwrap())
-	}
-	return nil
-}
-
-func configName(path string) string {
-	if path == "" {
-		return config.DefaultPath()
-	}
-	return path
 }

@@ -61,9 +61,9 @@ func TestExitCodes(t *testing.T) {
 		{"config check example", []string{"config", "check", "-config", "../../config.example.toml"}, exitOK,
 			[]string{"ok: ../../config.example.toml"}, nil},
 		{"config check unknown key", []string{"config", "check", "-config", badConfig}, exitUsage, nil,
-			[]string{"listen_typo: unknown key"}},
+			[]string{"line 2: listen_typo: unknown key"}},
 		{"config check bad values", []string{"config", "check", "-config", badValue}, exitUsage, nil,
-			[]string{"2 problem(s)", "  sync.concurrency: ", "  sync.on_ambiguous: "}},
+			[]string{"2 problems:\n  line 2: sync.concurrency: ", "\n  line 3: sync.on_ambiguous: "}},
 		{"config check missing file", []string{"config", "check", "-config", filepath.Join(t.TempDir(), "none.toml")},
 			exitUsage, nil, []string{"does not exist"}},
 		{"run with a bad config", []string{"run", "-config", badValue}, exitUsage, nil, []string{"sync.concurrency"}},
@@ -121,15 +121,33 @@ func TestEveryCommandPrintsItsFlags(t *testing.T) {
 	}
 }
 
-func TestKeyErrorsFindsEveryKey(t *testing.T) {
-	path := writeFile(t, "c.toml", "[accept]\ntimezone = \"Mars/Olympus\"\n[log]\nlevel = \"loud\"\nmax_files = -1\n")
-	_, err := loadConfig(path)
-	require.Error(t, err)
-	var keys []string
-	for _, ke := range keyErrors(err) {
-		keys = append(keys, ke.Key)
+// TestConfigCheckReportsEveryProblem: config check and run print the same
+// report of a bad file (every problem, each with its line, in one format)
+// and exit 2.
+func TestConfigCheckReportsEveryProblem(t *testing.T) {
+	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
+	path := writeFile(t, "c.toml", "[accept]\nwait = \"5 s\"\ntimezone = \"Mars/Olympus\"\n"+
+		"[sync]\nconcurency = 3\nconcurrency = \"2\"\n[log]\nmax_files = -1\n")
+	report := path + `: 5 problems:
+  line 2: accept.wait: must be a duration like "5s" or "24h", not "5 s"
+  line 3: accept.timezone: unknown time zone "Mars/Olympus"; use an IANA name like "Asia/Ulaanbaatar", or "Local"
+  line 5: sync.concurency: unknown key; did you mean sync.concurrency?
+  line 6: sync.concurrency: must be a whole number, not the text "2" (remove the quotes)
+  line 8: log.max_files: must be at least 1, not -1
+`
+	for _, cmd := range [][]string{{"config", "check"}, {"run"}, {"entries"}} {
+		name := strings.Join(cmd, " ")
+		code, stdout, stderr := runCLI(t, append(cmd, "-config", path)...)
+		require.Equal(t, exitUsage, code, name)
+		require.Empty(t, stdout, name)
+		require.Equal(t, "receiptd "+name+": "+report, stderr, name)
 	}
-	require.Equal(t, []string{"accept.timezone", "log.level", "log.max_files"}, keys)
+
+	syntax := writeFile(t, "s.toml", "listen = \"127.0.0.1:7080\"\n[sync\nconcurrency = 2\n")
+	code, _, stderr := runCLI(t, "config", "check", "-config", syntax)
+	require.Equal(t, exitUsage, code)
+	require.Equal(t, "receiptd config check: "+syntax+": 1 problem:\n"+
+		"  line 2: syntax error: expected '.' or ']' to end table name, but got '\\n' instead\n", stderr)
 }
 
 func TestDialable(t *testing.T) {

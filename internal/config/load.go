@@ -7,8 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-
-	"github.com/BurntSushi/toml"
 )
 
 // ErrInvalid is wrapped by every error that a bad configuration causes:
@@ -33,62 +31,73 @@ const (
 // path is ""), then with the environment overrides (EnvAuthToken and the
 // header prefixes), then checked with Validate. A missing file is an error
 // wrapping fs.ErrNotExist, so a caller may fall back to defaults for
-// DefaultPath only. Every other refusal wraps ErrInvalid and names the key
-// or the line.
+// DefaultPath only. Every other refusal is an *Error listing every problem
+// found, each naming its key and its line in the file; it matches
+// ErrInvalid.
 func Load(path string) (Config, error) {
 	return load(path, os.Environ())
 }
 
 func load(path string, environ []string) (Config, error) {
-	if path == "" {
-		cfg, err := parse(nil, environ)
-		if err != nil {
-			return Config{}, fmt.Errorf("config: %w", err)
+	var data []byte
+	if path != "" {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return Config{}, fmt.Errorf("read config: %w", err)
 		}
-		return cfg, nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, fmt.Errorf("read config: %w", err)
-	}
-	cfg, err := parse(data, environ)
-	if err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	cfg, problems := parse(data, environ)
+	if len(problems) > 0 {
+		return Config{}, &Error{Source: path, Problems: problems}
 	}
 	return cfg, nil
 }
 
-// parse is Load on a document already read.
-func parse(data []byte, environ []string) (Config, error) {
+// parse is Load on a document already read: the configuration, or every
+// problem found in it, sorted by line. A syntax error is reported alone
+// (nothing after it can be read); otherwise each bad value and unknown key
+// is reported, then whatever Validate finds in the values that could be
+// read (a bad value leaves its default in place).
+func parse(data []byte, environ []string) (Config, []*KeyError) {
 	cfg := Default()
-	if err := decode(data, &cfg); err != nil {
-		return Config{}, err
+	lines, problems := decodeDoc(data, &cfg)
+	if len(problems) > 0 && problems[0].Key == "" {
+		return Config{}, problems
 	}
-	applyEnv(&cfg, environ)
+	tokenFromEnv := applyEnv(&cfg, environ)
 	if err := cfg.Validate(); err != nil {
-		return Config{}, err
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			ke := *e.(*KeyError)
+			if hasKey(problems, ke.Key) {
+				continue // its value was refused; the default stands in
+			}
+			ke.Line = lineOf(&ke, lines)
+			if ke.Key == "auth.token" && tokenFromEnv {
+				ke.Line = 0
+				ke.Problem += " (the token comes from " + EnvAuthToken + ")"
+			}
+			problems = append(problems, &ke)
+		}
+	}
+	if len(problems) > 0 {
+		sortByLine(problems)
+		return Config{}, problems
 	}
 	return cfg, nil
 }
 
-// decode overlays the TOML document data on cfg and refuses unknown keys.
-func decode(data []byte, cfg *Config) error {
-	md, err := toml.NewDecoder(strings.NewReader(string(data))).Decode(cfg)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	if undecoded := md.Undecoded(); len(undecoded) > 0 {
-		errs := make([]error, 0, len(undecoded))
-		for _, k := range undecoded {
-			errs = append(errs, &KeyError{Key: k.String(), Problem: "unknown key"})
+func hasKey(problems []*KeyError, key string) bool {
+	for _, p := range problems {
+		if p.Key == key {
+			return true
 		}
-		return errors.Join(errs...)
 	}
-	return nil
+	return false
 }
 
-// applyEnv overrides secrets from environ ("NAME=value" entries).
-func applyEnv(cfg *Config, environ []string) {
+// applyEnv overrides secrets from environ ("NAME=value" entries) and
+// reports whether auth.token came from it.
+func applyEnv(cfg *Config, environ []string) (tokenFromEnv bool) {
 	// Sorted, so a header set twice under different cases resolves the same
 	// way whatever order the system lists the variables in.
 	environ = slices.Sorted(slices.Values(environ))
@@ -103,6 +112,7 @@ func applyEnv(cfg *Config, environ []string) {
 			// must not silently remove the file's token.
 			if value != "" {
 				cfg.Auth.Token = value
+				tokenFromEnv = true
 			}
 		case strings.HasPrefix(name, EnvLookupHeaderPrefix):
 			setHeader(&cfg.Upstream.LookupHeaders, strings.TrimPrefix(name, EnvLookupHeaderPrefix), value)
@@ -110,6 +120,7 @@ func applyEnv(cfg *Config, environ []string) {
 			setHeader(&cfg.Upstream.Headers, strings.TrimPrefix(name, EnvUpstreamHeaderPrefix), value)
 		}
 	}
+	return tokenFromEnv
 }
 
 func setHeader(headers *map[string]string, envName, value string) {

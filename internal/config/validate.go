@@ -14,17 +14,6 @@ import (
 	"time"
 )
 
-// KeyError is a problem with the value of one key.
-type KeyError struct {
-	Key     string // dotted TOML key, e.g. "sync.concurrency"
-	Problem string
-}
-
-func (e *KeyError) Error() string { return e.Key + ": " + e.Problem }
-
-// Is makes every KeyError match ErrInvalid.
-func (e *KeyError) Is(target error) bool { return target == ErrInvalid }
-
 // minTokenLen keeps a bearer token from being guessable by hand.
 const minTokenLen = 16
 
