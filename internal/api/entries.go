@@ -120,6 +120,8 @@ type UpstreamStatus struct {
 	State     string    `json:"state"` // up or down
 	Since     time.Time `json:"since"`
 	LastError string    `json:"lastError,omitempty"`
+	// LastErrorAt is when LastError happened; absent with it.
+	LastErrorAt *time.Time `json:"lastErrorAt,omitempty"`
 }
 
 // StatusJSON gathers what /receiptd/status answers; the status page uses it
@@ -153,6 +155,10 @@ func (s *Server) StatusJSON(_ context.Context) (Status, error) {
 			st.Upstream.State = "down"
 		}
 		st.Upstream.Since, st.Upstream.LastError = ws.Since.UTC(), ws.LastError
+		if !ws.LastErrorAt.IsZero() {
+			at := ws.LastErrorAt.UTC()
+			st.Upstream.LastErrorAt = &at
+		}
 		if !ws.LastSuccess.IsZero() {
 			ls := ws.LastSuccess.UTC()
 			st.LastSuccess = &ls

@@ -29,6 +29,13 @@ func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 	if st.LastSuccess != nil {
 		d.LastSuccess = *st.LastSuccess
 	}
+	if st.Upstream.LastErrorAt != nil {
+		d.LastErrorAt = *st.Upstream.LastErrorAt
+	}
+	if s.d.Store != nil {
+		h := s.d.Store.Health()
+		d.DiskFull, d.DiskFullSince, d.DatabaseFailed, d.DatabasePath = h.DiskFull, h.DiskFullSince, h.Failed, h.Path
+	}
 	for state, n := range st.Counts {
 		d.Counts[string(state)] = n
 	}

@@ -30,6 +30,9 @@ func TestStatusPageShowsQueueAndFailures(t *testing.T) {
 	html := string(page.body)
 	require.Contains(t, html, id, "the rejected entry is listed")
 	require.Contains(t, html, template.HTMLEscapeString(message))
+	attention, card := strings.Index(html, `id="attention-rejected"`), strings.Index(html, `id="h-upstream"`)
+	require.True(t, attention >= 0 && attention < card, "the rejected receipt leads the page, before the summary cards")
+	require.Contains(t, html[attention:card], "receiptd retry "+id, "with the command that sends it again")
 
 	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/nope", "").code)
 }

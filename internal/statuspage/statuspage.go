@@ -2,6 +2,10 @@
 // shop owner or an operator who wants to know, at a glance, whether the tax
 // service is reachable, how many receipts wait, whether the oldest of them
 // is getting too old, what failed last and how fresh the lookup cache is.
+// What needs a person comes first, each item with its next steps in words
+// and the exact command to run; errors are said in a person's words with
+// the raw text behind a details element, and an error from before the
+// tax service came back is dated and marked as past.
 //
 // It promises a page that is rendered on the server from one template
 // embedded in the binary, with inline CSS, no JavaScript and no external
@@ -57,6 +61,19 @@ type Data struct {
 	// not since start). LastError is the text of the last failure, if any.
 	LastSuccess time.Time
 	LastError   string
+	// LastErrorAt is when LastError happened (zero: unknown). While the
+	// tax service is up, the page shows LastError as past, with this date.
+	LastErrorAt time.Time
+
+	// DiskFull is the last write's "cannot grow" error (empty: the last
+	// write worked) and DiskFullSince when such errors began.
+	// DatabaseFailed is why the database refuses every write until
+	// receiptd restarts (empty: it takes writes). DatabasePath is the
+	// database file, for the next step's command.
+	DiskFull       string
+	DiskFullSince  time.Time
+	DatabaseFailed string
+	DatabasePath   string
 
 	// Counts are entries by state (queued, sending, sent, payment,
 	// rejected, held, cancelled, delete_queued, deleted, delete_rejected).

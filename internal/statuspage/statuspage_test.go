@@ -84,32 +84,34 @@ func TestRenderFacts(t *testing.T) {
 			data: upData(),
 			want: []string{
 				"Tax service ✓ Reachable", "up for 5h 7m (since 09:23:00 UTC)",
-				"Last accepted receipt: 12s ago (14:29:48 UTC)",
+				"Last successful send to the tax service: 12s ago (14:29:48 UTC)",
 				"Oldest unsent receipt 40s ✓ OK",
 				"9 waiting", "5 need attention", "1239 sent or deleted",
 				"queued 7 waiting to be sent", "sent 1234 accepted by the tax service",
 				"rejected 3 ⚠ Needs attention: refused by the tax service",
 				"held 0 answer lost",
-				"Q000000000041 receipt rejected 1 merchantTin: not registered",
-				"Q000000000040 receipt queued 4 connection refused",
+				"Q000000000041 receipt rejected 1 merchantTin: not registered Correct it in the POS",
+				"Q000000000040 receipt queued 4 Nothing answered at the tax service's address (connection refused)",
+				"as recorded connection refused Nothing: receiptd keeps sending it.",
 				"branchInfo 1 2h 10m ago (14:20:00 UTC) ✓ OK",
 				"classification 0 — never since start – Nothing cached yet",
 				"version 1.2.3", "updated 14:30:00 UTC",
 			},
-			absent: []string{"Unreachable", "Warning", "Critical", "Last error"},
+			absent: []string{"Unreachable", "Warning", "Critical", "Last error", "Earlier problem"},
 		},
 		{
 			name: "down",
 			data: downData(),
 			want: []string{
 				"✗ Unreachable", "down for 2h 13m (since 12:16:51 UTC)",
-				"Last error: dial tcp 127.0.0.1:9: connect: connection refused",
-				"Last accepted receipt: 2h 14m ago",
-				"1d 1h ⚠ Warning: older than 24h",
+				"Why, and what to do: Needs attention",
+				"The error as recorded dial tcp 127.0.0.1:9: connect: connection refused",
+				"Last successful send to the tax service: 2h 14m ago",
+				"1d 1h ⚠ Warning: older than 24h (alerts.unsent_warn)",
 				"Last refresh failed (serving stored data): upstream unreachable",
 				"classification 0 — never since start ⚠ Last refresh failed (nothing stored to serve): connection refused",
 			},
-			absent: []string{"Reachable ", "Critical"},
+			absent: []string{"Reachable ", "Critical", "Earlier problem"},
 		},
 		{
 			name: "critical",
@@ -121,16 +123,16 @@ func TestRenderFacts(t *testing.T) {
 			}(),
 			want: []string{
 				"down for 3d 8h (since 2026-11-19 06:30:00 UTC)",
-				"3d 8h ✗ Critical: older than 72h — receipts must reach the tax service within about 3 days",
+				"3d 8h ✗ Critical: older than 72h (alerts.unsent_critical)",
 			},
-			absent: []string{"Warning"},
+			absent: []string{"Warning", "3 days"},
 		},
 		{
 			name: "empty",
 			data: Data{Now: now, UpstreamUp: true, Alert: AlertNone},
 			want: []string{
 				"version unknown", "Reachable", "up (since: unknown)",
-				"Last accepted receipt: none since receiptd started",
+				"Last successful send to the tax service: none since receiptd started",
 				"nothing waiting ✓ OK", "0 waiting", "none need attention",
 				"queued 0", "delete_rejected 0", "No failures recorded.", "No lookups cached yet.",
 			},
@@ -167,7 +169,7 @@ func TestRenderPageShape(t *testing.T) {
 	require.Contains(t, html, "<title>receiptd: tax service unreachable, 9 waiting</title>")
 	require.NotContains(t, strings.ToLower(html), "<script")
 	require.NotRegexp(t, `(src|href)="(https?:)?//`, html)
-	require.Equal(t, 3, strings.Count(html, "<table>"), "states, failures, cache tables")
+	require.Equal(t, 4, strings.Count(html, "<table>"), "rejected entries, states, failures, cache tables")
 	require.Contains(t, html, `<th scope="col">State</th>`)
 }
 

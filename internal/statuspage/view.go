@@ -39,23 +39,29 @@ var stateInfo = []struct {
 var waitingStates = []string{"queued", "sending", "delete_queued"}
 
 type view struct {
-	Refresh  int
-	Version  string
-	Updated  string
-	Upstream upstreamView
-	Ageing   ageingView
-	Waiting  int
-	Needing  int
-	Done     int
-	Counts   []countRow
-	Failures []failureRow
-	Omitted  int
-	Cache    []cacheRow
+	Refresh   int
+	Attention []attentionItem
+	Version   string
+	Updated   string
+	Upstream  upstreamView
+	Ageing    ageingView
+	Waiting   int
+	Needing   int
+	Done      int
+	Counts    []countRow
+	Failures  []failureRow
+	Omitted   int
+	Cache     []cacheRow
 }
 
 type upstreamView struct {
 	Level, Symbol, Headline, Detail string
-	LastSuccess, LastError          string
+	LastSuccess                     string
+	// Problem is the last error in a person's words (or its raw text when
+	// no rule knows it), Raw the text itself and RawAt when it happened.
+	// Past marks an error from before the tax service answered again.
+	Problem, Raw, RawAt string
+	Past                bool
 }
 
 type ageingView struct {
@@ -68,8 +74,13 @@ type countRow struct {
 }
 
 type failureRow struct {
-	At, Ago, QueueID, Kind, State, Message string
-	Attempts                               int
+	At, Ago, QueueID, Kind, State string
+	// Message is what a person reads: the tax service's own message for a
+	// refused entry, an error in plain words otherwise. Raw is the text
+	// behind plain words (empty when Message is the text itself).
+	Message, Raw string
+	Next         step
+	Attempts     int
 }
 
 type cacheRow struct {
@@ -98,12 +109,24 @@ func newView(d Data) view {
 	v.Upstream = upstreamOf(d)
 	v.Ageing = ageingOf(d, v.Waiting)
 	v.Failures, v.Omitted = failureRows(d)
+	v.Attention = attention(d, v.Waiting, v.Failures)
 	v.Cache = cacheRows(d)
 	return v
 }
 
 func upstreamOf(d Data) upstreamView {
-	u := upstreamView{Level: levelOK, Symbol: "✓", Headline: "Reachable", LastError: d.LastError}
+	u := upstreamView{Level: levelOK, Symbol: "✓", Headline: "Reachable"}
+	if d.LastError != "" {
+		u.Problem, u.Raw, u.RawAt = plain(d.LastError), d.LastError, ago(d.LastErrorAt, d.Now)
+		if u.Problem == "" {
+			u.Problem, u.Raw = d.LastError, ""
+		}
+		// An error is past once the tax service came back or accepted a
+		// request after it; with no time recorded, being up is the only
+		// evidence.
+		u.Past = d.UpstreamUp && (d.LastErrorAt.IsZero() || !d.LastErrorAt.After(d.UpstreamSince) ||
+			d.LastSuccess.After(d.LastErrorAt))
+	}
 	verb := "up"
 	if !d.UpstreamUp {
 		u.Level, u.Symbol, u.Headline = levelCritical, "✗", "Unreachable"
@@ -117,6 +140,8 @@ func upstreamOf(d Data) upstreamView {
 	if d.LastSuccess.IsZero() {
 		u.LastSuccess = "none since receiptd started"
 	} else {
+		// Said of sending, not selling: a quiet till sends nothing, and
+		// "last receipt 2h ago" read as if the shop had stopped selling.
 		u.LastSuccess = fmt.Sprintf("%s ago (%s)", human(d.Now.Sub(d.LastSuccess)), clock(d.LastSuccess, d.Now))
 	}
 	return u
@@ -132,11 +157,10 @@ func ageingOf(d Data, waiting int) ageingView {
 		a.Level, a.Symbol, a.Label = levelOK, "✓", "OK"
 	case AlertWarn:
 		a.Level, a.Symbol = levelWarn, "⚠"
-		a.Label = "Warning: older than " + threshold(d.UnsentWarn)
+		a.Label = "Warning: older than " + threshold(d.UnsentWarn) + " (alerts.unsent_warn)"
 	case AlertCritical:
 		a.Level, a.Symbol = levelCritical, "✗"
-		a.Label = "Critical: older than " + threshold(d.UnsentCritical) +
-			" — receipts must reach the tax service within about 3 days"
+		a.Label = "Critical: older than " + threshold(d.UnsentCritical) + " (alerts.unsent_critical)"
 	default:
 		a.Level, a.Symbol, a.Label = levelWarn, "?", fmt.Sprintf("Unknown ageing level %q", d.Alert)
 	}
@@ -180,7 +204,10 @@ func failureRows(d Data) ([]failureRow, int) {
 	}
 	rows := make([]failureRow, 0, len(fs))
 	for _, f := range fs {
-		r := failureRow{QueueID: f.QueueID, Kind: f.Kind, State: f.State, Message: f.Message, Attempts: f.Attempts}
+		r := failureRow{QueueID: f.QueueID, Kind: f.Kind, State: f.State, Message: f.Message, Attempts: f.Attempts, Next: nextStep(f)}
+		if words := plain(f.Message); words != "" && !refusedStates[f.State] {
+			r.Message, r.Raw = words, f.Message
+		}
 		if f.At.IsZero() {
 			r.At = "unknown time"
 		} else {
@@ -192,6 +219,25 @@ func failureRows(d Data) ([]failureRow, int) {
 		rows = append(rows, r)
 	}
 	return rows, omitted
+}
+
+// refusedStates are the states whose message is the tax service's own
+// words, shown as they are.
+var refusedStates = map[string]bool{"rejected": true, "payment": true, "delete_rejected": true}
+
+// nextStep is the next step for one failed entry, by its state now.
+func nextStep(f Failure) step {
+	switch f.State {
+	case "held":
+		return step{Text: "Check at the tax service first; not there:", Command: "receiptd retry -force " + f.QueueID}
+	case "rejected":
+		return step{Text: "Correct it in the POS and send it again, or once the cause is fixed:", Command: "receiptd retry " + f.QueueID}
+	case "payment":
+		return step{Text: "Once the payment is settled:", Command: "receiptd retry " + f.QueueID}
+	case "delete_rejected":
+		return step{Text: "Correct the cause and delete it again from the POS."}
+	}
+	return step{Text: "Nothing: receiptd keeps sending it."}
 }
 
 func cacheRows(d Data) []cacheRow {

@@ -148,11 +148,14 @@ func runFn(fn func(tx *bbolt.Tx) error, tx *bbolt.Tx) (err error) {
 func (s *Store) commitError(err error) error {
 	switch {
 	case err == nil:
+		s.noteDiskFull(nil)
 		return nil
 	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return fmt.Errorf("update %s: %w", s.path, ErrClosed)
 	case isDiskFull(err):
-		return fmt.Errorf("update %s: %w: %v", s.path, ErrDiskFull, err)
+		full := fmt.Errorf("update %s: %w: %v", s.path, ErrDiskFull, err)
+		s.noteDiskFull(full)
+		return full
 	}
 	failed := fmt.Errorf("update %s: %w: commit failed: %v", s.path, ErrFailed, err)
 	s.mu.Lock()

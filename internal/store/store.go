@@ -151,7 +151,11 @@ type Store struct {
 	pending []*call
 	leading bool  // a caller is running the commit loop
 	failed  error // set once a commit fails in an unrecoverable way
-	closed  bool
+	// diskFull is the last commit's ErrDiskFull, nil once a commit
+	// succeeds; diskFullSince is when the run of such failures began.
+	diskFull      error
+	diskFullSince time.Time
+	closed        bool
 }
 
 // Open opens or creates the database at path, creating its directory if

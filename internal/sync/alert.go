@@ -38,6 +38,7 @@ type Status struct {
 	Since       time.Time // when Up last changed (or the worker started)
 	LastSuccess time.Time // zero if nothing was accepted since start
 	LastError   string    // the last failure's text, if any
+	LastErrorAt time.Time // when LastError happened (zero: no error since start)
 	Alert       string    // AlertNone, AlertWarn or AlertCritical at the last check
 }
 
@@ -54,7 +55,7 @@ func (w *Worker) Status() Status {
 	}
 	return Status{
 		Up: !w.link.down, Since: w.link.since, LastSuccess: w.link.lastSuccess,
-		LastError: w.link.lastError, Alert: level,
+		LastError: w.link.lastError, LastErrorAt: w.link.lastErrorAt, Alert: level,
 	}
 }
 

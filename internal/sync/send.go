@@ -281,7 +281,7 @@ func (w *Worker) noteLink(res attemptResult) {
 	default:
 		w.mu.Lock()
 		w.link.failures++
-		w.link.lastError = res.attempt.Error
+		w.link.setError(res.attempt.Error, w.now())
 		tooMany := w.link.failures >= w.cfg.DownAfter
 		w.mu.Unlock()
 		if tooMany {
@@ -312,7 +312,7 @@ func (w *Worker) throttled(retryAfter time.Duration, err error) {
 		w.link.pauseUntil = until
 	}
 	if err != nil {
-		w.link.lastError = err.Error()
+		w.link.setError(err.Error(), w.now())
 	}
 	// As while down: nothing will answer a waiting POS before the pause
 	// ends, so it gets its 202 now.
@@ -359,7 +359,7 @@ func (w *Worker) markDown(err error) {
 	w.mu.Lock()
 	wasDown := w.link.down
 	if err != nil {
-		w.link.lastError = err.Error()
+		w.link.setError(err.Error(), now)
 	}
 	if !wasDown {
 		w.link.down, w.link.since = true, now

@@ -137,9 +137,15 @@ type linkState struct {
 	since       time.Time // when down last changed (start-up counts)
 	lastSuccess time.Time
 	lastError   string
+	lastErrorAt time.Time // when lastError was recorded
 	failures    int       // consecutive failed attempts (a 429 is an answer, not a failure)
 	tooMany     int       // consecutive 429 answers
 	pauseUntil  time.Time // a 429 asked for a pause: send nothing, probes included, before then
+}
+
+// setError records the last failure's text and when it happened.
+func (l *linkState) setError(msg string, at time.Time) {
+	l.lastError, l.lastErrorAt = msg, at
 }
 
 // New returns a worker; it starts nothing until Run. m may be nil.

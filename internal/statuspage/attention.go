@@ -1,0 +1,193 @@
+package statuspage
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// attentionEntries is how many entries each attention item lists; the
+// rest are in the failures table further down.
+const attentionEntries = 3
+
+// attentionItem is one thing a person has to act on, with what it means
+// and the next steps, in the order to take them.
+type attentionItem struct {
+	ID, Level, Symbol, Title, Why string
+	// Problem is the cause in a person's words; Raw the text behind it
+	// (shown behind a details element) and RawAt when it happened.
+	Problem, Raw, RawAt string
+	Steps               []step
+	Entries             []failureRow
+	More                int
+}
+
+// step is one next step: words, and the exact command when there is one.
+type step struct{ Text, Command string }
+
+// logStep says where receiptd's log is, on either system.
+var logStep = step{
+	Text:    "receiptd's log says what each attempt got (on Windows: Event Viewer, Application log, and C:\\ProgramData\\receiptd\\logs\\receiptd.log):",
+	Command: "journalctl -u receiptd -n 50",
+}
+
+// attention lists what needs a person, the most urgent first: what stops
+// receipts from being stored, then what stops them from being sent, then
+// entries waiting for a decision.
+func attention(d Data, waiting int, failures []failureRow) []attentionItem {
+	var items []attentionItem
+	if d.DatabaseFailed != "" {
+		items = append(items, databaseItem(d))
+	}
+	if d.DiskFull != "" {
+		items = append(items, diskFullItem(d))
+	}
+	if !d.UpstreamUp {
+		items = append(items, upstreamItem(d))
+	}
+	if d.Alert == AlertCritical {
+		items = append(items, ageingItem(d, waiting))
+	}
+	for _, s := range []string{"held", "rejected", "payment", "delete_rejected"} {
+		if n := d.Counts[s]; n > 0 {
+			items = append(items, entriesItem(s, n, failures))
+		}
+	}
+	if d.Alert == AlertWarn {
+		items = append(items, ageingItem(d, waiting))
+	}
+	return items
+}
+
+func databaseItem(d Data) attentionItem {
+	return attentionItem{
+		ID: "database", Level: levelCritical, Symbol: "✗",
+		Title:   "The database refuses writes: new receipts cannot be stored",
+		Why:     "A write to the database failed in a way receiptd cannot repair while running. Receipts already stored are safe on disk.",
+		Problem: "A database write failed (an I/O error or a failed flush to disk).",
+		Raw:     d.DatabaseFailed,
+		Steps: []step{
+			{Text: "Restart receiptd; it reopens the database at its last complete state:", Command: "receiptd restart"},
+			{Text: "If it fails again, check the disk's health and the system log, then receiptd's log.", Command: logStep.Command},
+		},
+	}
+}
+
+func diskFullItem(d Data) attentionItem {
+	dir := "the data directory"
+	if d.DatabasePath != "" {
+		dir = filepath.Dir(d.DatabasePath)
+	}
+	it := attentionItem{
+		ID: "disk", Level: levelCritical, Symbol: "✗",
+		Title:   "The disk is full: new receipts cannot be stored",
+		Why:     "The POS gets an error (507) for every new receipt until there is room. Receipts already stored are safe and are still sent.",
+		Problem: plain(d.DiskFull),
+		Raw:     d.DiskFull, RawAt: ago(d.DiskFullSince, d.Now),
+		Steps: []step{
+			{Text: "Free space on the disk that holds " + dir + ":", Command: "df -h " + dir},
+			{Text: "Nothing else is needed: the next receipt is stored as soon as there is room."},
+		},
+	}
+	return it
+}
+
+func upstreamItem(d Data) attentionItem {
+	title := "The tax service cannot be reached"
+	if !d.UpstreamSince.IsZero() {
+		title += " (for " + human(d.Now.Sub(d.UpstreamSince)) + ")"
+	}
+	return attentionItem{
+		ID: "upstream", Level: levelCritical, Symbol: "✗", Title: title,
+		Why:     "Sales can go on: receipts are stored here and sent as soon as it answers again.",
+		Problem: plain(d.LastError), Raw: d.LastError, RawAt: ago(d.LastErrorAt, d.Now),
+		Steps: []step{
+			{Text: "Check this computer's network connection."},
+			{Text: "Check that PosAPI is running and answers at the address in upstream.base_url of receiptd's configuration."},
+			logStep,
+		},
+	}
+}
+
+func ageingItem(d Data, waiting int) attentionItem {
+	it := attentionItem{ID: "ageing", Level: levelWarn, Symbol: "⚠"}
+	key, limit := "alerts.unsent_warn", d.UnsentWarn
+	if d.Alert == AlertCritical {
+		it.Level, it.Symbol = levelCritical, "✗"
+		key, limit = "alerts.unsent_critical", d.UnsentCritical
+	}
+	it.Title = fmt.Sprintf("The oldest unsent receipt is %s old, past %s (%s)", human(d.OldestUnsentAge), threshold(limit), key)
+	it.Why = "Receipts have to reach the tax service in time; this one has waited longer than the limit set in receiptd's configuration."
+	switch {
+	case !d.UpstreamUp:
+		it.Steps = []step{{Text: "Bring the tax service back within reach (see above); the queue is sent as soon as it answers."}}
+	case waiting == 0:
+		// Held, refused and payment entries count as unsent too.
+		it.Steps = []step{{Text: "Nothing is waiting to be sent: the oldest unsent receipts are the ones waiting for a person, listed on this page. Settle them and this clears."}}
+	default:
+		it.Steps = []step{{Text: "The tax service answers, so something holds the oldest receipts back; list them and read their last attempt:", Command: "receiptd entries -state queued -limit 5"}, logStep}
+	}
+	return it
+}
+
+// entriesItem is the item for n entries in a state that needs a decision.
+func entriesItem(state string, n int, failures []failureRow) attentionItem {
+	it := attentionItem{ID: state, Level: levelWarn, Symbol: "⚠"}
+	for _, f := range failures {
+		if f.State != state {
+			continue
+		}
+		if len(it.Entries) < attentionEntries {
+			it.Entries = append(it.Entries, f)
+		}
+	}
+	it.More = max(n-len(it.Entries), 0)
+	example := "Q…"
+	if len(it.Entries) > 0 {
+		example = it.Entries[0].QueueID
+	}
+	switch state {
+	case "held":
+		it.Title = count(n, "receipt held", "receipts held") + ": the answer was lost"
+		it.Why = "receiptd sent them, but the tax service's answer never came: the tax service may already have issued them. Sending again without checking could register the same sale twice."
+		it.Steps = []step{
+			{Text: "Look each one up at the tax service (its portal, or PosAPI's receipt list) by bill number and date."},
+			{Text: "Not there: send it again, deliberately:", Command: "receiptd retry -force " + example},
+			{Text: "There: do not send it again; the sale is registered."},
+		}
+	case "rejected":
+		it.Title = count(n, "receipt refused", "receipts refused") + " by the tax service"
+		it.Why = "They are not registered. The tax service's message says what to correct."
+		it.Steps = []step{
+			{Text: "Correct the sale in the POS and send it again with the same bill number: receiptd replaces the refused receipt with the corrected one."},
+			{Text: "If the cause was on the tax service's side and is fixed now (say, the merchant is registered), send it unchanged:", Command: "receiptd retry " + example},
+		}
+	case "payment":
+		it.Title = count(n, "receipt", "receipts") + " with the payment not settled (PAYMENT)"
+		it.Why = "The tax service recorded them, but says the payment is not settled."
+		it.Steps = []step{
+			{Text: "Once the payment is settled, send it again (the tax service then issues a new receipt id):", Command: "receiptd retry " + example},
+		}
+	default:
+		it.Title = count(n, "deletion refused", "deletions refused") + " by the tax service"
+		it.Why = "The receipts they were meant to delete stay registered."
+		it.Steps = []step{{Text: "Read the tax service's message below, correct the cause, and delete the receipt again from the POS."}}
+	}
+	return it
+}
+
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// ago writes when t was, for a past event: "14:02:11 UTC, 25m ago";
+// "time unknown" for the zero time.
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "time unknown"
+	}
+	return clock(t, now) + ", " + human(now.Sub(t)) + " ago"
+}
