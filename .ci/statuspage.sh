@@ -4,7 +4,7 @@
 # simulator (receiptd sim) as the tax service:
 #
 #   empty      nothing posted
-#   rejected   a receipt whose totals do not add up, refused by the simulator
+#   rejected   the simulator refuses the next receipt (its rejectNext fault)
 #   held       sync.on_ambiguous = "hold", the simulator drops the answer
 #   outage     the simulator down, one more receipt queued
 #   critical   the daemon restarted with alerts.unsent_critical = "2s"
@@ -182,13 +182,15 @@ states() {
   fold_has 'Tax service ✓ Reachable' "the tax service reachable"
   fold_has 'Last successful send to the tax service: none since receiptd started' "the last send, said of sending"
 
-  code=$(post "$(receipt 1 | sed 's/"totalAmount":12500.50,"totalVAT"/"totalAmount":1,"totalVAT"/')")
+  faults '{"rejectNext":1,"rejectMessage":"merchantTin 37900846788 is not registered for VAT"}'
+  code=$(post "$(receipt 1)")
   rid=$(cat "$work/qid")
   [ -n "$rid" ] || die "a bad receipt got no X-Queue-Id (HTTP $code): $(cat "$work/answer.json")"
   wait_status '"rejected":1'
   shoot rejected
   fold_has "⚠ 1 receipt refused by the tax service" "the rejected receipt's heading"
   fold_has "$rid" "the rejected receipt's queue id"
+  fold_has "merchantTin 37900846788 is not registered for VAT" "the tax service's message"
   fold_has "Correct the sale in the POS and send it again with the same bill number" "how to fix it"
   fold_has "receiptd retry $rid" "the command that sends it again"
   fold_lacks "Nothing needs attention" "an all-clear"
