@@ -133,6 +133,12 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// QueuedAnswer is accept.queued_answer: QueuedAnswer202 (also the
+	// zero value) or QueuedAnswerError.
+	QueuedAnswer string
+	// RetryAfter is the Retry-After of a queued answer; zero:
+	// DefaultRetryAfter.
+	RetryAfter time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -156,6 +162,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.QueuedAnswer == "" {
+		o.QueuedAnswer = QueuedAnswer202
+	}
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = DefaultRetryAfter
 	}
 	return o
 }
@@ -199,6 +211,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("DELETE /rest/receipt", s.deleteReceipt)
 	mux.HandleFunc("GET /receiptd/entries/{queueId}", s.getEntry)
 	mux.HandleFunc("GET /receiptd/entries", s.listEntries)
+	mux.HandleFunc("GET /receiptd/entries/{queueId}/answer", s.getAnswer)
 	mux.HandleFunc("POST /receiptd/entries/{queueId}/retry", s.retryEntry)
 	mux.HandleFunc("GET /receiptd/status", s.status)
 	mux.HandleFunc("GET /receiptd/backup", s.backup)

@@ -3,7 +3,9 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -208,7 +210,7 @@ func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue
 	}
 	res, ok := s.await(r.Context(), e.QueueID, wait)
 	if ok {
-		writeUpstream(w, e.QueueID, res)
+		s.writeAnswer(w, e.QueueID, res)
 		return
 	}
 	if res.State != "" {
@@ -220,15 +222,14 @@ func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue
 			e.State = now.State
 		}
 	}
-	see := " (see GET /receiptd/entries/" + e.QueueID + ")"
-	msg := "accepted and stored; no answer from the tax service yet: receiptd keeps sending it" + see
+	why := "no answer from the tax service yet: receiptd keeps sending it"
 	switch {
 	case s.d.Worker != nil && !s.d.Worker.Status().Up:
-		msg = "accepted and stored; the tax service is unreachable: receiptd sends it when it is back" + see
+		why = "the tax service is unreachable: receiptd sends it when it is back"
 	case behind:
-		msg = "accepted and stored; older receipts are still being sent: receiptd sends this one after them" + see
+		why = "older receipts are still being sent: receiptd sends this one after them"
 	}
-	writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State, Message: msg})
+	s.writeQueued(w, e, why)
 }
 
 // behindBacklog reports whether as many entries as the worker has send
@@ -252,12 +253,18 @@ func (s *Server) behindBacklog(e queue.Entry, wait time.Duration) bool {
 // answerReplay answers a repeated create; see "Replays" in the package doc.
 func (s *Server) answerReplay(w http.ResponseWriter, r *http.Request, e queue.Entry) {
 	if res, ok := s.recent(e.QueueID); ok {
-		writeUpstream(w, e.QueueID, res)
+		s.writeAnswer(w, e.QueueID, res)
 		return
 	}
 	switch e.State {
 	case queue.StateQueued, queue.StateSending:
 		s.answerAfterWait(w, r, e)
+	case queue.StateSent, queue.StatePayment, queue.StateCancelled, queue.StateHeld:
+		if s.o.QueuedAnswer == QueuedAnswerError {
+			s.replayAsError(w, e)
+			return
+		}
+		s.answerFinished(w, e)
 	default:
 		s.answerFinished(w, e)
 	}
@@ -289,20 +296,38 @@ func (s *Server) answerFinished(w http.ResponseWriter, e queue.Entry) {
 	}
 }
 
-// writeUpstream answers with the upstream's own status code and body.
-func writeUpstream(w http.ResponseWriter, queueID string, res syncer.Result) {
-	code := res.StatusCode
+// writeAnswer answers with the upstream's answer and tells the worker that
+// a POS has received it (see "Late answer" in the package doc).
+func (s *Server) writeAnswer(w http.ResponseWriter, queueID string, res syncer.Result) {
+	writeUpstream(w, queueID, res, 0)
+	if s.d.Worker != nil {
+		s.d.Worker.Delivered(queueID)
+	}
+}
+
+// writeUpstream answers with the upstream's own status code and body, or
+// with code instead when it is not zero. A body that is not JSON (a
+// proxy's HTML page) is replaced by PosAPI's error envelope, so a POS
+// always gets a body it can parse.
+func writeUpstream(w http.ResponseWriter, queueID string, res syncer.Result, code int) {
+	if code == 0 {
+		code = res.StatusCode
+	}
 	if code == 0 {
 		code = http.StatusOK
 	}
-	if len(res.Body) == 0 {
+	switch {
+	case len(res.Body) == 0:
 		if code == http.StatusNoContent {
 			code = http.StatusOK // our own short body replaces "no content"
 		}
 		writeJSON(w, code, accepted{QueueID: queueID, State: res.State, Message: "answered by the tax service"})
-		return
+	case !json.Valid(res.Body):
+		writeJSON(w, code, errorBody{Status: "ERROR", QueueID: queueID, Message: fmt.Sprintf(
+			"the tax service answered HTTP %d with a body that is not JSON; see GET /receiptd/entries/%s", res.StatusCode, queueID)})
+	default:
+		writeRaw(w, code, res.Body)
 	}
-	writeRaw(w, code, res.Body)
 }
 
 func (s *Server) recent(queueID string) (syncer.Result, bool) {

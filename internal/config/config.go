@@ -57,7 +57,25 @@ type Accept struct {
 	// Timezone is the IANA zone (or "Local") whose calendar day goes into
 	// the default idempotency key.
 	Timezone string `toml:"timezone"`
+	// QueuedAnswer is how a receipt stored without the upstream's answer is
+	// answered: "202" (202 with {"queueId","state","message"}) or "error"
+	// (503 with PosAPI's error envelope, for POS software that reads any
+	// 2xx as issued).
+	QueuedAnswer string `toml:"queued_answer"`
+	// AnswerTTL is how long an upstream answer no POS has received yet is
+	// held in memory for GET /receiptd/entries/{queueId}/answer.
+	AnswerTTL Duration `toml:"answer_ttl"`
+	// AnswerCount and AnswerMB bound the answers held in memory by count
+	// and by total size (MiB); the oldest go first.
+	AnswerCount int `toml:"answer_count"`
+	AnswerMB    int `toml:"answer_mb"`
 }
+
+// Values of Accept.QueuedAnswer.
+const (
+	QueuedAnswer202   = "202"
+	QueuedAnswerError = "error"
+)
 
 // Location returns the time zone named by Timezone.
 func (a Accept) Location() (*time.Location, error) {
@@ -199,6 +217,11 @@ func Default() Config {
 			Wait:     Dur(5 * time.Second),
 			MaxWait:  Dur(60 * time.Second),
 			Timezone: "Asia/Ulaanbaatar",
+
+			QueuedAnswer: QueuedAnswer202,
+			AnswerTTL:    Dur(24 * time.Hour),
+			AnswerCount:  10000,
+			AnswerMB:     16,
 		},
 		Upstream: defaultUpstream(),
 		Sync: Sync{

@@ -88,7 +88,7 @@ func TestLeafKeysSeesNestedKeys(t *testing.T) {
 	require.Contains(t, keys, "upstream.paths.classification")
 	require.Contains(t, keys, "cache.refresh.info")
 	require.Contains(t, keys, "upstream.headers")
-	require.Len(t, keys, 51)
+	require.Len(t, keys, 55)
 }
 
 func writeConfig(t *testing.T, text string) string {
@@ -232,6 +232,10 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"header value line break", "[upstream.lookup_headers]\nX-Key = \"a\\r\\nEvil: 1\"\n", "upstream.lookup_headers.X-Key: value must not contain line breaks"},
 		{"missing ca_file", "[upstream]\nca_file = '" + caFile + "'\n", "upstream.ca_file: cannot be read"},
 		{"ftp proxy", "[upstream]\nproxy = \"ftp://proxy:21\"\n", "upstream.proxy: scheme must be one of http, https, socks5"},
+		{"bad queued_answer", "[accept]\nqueued_answer = \"503\"\n", "accept.queued_answer: must be one of 202, error, not \"503\""},
+		{"zero answer_ttl", "[accept]\nanswer_ttl = \"0s\"\n", "accept.answer_ttl: must be longer than 0"},
+		{"zero answer_count", "[accept]\nanswer_count = 0\n", "accept.answer_count: must be at least 1"},
+		{"huge answer_mb", "[accept]\nanswer_mb = 4096\n", "accept.answer_mb: must be at least 1 and at most 1024"},
 		{"zero min_backoff", "[sync]\nmin_backoff = \"0s\"\n", "sync.min_backoff: must be longer than 0"},
 		{"max below min backoff", "[sync]\nmin_backoff = \"10s\"\nmax_backoff = \"1s\"\n", "sync.max_backoff: must not be shorter than sync.min_backoff"},
 		{"bad on_ambiguous", "[sync]\non_ambiguous = \"drop\"\n", "sync.on_ambiguous: must be one of retry, hold, not \"drop\""},

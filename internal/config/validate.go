@@ -111,6 +111,12 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// Upper bounds of the in-memory answers: a till has little memory to spare.
+const (
+	maxAnswerCount = 1_000_000
+	maxAnswerMB    = 1024
+)
+
 func (a Accept) check(ch *checker) {
 	ch.nonNegative("accept.wait", a.Wait)
 	if a.MaxWait.Duration < a.Wait.Duration {
@@ -120,6 +126,14 @@ func (a Accept) check(ch *checker) {
 		ch.add("accept.timezone", `must be an IANA time zone like "Asia/Ulaanbaatar", or "Local"`)
 	} else if _, err := a.Location(); err != nil {
 		ch.add("accept.timezone", `unknown time zone %q; use an IANA name like "Asia/Ulaanbaatar", or "Local"`, a.Timezone)
+	}
+	ch.oneOf("accept.queued_answer", a.QueuedAnswer, QueuedAnswer202, QueuedAnswerError)
+	ch.positive("accept.answer_ttl", a.AnswerTTL)
+	if a.AnswerCount < 1 || a.AnswerCount > maxAnswerCount {
+		ch.add("accept.answer_count", "must be at least 1 and at most %d, not %d", maxAnswerCount, a.AnswerCount)
+	}
+	if a.AnswerMB < 1 || a.AnswerMB > maxAnswerMB {
+		ch.add("accept.answer_mb", "must be at least 1 and at most %d, not %d", maxAnswerMB, a.AnswerMB)
 	}
 }
 

@@ -117,6 +117,9 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 		Token: d.cfg.Auth.Token, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
 		UnsentWarn: d.cfg.Alerts.UnsentWarn.Duration, UnsentCritical: d.cfg.Alerts.UnsentCritical.Duration,
 		Version: version, ShutdownTimeout: d.cfg.ShutdownTimeout.Duration,
+		// While the tax service is down the worker probes at most
+		// max_backoff apart: a POS asked to come back then finds news.
+		QueuedAnswer: d.cfg.Accept.QueuedAnswer, RetryAfter: d.cfg.Sync.MaxBackoff.Duration,
 	}), nil
 }
 

@@ -34,6 +34,8 @@ func syncConfig(c config.Config) syncer.Config {
 		MaxAmbiguous:    c.Sync.MaxAmbiguous,
 		ShutdownTimeout: c.ShutdownTimeout.Duration,
 		UnsentWarn:      c.Alerts.UnsentWarn.Duration, UnsentCritical: c.Alerts.UnsentCritical.Duration,
+		AnswerTTL: c.Accept.AnswerTTL.Duration, MaxResults: c.Accept.AnswerCount,
+		MaxResultBytes: int64(c.Accept.AnswerMB) << 20,
 	}
 }
 

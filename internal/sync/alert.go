@@ -72,7 +72,7 @@ func (w *Worker) alertLoop(ctx context.Context) {
 		case <-t.C:
 			w.checkAge()
 			w.mu.Lock()
-			w.handoffs.expire(w.now())
+			w.answers.expire(w.now())
 			w.mu.Unlock()
 		}
 	}

@@ -2,7 +2,8 @@ package syncer
 
 import (
 	"context"
-	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/queue"
 )
@@ -18,69 +19,50 @@ type Result struct {
 	Body []byte
 }
 
-// handoffs holds recent results in memory and the POS requests waiting for
-// them. It has no lock of its own: Worker.mu guards it.
-type handoffs struct {
-	ttl     time.Duration
-	max     int
-	results map[string]heldResult
-	order   []heldID // publication order, oldest first, for expiry
-	waiters map[string][]chan Result
-}
+// AnswerStatus is what the late-answer route may say of an entry's answer
+// (see TakeAnswer).
+type AnswerStatus int
 
-type heldResult struct {
-	r  Result
-	at time.Time
-}
+const (
+	// AnswerUnknown: nothing is held and nothing is being sent: the answer,
+	// if there was one, was never held by this run, expired or was pushed
+	// out by the bounds. The entry's state on disk tells which.
+	AnswerUnknown AnswerStatus = iota
+	// AnswerPending: the entry is being sent, or its last attempt ended
+	// without an answer: ask again later.
+	AnswerPending
+	// AnswerGiven: TakeAnswer returned the answer; it will not return it
+	// again.
+	AnswerGiven
+	// AnswerAlreadyGiven: the answer was given to a POS before, by the
+	// late-answer route or in the answer to its own request.
+	AnswerAlreadyGiven
+)
 
-type heldID struct {
-	id string
-	at time.Time
-}
-
-func newHandoffs(ttl time.Duration, max int) handoffs {
-	return handoffs{ttl: ttl, max: max, results: map[string]heldResult{}, waiters: map[string][]chan Result{}}
+// sending records that an attempt for id has begun; publish ends it. Until
+// then the late-answer route says "pending" even when the outcome is
+// already on disk.
+func (w *Worker) sending(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.answers.inflight[id] = struct{}{}
 }
 
 // publish keeps r for id and hands it to everyone waiting for id.
 func (w *Worker) publish(id string, r Result) {
 	now := w.now()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	h := &w.handoffs
-	h.results[id] = heldResult{r: r, at: now}
-	h.order = append(h.order, heldID{id: id, at: now})
-	for _, ch := range h.waiters[id] {
+	a := &w.answers
+	dropped := a.put(id, r, now)
+	for _, ch := range a.waiters[id] {
 		ch <- r // buffered, one send per channel
 	}
-	delete(h.waiters, id)
-	h.expire(now)
-}
-
-// expire forgets results older than the TTL, and the oldest beyond max.
-func (h *handoffs) expire(now time.Time) {
-	drop := 0
-	for drop < len(h.order) {
-		o := h.order[drop]
-		if now.Sub(o.at) < h.ttl && len(h.results) <= h.max {
-			break
-		}
-		if cur, ok := h.results[o.id]; ok && !cur.at.After(o.at) {
-			delete(h.results, o.id)
-		}
-		drop++
-	}
-	h.order = h.order[drop:]
-}
-
-// failWaiters releases every waiting POS request without an answer; the
-// entries' states are left as they are (State is empty).
-func (h *handoffs) failWaiters() {
-	for id, chans := range h.waiters {
-		for _, ch := range chans {
-			ch <- Result{}
-		}
-		delete(h.waiters, id)
+	delete(a.waiters, id)
+	w.mu.Unlock()
+	for _, d := range dropped {
+		// Only the id: the answer itself is never logged.
+		w.log.Warn("an answer nobody has fetched yet was dropped from memory to stay within its bounds; the late-answer route will say 410",
+			zap.String("queueId", d))
 	}
 }
 
@@ -88,10 +70,11 @@ func (h *handoffs) failWaiters() {
 // returns the upstream's answer and true when the upstream gave a final
 // answer; false at once when the upstream is known down or paused, or when
 // the last attempt failed without an answer, so that the API can answer 202
-// without waiting.
+// without waiting. A caller that gives the answer to a POS reports it with
+// Delivered.
 func (w *Worker) Await(ctx context.Context, queueID string) (Result, bool) {
 	w.mu.Lock()
-	if held, ok := w.handoffs.results[queueID]; ok {
+	if held, ok := w.answers.get(queueID, w.now()); ok {
 		w.mu.Unlock()
 		return held.r, held.r.Answered
 	}
@@ -100,7 +83,7 @@ func (w *Worker) Await(ctx context.Context, queueID string) (Result, bool) {
 		return Result{}, false
 	}
 	ch := make(chan Result, 1)
-	w.handoffs.waiters[queueID] = append(w.handoffs.waiters[queueID], ch)
+	w.answers.waiters[queueID] = append(w.answers.waiters[queueID], ch)
 	w.mu.Unlock()
 
 	select {
@@ -109,29 +92,71 @@ func (w *Worker) Await(ctx context.Context, queueID string) (Result, bool) {
 	case <-ctx.Done():
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		chans := w.handoffs.waiters[queueID]
+		select {
+		case r := <-ch:
+			// Published as ctx ended: the answer must not be lost.
+			return r, r.Answered
+		default:
+		}
+		chans := w.answers.waiters[queueID]
 		for i, c := range chans {
 			if c == ch {
-				w.handoffs.waiters[queueID] = append(chans[:i], chans[i+1:]...)
+				w.answers.waiters[queueID] = append(chans[:i], chans[i+1:]...)
 				break
 			}
 		}
-		if len(w.handoffs.waiters[queueID]) == 0 {
-			delete(w.handoffs.waiters, queueID)
+		if len(w.answers.waiters[queueID]) == 0 {
+			delete(w.answers.waiters, queueID)
 		}
 		return Result{}, false
 	}
 }
 
 // Recent returns the upstream's final answer for queueID while it is still
-// held in memory (Config.ResultTTL), so that a replayed request can print
-// the lottery number and QR data.
+// held in memory, so that a replayed request can print the lottery number
+// and QR data. The caller that gives it to a POS reports it with Delivered.
 func (w *Worker) Recent(queueID string) (Result, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	held, ok := w.handoffs.results[queueID]
-	if !ok || !held.r.Answered || w.now().Sub(held.at) >= w.handoffs.ttl {
+	held, ok := w.answers.get(queueID, w.now())
+	if !ok || !held.r.Answered {
 		return Result{}, false
 	}
 	return held.r, true
+}
+
+// Delivered records that queueID's answer was given to a POS in the answer
+// to its request: the late-answer route no longer gives it, and it stays in
+// memory for Config.ResultTTL at most, for replays.
+func (w *Worker) Delivered(queueID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if held, ok := w.answers.get(queueID, w.now()); ok && held.r.Answered {
+		w.answers.deliver(held, w.now())
+	}
+}
+
+// TakeAnswer gives queueID's answer to the late-answer route, once: the
+// first call after the answer arrives returns it with AnswerGiven, and
+// marks it delivered; later calls, and calls after the answer was given in
+// the answer to a request, return AnswerAlreadyGiven.
+func (w *Worker) TakeAnswer(queueID string) (Result, AnswerStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	if _, ok := w.answers.inflight[queueID]; ok {
+		return Result{}, AnswerPending
+	}
+	held, ok := w.answers.get(queueID, now)
+	switch {
+	case !ok:
+		return Result{}, AnswerUnknown
+	case !held.r.Answered:
+		return Result{State: held.r.State}, AnswerPending
+	case held.fetched || held.delivered:
+		return Result{State: held.r.State}, AnswerAlreadyGiven
+	}
+	held.fetched = true
+	w.answers.deliver(held, now)
+	return held.r, AnswerGiven
 }

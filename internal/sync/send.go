@@ -56,6 +56,7 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 // attempt sends e once and decides what its answer means.
 func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
 	start := w.now()
+	w.sending(e.QueueID)
 	var res attemptResult
 	if e.Kind == queue.KindDelete {
 		res = w.sendDelete(ctx, e)
@@ -316,7 +317,7 @@ func (w *Worker) throttled(retryAfter time.Duration, err error) {
 	}
 	// As while down: nothing will answer a waiting POS before the pause
 	// ends, so it gets its 202 now.
-	w.handoffs.failWaiters()
+	w.answers.failWaiters()
 	w.mu.Unlock()
 	if first {
 		w.log.Info("the tax service asks for a pause (429); sending nothing until it ends", zap.Duration("pause", retryAfter))
@@ -364,7 +365,7 @@ func (w *Worker) markDown(err error) {
 	if !wasDown {
 		w.link.down, w.link.since = true, now
 	}
-	w.handoffs.failWaiters()
+	w.answers.failWaiters()
 	w.mu.Unlock()
 	if !wasDown {
 		w.m.SetUpstreamUp(false)

@@ -24,8 +24,9 @@
 //     pause (its Retry-After, else a backoff step growing with each 429 in
 //     a row), and until the pause ends nothing is sent, probes included.
 //   - The upstream's answer, lottery number and QR data included, is handed
-//     to a waiting POS and kept in memory for Config.ResultTTL at most; it is
-//     never written to disk or to a log.
+//     to a waiting POS and kept in memory only, bounded by count, bytes and
+//     time (Config.AnswerTTL until a POS receives it, Config.ResultTTL
+//     after); it is never written to disk or to a log.
 package syncer
 
 import (
@@ -72,12 +73,21 @@ type Config struct {
 	MaxAmbiguous    int           // ambiguous attempts after which a receipt is held whatever OnAmbiguous says; zero: 3
 	DownAfter       int           // consecutive failures (5xx, 408, lost answers; never a 429) that mark the upstream down; zero: 3
 	ShutdownTimeout time.Duration // how long in-flight sends may finish at shutdown; zero: 10s
-	ResultTTL       time.Duration // how long upstream answers stay in memory; zero: 5m
-	MaxResults      int           // how many upstream answers stay in memory; zero: 10000
-	UnsentWarn      time.Duration // oldest unsent age that warns; zero: 24h
-	UnsentCritical  time.Duration // oldest unsent age that is critical; zero: 72h
-	AlertInterval   time.Duration // how often the ageing is checked; zero: 30s
-	PollInterval    time.Duration // how often entries waiting out a backoff are looked for; zero: 1s
+	// ResultTTL is how long an answer stays in memory once a POS has
+	// received it (for replays), and how long a failed attempt's marker
+	// stays; zero: 5m.
+	ResultTTL time.Duration
+	// AnswerTTL is how long an answer no POS has received yet stays in
+	// memory for the late-answer route (accept.answer_ttl); zero: 24h.
+	AnswerTTL time.Duration
+	// MaxResults and MaxResultBytes bound the answers held in memory by
+	// count and by bytes; the oldest go first. Zero: 10000 and 16 MiB.
+	MaxResults     int
+	MaxResultBytes int64
+	UnsentWarn     time.Duration // oldest unsent age that warns; zero: 24h
+	UnsentCritical time.Duration // oldest unsent age that is critical; zero: 72h
+	AlertInterval  time.Duration // how often the ageing is checked; zero: 30s
+	PollInterval   time.Duration // how often entries waiting out a backoff are looked for; zero: 1s
 }
 
 func (c Config) withDefaults() Config {
@@ -98,6 +108,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxResults <= 0 {
 		c.MaxResults = 10000
 	}
+	if c.MaxResultBytes <= 0 {
+		c.MaxResultBytes = 16 << 20
+	}
 	if c.OnAmbiguous == "" {
 		c.OnAmbiguous = "retry"
 	}
@@ -105,6 +118,7 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxBackoff, 10*time.Second)
 	def(&c.ShutdownTimeout, 10*time.Second)
 	def(&c.ResultTTL, 5*time.Minute)
+	def(&c.AnswerTTL, 24*time.Hour)
 	def(&c.UnsentWarn, 24*time.Hour)
 	def(&c.UnsentCritical, 72*time.Hour)
 	def(&c.AlertInterval, 30*time.Second)
@@ -125,10 +139,10 @@ type Worker struct {
 	slots chan struct{} // one token per send in flight
 	wake  chan struct{} // a slot came free or an outcome was recorded
 
-	mu       sync.Mutex
-	link     linkState
-	alert    alertState
-	handoffs handoffs
+	mu      sync.Mutex
+	link    linkState
+	alert   alertState
+	answers answers
 }
 
 // linkState is what the worker knows of the upstream; guarded by Worker.mu.
@@ -157,7 +171,7 @@ func New(q Queue, up Upstream, cfg Config, log *zap.Logger, m *metrics.Metrics) 
 		wake:  make(chan struct{}, 1),
 	}
 	w.link.since = w.now()
-	w.handoffs = newHandoffs(cfg.ResultTTL, cfg.MaxResults)
+	w.answers = newAnswers(cfg)
 	m.SetUpstreamUp(true)
 	return w
 }

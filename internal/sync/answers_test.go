@@ -1,0 +1,130 @@
+package syncer
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+)
+
+func answerCfg(count int, maxBytes int64) Config {
+	return Config{ResultTTL: 5 * time.Minute, AnswerTTL: 24 * time.Hour, MaxResults: count, MaxResultBytes: maxBytes}.withDefaults()
+}
+
+func answered(n int) Result {
+	return Result{Answered: true, StatusCode: 200, Body: bytes.Repeat([]byte("a"), n)}
+}
+
+func TestAnswersBoundedByBytes(t *testing.T) {
+	// Room for three 1000-byte answers, not four.
+	a := newAnswers(answerCfg(100, 3*(1000+13+answerOverhead)))
+	now := time.Now()
+	for i := range 4 {
+		dropped := a.put(fmt.Sprintf("Q%012d", i), answered(1000), now)
+		if i < 3 {
+			require.Empty(t, dropped)
+		} else {
+			require.Equal(t, []string{"Q000000000000"}, dropped, "the oldest unfetched answer goes first, and is reported")
+		}
+	}
+	require.Len(t, a.held, 3)
+	require.LessOrEqual(t, a.bytes, a.maxBytes)
+	_, ok := a.get("Q000000000000", now)
+	require.False(t, ok)
+	_, ok = a.get("Q000000000003", now)
+	require.True(t, ok)
+
+	// An answer larger than the whole bound is not kept, and pushes out
+	// nothing.
+	require.Equal(t, []string{"big"}, a.put("big", answered(int(a.maxBytes)), now))
+	require.Len(t, a.held, 3)
+}
+
+func TestAnswersBoundedByCount(t *testing.T) {
+	a := newAnswers(answerCfg(2, 1<<20))
+	now := time.Now()
+	a.put("a", answered(10), now)
+	a.put("b", Result{}, now) // a marker counts too, but is never reported
+	a.deliver(a.held["a"], now)
+	require.Empty(t, a.put("c", answered(10), now), "a delivered answer is dropped silently")
+	require.Empty(t, a.put("d", answered(10), now), "a marker is dropped silently")
+	require.Len(t, a.held, 2)
+	require.Equal(t, []string{"c"}, a.put("e", answered(10), now))
+}
+
+func TestAnswersBytesAccountingOnReplace(t *testing.T) {
+	a := newAnswers(answerCfg(10, 1<<20))
+	now := time.Now()
+	a.put("a", Result{}, now)
+	a.put("a", answered(500), now)
+	a.put("a", answered(100), now)
+	require.Equal(t, int64(100+1+answerOverhead), a.bytes)
+	a.expire(now.Add(25 * time.Hour))
+	require.Zero(t, a.bytes)
+	require.Empty(t, a.held)
+	require.Empty(t, a.order, "expired records leave the order too")
+}
+
+func TestAnswersLifetimes(t *testing.T) {
+	a := newAnswers(answerCfg(10, 1<<20))
+	t0 := time.Now()
+	a.put("marker", Result{}, t0)
+	a.put("unfetched", answered(10), t0)
+	a.put("given", answered(10), t0)
+	h, _ := a.get("given", t0.Add(time.Hour))
+	a.deliver(h, t0.Add(time.Hour))
+
+	at := func(d time.Duration, id string) bool { _, ok := a.get(id, t0.Add(d)); return ok }
+	require.True(t, at(5*time.Minute-time.Nanosecond, "marker"))
+	require.False(t, at(5*time.Minute, "marker"), "a marker lives ResultTTL")
+	require.True(t, at(24*time.Hour-time.Nanosecond, "unfetched"))
+	require.False(t, at(24*time.Hour, "unfetched"), "an unfetched answer lives AnswerTTL")
+	require.True(t, at(time.Hour+5*time.Minute-time.Nanosecond, "given"))
+	require.False(t, at(time.Hour+5*time.Minute, "given"), "a delivered answer lives ResultTTL after delivery")
+
+	// Delivery never lengthens a life.
+	a.put("late", answered(10), t0)
+	h, _ = a.get("late", t0.Add(24*time.Hour-time.Minute))
+	a.deliver(h, t0.Add(24*time.Hour-time.Minute))
+	require.False(t, at(24*time.Hour, "late"))
+}
+
+func TestAnswersOrderStaysCompact(t *testing.T) {
+	a := newAnswers(answerCfg(10000, 1<<30))
+	now := time.Now()
+	for i := range 5000 {
+		a.put("same", answered(i%7), now)
+	}
+	require.Len(t, a.held, 1)
+	require.LessOrEqual(t, len(a.order), 2*len(a.held)+16)
+}
+
+func TestTakeAnswerOnce(t *testing.T) {
+	w := New(nil, nil, Config{}, zap.NewNop(), nil)
+	w.sending("Q1")
+	_, st := w.TakeAnswer("Q1")
+	require.Equal(t, AnswerPending, st, "being sent")
+	w.publish("Q1", Result{State: "queued"})
+	_, st = w.TakeAnswer("Q1")
+	require.Equal(t, AnswerPending, st, "the attempt ended without an answer")
+	w.sending("Q1")
+	w.publish("Q1", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
+	r, st := w.TakeAnswer("Q1")
+	require.Equal(t, AnswerGiven, st)
+	require.JSONEq(t, `{"status":"SUCCESS"}`, string(r.Body))
+	_, st = w.TakeAnswer("Q1")
+	require.Equal(t, AnswerAlreadyGiven, st, "exactly once")
+	again, ok := w.Recent("Q1")
+	require.True(t, ok, "a replay of the same request still gets it within ResultTTL")
+	require.Equal(t, r.Body, again.Body)
+
+	w.publish("Q2", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{}`)})
+	w.Delivered("Q2")
+	_, st = w.TakeAnswer("Q2")
+	require.Equal(t, AnswerAlreadyGiven, st, "given in the answer to the POS's request")
+	_, st = w.TakeAnswer("Q3")
+	require.Equal(t, AnswerUnknown, st)
+}
