@@ -22,6 +22,17 @@
 //   - The lottery number, the QR data and request bodies are never logged;
 //     customer identifiers are logged masked.
 //
+// # Queued answers
+//
+// A create or delete stored without the upstream's answer (none within the
+// wait, the upstream down, a backlog ahead) is answered as
+// Options.QueuedAnswer says: "202" gives 202 {"queueId","state","message"};
+// "error" gives 503 with PosAPI's error envelope {"status":"ERROR","message"}
+// and nothing else, the message naming the queueId and telling the cashier
+// not to ring the sale again under a new number, plus Retry-After. In
+// "error" mode receiptd never answers 202: whatever a POS that knows only
+// PosAPI reads as "issued" is the upstream's own answer.
+//
 // # Replays
 //
 // A create whose idempotency key and body match an earlier one gets the
@@ -31,14 +42,31 @@
 //   - the upstream's answer verbatim (lottery and QR included) while the sync
 //     worker still holds it in memory;
 //   - for an entry still queued or being sent: the wait rule again, exactly as
-//     for a first request;
+//     for a first request (so 202, or 503 in "error" mode, while unsent);
 //   - for a rejected entry: the upstream's refusal as kept, with its status code
 //     ({"status":"ERROR","message",...});
 //   - otherwise (sent or payment once the answer has left memory, held,
-//     cancelled): 202 {"queueId","state","message","outcome"}. The lottery
-//     number and QR data of a sent receipt cannot be given again: the law
-//     forbids keeping them, so the message says so and the POS must not print
-//     the receipt as a fresh one.
+//     cancelled): 202 {"queueId","state","message","outcome"}; in "error"
+//     mode 409 with PosAPI's error envelope (503 for held, which may still
+//     be sent). The lottery number and QR data of a sent receipt cannot be
+//     given again: the law forbids keeping them, so the message says so and
+//     the POS must not print the receipt as a fresh one.
+//
+// # Late answer
+//
+// GET /receiptd/entries/{queueId}/answer gives the upstream's answer to an
+// entry (a create's, lottery and QR included, or a delete's) once: 200 with
+// the upstream's body verbatim and its status code in X-Upstream-Status; 202
+// while the entry is unsent or being sent; 410 once given or no longer held;
+// 404 for an unknown queueId. "Once" means: the answer reaches a POS once,
+// by whichever way comes first: the answer to the request that waited for
+// it, a replay, or this route. After that this route says 410. Replays of
+// the same request (only the POS that made the sale can send it) get the
+// answer again for the sync worker's ResultTTL (5 minutes) after it was
+// first given, so a POS that lost an answer on the wire can still print.
+// Answers live in memory only, never on disk or in a log, for
+// accept.answer_ttl until first given, bounded in count and bytes (oldest
+// first), and are lost on restart.
 //
 // # Security rules, in the order they are checked
 //
