@@ -46,7 +46,7 @@ func (b *bench) config(upstream string, concurrency int) (config.Config, string,
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = upstream, upstream
+	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL, cfg.Upstream.StockBaseURL = upstream, upstream, upstream
 	cfg.Sync.Concurrency = concurrency
 	cfg.Sync.MinBackoff, cfg.Sync.MaxBackoff = config.Dur(50*time.Millisecond), config.Dur(time.Second)
 	cfg.Log.Level = "warn"

@@ -112,6 +112,7 @@ func demoConfig(listen, dir, simURL string, log *zap.Logger) config.Config {
 	cfg.DataDir = dir
 	cfg.Upstream.BaseURL = simURL
 	cfg.Upstream.LookupBaseURL = simURL
+	cfg.Upstream.StockBaseURL = simURL
 	cfg.Upstream.Timeout = config.Dur(5 * time.Second)
 	cfg.Sync.MinBackoff = config.Dur(500 * time.Millisecond)
 	cfg.Sync.MaxBackoff = config.Dur(3 * time.Second)

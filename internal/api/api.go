@@ -254,6 +254,7 @@ func (s *Server) routes() http.Handler {
 	for _, p := range lookupRoutes {
 		mux.Handle("GET "+p, lookups)
 	}
+	mux.Handle("POST /api/tpi/receipt/saveOprMerchants", lookups)
 	return s.measure(s.secure(rejectUncleanClassification(mux)))
 }
 
@@ -278,12 +279,14 @@ func rejectUncleanClassification(next http.Handler) http.Handler {
 	})
 }
 
-// lookupRoutes are served by Deps.Lookups (the lookup cache).
+// lookupRoutes are served by Deps.Lookups (the lookup cache), with
+// POST /api/tpi/receipt/saveOprMerchants.
 var lookupRoutes = []string{
 	"/rest/info", "/rest/bankAccounts", "/rest/sendData",
 	"/api/info/check/getBranchInfo", "/api/receipt/receipt/getProductTaxCode",
 	"/api/info/check/getInfo", "/api/info/check/getTinInfo",
 	"/api/info/check/barcode/v2", "/api/info/check/barcode/v2/",
+	"/api/inventory/stock/getStockQr",
 }
 
 func noLookups(w http.ResponseWriter, _ *http.Request) {

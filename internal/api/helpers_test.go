@@ -72,7 +72,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	st := storetest.Open(t)
 	q, err := queue.Open(context.Background(), st, queue.Options{})
 	require.NoError(t, err)
-	cl, err := client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: s.URL(), Timeout: 5 * time.Second})
+	cl, err := client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: s.URL(), StockBaseURL: s.URL(), Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	core, logs := observer.New(zap.DebugLevel)
 	log := zap.New(core)

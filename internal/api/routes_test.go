@@ -149,7 +149,7 @@ func TestHealthReadyMetricsLookups(t *testing.T) {
 
 	for _, p := range []string{"/rest/info", "/rest/bankAccounts?tin=1", "/rest/sendData", "/api/info/check/getBranchInfo",
 		"/api/receipt/receipt/getProductTaxCode", "/api/info/check/getInfo?tin=1", "/api/info/check/getTinInfo?regNo=1",
-		"/api/info/check/barcode/v2", "/api/info/check/barcode/v2/1/2/3"} {
+		"/api/info/check/barcode/v2", "/api/info/check/barcode/v2/1/2/3", "/api/inventory/stock/getStockQr?stockQr=1"} {
 		r := e.do(http.MethodGet, p, "")
 		require.Equal(t, http.StatusOK, r.code, p)
 		require.Contains(t, string(r.body), "lookup /", p)
@@ -253,4 +253,34 @@ func TestClassificationEmptyOrDotSegmentsAre400(t *testing.T) {
 		require.Equal(t, float64(400), r.json(t)["status"], p)
 	}
 	require.Zero(t, e.sim.Requests(sim.RouteClassification), "nothing was sent upstream")
+}
+
+// TestStockQrAndSaveMerchantsRoutes: both routes reach the simulator
+// through the real cache with the POS's credentials; receiptd's own
+// auth.token is never passed on.
+func TestStockQrAndSaveMerchantsRoutes(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true, realCache: true})
+	const stock = "/api/inventory/stock/getStockQr?stockQr=BF6B1FBA86FB4C41ADDBB01C09C024F5"
+	r := e.do(http.MethodGet, stock, "", "Authorization", "Bearer pos-token")
+	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
+	require.Contains(t, string(r.body), `"barcodeName"`)
+	require.NoError(t, e.sim.SetFaults(simDown()))
+	r = e.do(http.MethodGet, stock, "", "Authorization", "Bearer pos-token")
+	require.Equal(t, http.StatusOK, r.code, "offline: from the cache")
+	require.Equal(t, "HIT", r.h.Get("X-Cache"))
+	r = e.do(http.MethodPost, "/api/tpi/receipt/saveOprMerchants", `{"posNo":"1","merchantTins":["2"]}`, "X-API-KEY", "k")
+	require.Equal(t, http.StatusServiceUnavailable, r.code, "unreachable: the envelope")
+	require.EqualValues(t, 503, r.json(t)["status"])
+	require.Contains(t, r.json(t), "msg")
+	require.NoError(t, e.sim.SetFaults(sim.Faults{}))
+	r = e.do(http.MethodPost, "/api/tpi/receipt/saveOprMerchants", `{"posNo":"1","merchantTins":["2"]}`, "X-API-KEY", "k")
+	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
+	require.Equal(t, http.StatusUnsupportedMediaType,
+		e.do(http.MethodPost, "/api/tpi/receipt/saveOprMerchants", `{}`, "Content-Type", "text/plain").code)
+
+	guarded := newEnv(t, envOpts{noWorker: true, realCache: true, api: api.Options{Token: "local-secret"}})
+	r = guarded.do(http.MethodGet, "/api/inventory/stock/getStockQr?stockQr=0A1B2C3D4E5F60718293A4B5C6D7E8F9", "",
+		"Authorization", "Bearer local-secret")
+	require.Equal(t, http.StatusUnauthorized, r.code, "receiptd's token is not the stock API's: %s", r.body)
+	require.Contains(t, string(r.body), "bearer token is required", "the simulator's refusal: nothing was forwarded")
 }

@@ -33,6 +33,11 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <auth.token>)")
 			return
 		}
+		if s.o.Token != "" {
+			// receiptd's own token: no route may pass it on (the stock QR
+			// lookup forwards the POS's Authorization upstream).
+			r.Header.Del("Authorization")
+		}
 		if r.Method == http.MethodPost || r.Method == http.MethodDelete {
 			if !isJSON(r.Header.Get("Content-Type")) {
 				writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")

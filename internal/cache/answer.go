@@ -49,6 +49,13 @@ func judge(op client.Op, body []byte) (negative bool, err error) {
 			return false, failed(op, env, "status 500 with data")
 		}
 		return env.Data == nil, nil
+	case client.OpStockQr:
+		// A bare object of the goods; an envelope with a status other
+		// than 200 reports a failure.
+		if b := bytes.TrimSpace(body); len(b) == 0 || b[0] != '{' {
+			return false, fmt.Errorf("%s: answer is not an object: %w", op, ErrFailedAnswer)
+		}
+		return false, posFailure(op, body)
 	case client.OpClassification:
 		// A bare array of rows; anything else (an error envelope) failed.
 		if !isArray(body) {

@@ -1,8 +1,10 @@
 // Package cache owns the lookup cache: every reference lookup of the tax
 // service (district codes, product tax codes, merchant info per TIN, TIN by
 // registration number, PosAPI info, bank accounts per TIN, the
-// classification tree per path) answered from the local database, on the
-// tax service's own routes.
+// classification tree per path, excise-stamp goods per stamp QR id)
+// answered from the local database, on the tax service's own routes; and
+// the pass-throughs PosAPI's sendData and the operator's
+// saveOprMerchants.
 //
 // # Promises
 //
@@ -42,6 +44,10 @@
 //     Recency lives in memory only, so a hit never writes to disk; bodies
 //     live in the store.BucketCache bucket (one nested bucket per kind) and
 //     survive restarts. After a restart recency starts from fetch order.
+//   - The stock QR lookup and saveOprMerchants carry the POS's own
+//     Authorization and X-API-KEY upstream (in memory only, never stored);
+//     a stock QR answer is cached per stamp id, whoever asked. Concurrent
+//     fetches are shared only between callers with the same credentials.
 //   - A bad classification path (more than 6 segments, an empty or
 //     whitespace-only one) is a 400 before anything is sent.
 //
@@ -94,6 +100,8 @@ var (
 // error whose class client.ClassOf reads.
 type Upstream interface {
 	Get(ctx context.Context, op client.Op, query url.Values, segments ...string) (*client.Raw, error)
+	// SaveOprMerchants posts body as it is, answering as Get does.
+	SaveOprMerchants(ctx context.Context, body []byte) (*client.Raw, error)
 }
 
 // Config configures a Cache. The zero value of every field means its
@@ -132,6 +140,7 @@ func DefaultRefresh() map[client.Op]time.Duration {
 		client.OpInfo:           time.Hour,
 		client.OpBankAccounts:   24 * time.Hour,
 		client.OpClassification: 168 * time.Hour,
+		client.OpStockQr:        168 * time.Hour,
 	}
 }
 
@@ -210,8 +219,9 @@ type Cache struct {
 	gen   uint64
 
 	// Known-down windows, one per upstream, never shared: PosAPI (the
-	// live kinds) and the public lookup API (every other kind).
-	posDown, lookupDown downState
+	// live kinds), the excise stock API (stock QR) and the public lookup
+	// API (every other kind).
+	posDown, stockDown, lookupDown downState
 
 	flights flightGroup
 

@@ -74,12 +74,12 @@ func (g *flightGroup) do(ctx context.Context, key string, fn func() result) (res
 // same key, and stores a 2xx answer. fctx bounds the fetch itself; wctx
 // bounds only this caller's wait for someone else's fetch.
 func (c *Cache) fetch(wctx, fctx context.Context, lk lookup) result {
-	res, _ := c.flights.do(wctx, lk.key(), func() result { return c.fetchNow(fctx, lk) })
+	res, _ := c.flights.do(wctx, lk.flightKey(), func() result { return c.fetchNow(fctx, lk) })
 	return res
 }
 
 func (c *Cache) fetchNow(ctx context.Context, lk lookup) result {
-	raw, err := c.up.Get(ctx, lk.op, lk.query(), lk.segs...)
+	raw, err := c.up.Get(client.WithForward(ctx, lk.fwd), lk.op, lk.query(), lk.segs...)
 	var negative bool
 	switch {
 	case err == nil && raw == nil:
@@ -164,8 +164,11 @@ type downState struct {
 
 // downOf returns the window of op's upstream; c.mu is held.
 func (c *Cache) downOf(op client.Op) *downState {
-	if liveOp(op) {
+	switch {
+	case liveOp(op):
 		return &c.posDown
+	case op == client.OpStockQr:
+		return &c.stockDown
 	}
 	return &c.lookupDown
 }
@@ -184,8 +187,11 @@ func (c *Cache) knownDown(op client.Op, now time.Time) error {
 		return nil
 	}
 	name := "the lookup API"
-	if liveOp(op) {
+	switch {
+	case liveOp(op):
 		name = "PosAPI"
+	case op == client.OpStockQr:
+		name = "the stock API"
 	}
 	return fmt.Errorf("%s failed %s ago, not asked again yet: %w",
 		name, now.Sub(d.at).Truncate(time.Second), d.err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -42,12 +43,33 @@ var fixedRoutes = map[string]client.Op{
 	"/api/receipt/receipt/getProductTaxCode": client.OpProductTaxCode,
 	"/api/info/check/getInfo":                client.OpMerchantInfo,
 	"/api/info/check/getTinInfo":             client.OpTinInfo,
+	"/api/inventory/stock/getStockQr":        client.OpStockQr,
+	"/api/tpi/receipt/saveOprMerchants":      client.OpSaveMerchants,
 }
 
 var paramOf = map[client.Op]string{
 	client.OpBankAccounts: "tin",
 	client.OpMerchantInfo: "tin",
 	client.OpTinInfo:      "regNo",
+	client.OpStockQr:      "stockQr",
+}
+
+// forwardedHeaders are the POS's headers passed upstream with a stock QR
+// lookup and a merchant registration: the credentials those two need.
+// receiptd's own auth.token never gets here (the API removes it).
+var forwardedHeaders = []string{"Authorization", "X-API-KEY"}
+
+func forwardOf(r *http.Request) http.Header {
+	var h http.Header
+	for _, name := range forwardedHeaders {
+		if vs := r.Header.Values(name); len(vs) > 0 {
+			if h == nil {
+				h = http.Header{}
+			}
+			h[http.CanonicalHeaderKey(name)] = append([]string(nil), vs...)
+		}
+	}
+	return h
 }
 
 // errNoRoute: the path is not one of the cache's routes (404).
@@ -84,9 +106,10 @@ func parseRoute(escapedPath string, query url.Values) (lookup, error) {
 	return classLookup(parts)
 }
 
-// Handler serves the cached lookup routes and the send-data pass-through;
-// any other path is a 404, any method but GET and HEAD (GET only for
-// sendData) a 405, a bad
+// Handler serves the cached lookup routes and the send-data and
+// merchant-registration pass-throughs; any other path is a 404, any method
+// but GET and HEAD (GET only for sendData, POST only for
+// saveOprMerchants) a 405, a bad
 // parameter or classification path a 400 (all with the envelope). STALE
 // answers are refreshed by Run's workers: without Run, a stale entry is
 // served until it passes MaxStale, then fetched as a miss (PosAPI's info
@@ -105,22 +128,42 @@ func (c *Cache) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeEnvelope(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	// sendData makes PosAPI act, so a HEAD must not trigger it.
-	if r.Method != http.MethodGet && (r.Method != http.MethodHead || lk.op == client.OpSendData) {
+	if !methodAllowed(lk.op, r.Method) {
 		w.Header().Set("Allow", allowed(lk.op))
 		writeEnvelope(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	if lk.op == client.OpSendData {
+	switch lk.op {
+	case client.OpSendData:
 		c.serveSendData(w, r)
 		return
+	case client.OpSaveMerchants:
+		c.serveSaveMerchants(w, r)
+		return
+	case client.OpStockQr:
+		lk.fwd = forwardOf(r)
 	}
 	c.serveLookup(w, r, lk)
 }
 
+// methodAllowed: sendData makes PosAPI act, so a HEAD must not trigger it;
+// a merchant registration is a POST.
+func methodAllowed(op client.Op, method string) bool {
+	switch op {
+	case client.OpSendData:
+		return method == http.MethodGet
+	case client.OpSaveMerchants:
+		return method == http.MethodPost
+	}
+	return method == http.MethodGet || method == http.MethodHead
+}
+
 func allowed(op client.Op) string {
-	if op == client.OpSendData {
+	switch op {
+	case client.OpSendData:
 		return "GET"
+	case client.OpSaveMerchants:
+		return "POST"
 	}
 	return "GET, HEAD"
 }
@@ -249,12 +292,39 @@ func writeUnavailable(w http.ResponseWriter, lk lookup, err error) {
 // no answer is a 503 envelope. Never cached.
 func (c *Cache) serveSendData(w http.ResponseWriter, r *http.Request) {
 	raw, err := c.up.Get(r.Context(), client.OpSendData, nil)
+	c.writePassed(w, raw, err, "send data")
+}
+
+// maxPassBody bounds a merchant registration's body; a real one lists a
+// few TINs.
+const maxPassBody = 1 << 20
+
+// serveSaveMerchants passes an operator's merchant registration upstream as
+// it is, with the POS's X-API-KEY; any answer is passed back, no answer is
+// a 503 envelope. Never cached.
+func (c *Cache) serveSaveMerchants(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPassBody+1))
+	if err != nil {
+		writeEnvelope(w, http.StatusBadRequest, fmt.Sprintf("read body: %v", err))
+		return
+	}
+	if len(body) > maxPassBody {
+		writeEnvelope(w, http.StatusRequestEntityTooLarge, "body larger than 1 MiB")
+		return
+	}
+	raw, err := c.up.SaveOprMerchants(client.WithForward(r.Context(), forwardOf(r)), body)
+	c.writePassed(w, raw, err, "save operator merchants")
+}
+
+// writePassed writes a pass-through's answer, or the 503 envelope when
+// there was none.
+func (c *Cache) writePassed(w http.ResponseWriter, raw *client.Raw, err error, what string) {
 	cl, _ := client.ClassOf(err)
 	if raw != nil && (err == nil || cl == client.Rejected || cl == client.Transient) {
 		writeRaw(w, raw, "")
 		return
 	}
-	writeEnvelope(w, http.StatusServiceUnavailable, fmt.Sprintf("send data: the tax service is unreachable: %v", err))
+	writeEnvelope(w, http.StatusServiceUnavailable, fmt.Sprintf("%s: the tax service is unreachable: %v", what, err))
 }
 
 func (c *Cache) writeRecord(w http.ResponseWriter, rec *record, state string, now time.Time) {

@@ -50,7 +50,7 @@ func startSim(t testing.TB) *sim.Sim {
 // newClient is a real client of base for both PosAPI and lookups.
 func newClient(t testing.TB, base string) *client.Client {
 	t.Helper()
-	c, err := client.New(client.Config{BaseURL: base, LookupBaseURL: base, Timeout: 5 * time.Second})
+	c, err := client.New(client.Config{BaseURL: base, LookupBaseURL: base, StockBaseURL: base, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(c.CloseIdleConnections)
 	return c

@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -19,6 +21,26 @@ type lookup struct {
 	op    client.Op
 	param string   // "" for the global lists and the classification top level
 	segs  []string // classification segments, cleaned
+	// fwd are the POS's headers forwarded upstream with the fetch (the
+	// stock QR's Authorization / X-API-KEY); not part of the key, never
+	// stored.
+	fwd http.Header
+}
+
+// flightKey is key, told apart by the forwarded headers: a fetch made with
+// one POS's credentials is not shared with a caller who sent others (a
+// refusal of the first would otherwise answer the second).
+func (l lookup) flightKey() string {
+	if len(l.fwd) == 0 {
+		return l.key()
+	}
+	h := sha256.New()
+	for _, name := range forwardedHeaders {
+		for _, v := range l.fwd.Values(name) {
+			_, _ = fmt.Fprintf(h, "%s:%s\n", name, v)
+		}
+	}
+	return l.key() + "\x00" + string(h.Sum(nil))
 }
 
 // key is the lookup's identity in the index and (after the op bucket) in
@@ -37,6 +59,8 @@ func (l lookup) query() url.Values {
 		return url.Values{"tin": {l.param}}
 	case client.OpTinInfo:
 		return url.Values{"regNo": {l.param}}
+	case client.OpStockQr:
+		return url.Values{"stockQr": {l.param}}
 	}
 	return nil
 }
@@ -44,7 +68,7 @@ func (l lookup) query() url.Values {
 // cachedOps are the kinds the cache keeps, in status-page order.
 var cachedOps = []client.Op{
 	client.OpBranchInfo, client.OpProductTaxCode, client.OpMerchantInfo, client.OpTinInfo,
-	client.OpInfo, client.OpBankAccounts, client.OpClassification,
+	client.OpInfo, client.OpBankAccounts, client.OpClassification, client.OpStockQr,
 }
 
 // liveOp reports whether op's answer is PosAPI's live state, asked for on
@@ -96,6 +120,8 @@ func lookupFromKey(op client.Op, param string) (lookup, error) {
 		return paramLookup(op, "tin", []string{param})
 	case client.OpTinInfo:
 		return paramLookup(op, "regNo", []string{param})
+	case client.OpStockQr:
+		return paramLookup(op, "stockQr", []string{param})
 	case client.OpClassification:
 		if param == "" {
 			return lookup{op: op}, nil

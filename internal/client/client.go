@@ -1,7 +1,8 @@
 // Package client is the typed client of the whole tax service interface: the
 // PosAPI receipt operations (create, delete, info, send data, bank accounts)
 // and the public lookup API (district codes, product tax codes, merchant
-// info, TIN info, the classification tree).
+// info, TIN info, the classification tree, an operator's merchant
+// registration), and the excise stock API (goods by stamp QR id).
 //
 // It promises three things its callers build on:
 //
@@ -28,6 +29,7 @@
 package client
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -75,12 +77,17 @@ const (
 	OpMerchantInfo   Op = "merchant_info"
 	OpTinInfo        Op = "tin_info"
 	OpClassification Op = "classification"
+	// OpStockQr is served by the excise stock API (Config.StockBaseURL).
+	OpStockQr Op = "stock_qr"
+	// OpSaveMerchants (POST) is an operator registering merchants.
+	OpSaveMerchants Op = "save_opr_merchants"
 )
 
 // Ops returns every operation, PosAPI ones first.
 func Ops() []Op {
 	return []Op{OpCreateReceipt, OpDeleteReceipt, OpInfo, OpSendData, OpBankAccounts,
-		OpBranchInfo, OpProductTaxCode, OpMerchantInfo, OpTinInfo, OpClassification}
+		OpBranchInfo, OpProductTaxCode, OpMerchantInfo, OpTinInfo, OpClassification,
+		OpStockQr, OpSaveMerchants}
 }
 
 // DefaultPaths returns the live service's path of every operation (see
@@ -97,14 +104,18 @@ func DefaultPaths() map[Op]string {
 		OpMerchantInfo:   "/api/info/check/getInfo",
 		OpTinInfo:        "/api/info/check/getTinInfo",
 		OpClassification: "/api/info/check/barcode/v2",
+		OpStockQr:        "/api/inventory/stock/getStockQr",
+		OpSaveMerchants:  "/api/tpi/receipt/saveOprMerchants",
 	}
 }
 
-// Lookup reports whether op is served by the public lookup API
-// (Config.LookupBaseURL) rather than by PosAPI (Config.BaseURL).
+// Lookup reports whether op travels on the lookup transport (Config.Proxy,
+// LookupHeaders): the public lookup API's operations (Config.LookupBaseURL)
+// and the excise stock API's (Config.StockBaseURL), rather than PosAPI's
+// (Config.BaseURL).
 func (op Op) Lookup() bool {
 	switch op {
-	case OpBranchInfo, OpProductTaxCode, OpMerchantInfo, OpTinInfo, OpClassification:
+	case OpBranchInfo, OpProductTaxCode, OpMerchantInfo, OpTinInfo, OpClassification, OpStockQr, OpSaveMerchants:
 		return true
 	}
 	return false
@@ -119,7 +130,7 @@ func (op Op) Query() bool {
 
 func (op Op) method() string {
 	switch op {
-	case OpCreateReceipt:
+	case OpCreateReceipt, OpSaveMerchants:
 		return http.MethodPost
 	case OpDeleteReceipt:
 		return http.MethodDelete
@@ -141,6 +152,10 @@ type Config struct {
 	// LookupBaseURL is the public lookup API address. Empty means lookups
 	// are not configured: they fail with ErrNotConfigured (class NotSent).
 	LookupBaseURL string
+	// StockBaseURL is the excise stock API address (OpStockQr), e.g.
+	// "https://service.itc.gov.mn". Empty: OpStockQr fails with
+	// ErrNotConfigured.
+	StockBaseURL string
 	// Paths overrides the path of single operations; operations missing
 	// from it use DefaultPaths. Every path must start with "/".
 	Paths map[Op]string
@@ -174,6 +189,7 @@ type Config struct {
 // Client is the typed tax service client. It is safe for concurrent use.
 type Client struct {
 	base, lookupBase string
+	stockBase        string
 	paths            map[Op]string
 	timeout          time.Duration
 	queryTimeout     time.Duration // min(timeout, Config.QueryTimeout)
@@ -201,6 +217,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("client: base URL: %w", ErrConfig)
 	}
 	lookupBase, err := cleanBase("lookup base URL", cfg.LookupBaseURL)
+	if err != nil {
+		return nil, err
+	}
+	stockBase, err := cleanBase("stock base URL", cfg.StockBaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +261,7 @@ func New(cfg Config) (*Client, error) {
 		queryTimeout = DefaultQueryTimeout
 	}
 	c := &Client{
-		base: base, lookupBase: lookupBase, paths: paths, timeout: timeout,
+		base: base, lookupBase: lookupBase, stockBase: stockBase, paths: paths, timeout: timeout,
 		queryTimeout: min(timeout, queryTimeout), maxAnswer: maxAnswer,
 		headers: copyMap(cfg.Headers), lookupHeaders: copyMap(cfg.LookupHeaders),
 		lookupHC:   &http.Client{Transport: lookupTr, CheckRedirect: checkRedirect},
@@ -359,12 +379,15 @@ func copyMap(m map[string]string) map[string]string {
 
 // target builds the URL of op with path-escaped segments and the query.
 func (c *Client) target(op Op, query url.Values, segs []string) (string, error) {
-	base := c.base
-	if op.Lookup() {
-		base = c.lookupBase
+	base, what := c.base, "base URL"
+	switch {
+	case op == OpStockQr:
+		base, what = c.stockBase, "stock base URL"
+	case op.Lookup():
+		base, what = c.lookupBase, "lookup base URL"
 	}
 	if base == "" {
-		return "", fmt.Errorf("%s: lookup base URL: %w", op, ErrNotConfigured)
+		return "", fmt.Errorf("%s: %s: %w", op, what, ErrNotConfigured)
 	}
 	var b strings.Builder
 	b.WriteString(base)
@@ -393,4 +416,24 @@ func (c *Client) setHeaders(req *http.Request, op Op, hasBody bool) {
 	for k, v := range h {
 		req.Header.Set(k, v)
 	}
+	for k, vs := range forwarded(req.Context()) {
+		req.Header[http.CanonicalHeaderKey(k)] = vs
+	}
+}
+
+type forwardKey struct{}
+
+// WithForward returns a context whose requests carry h's headers (a POS's
+// Authorization or X-API-KEY for the excise stock API, say), set after and
+// so over the configured ones. h must not change afterwards.
+func WithForward(ctx context.Context, h http.Header) context.Context {
+	if len(h) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, forwardKey{}, h)
+}
+
+func forwarded(ctx context.Context) http.Header {
+	h, _ := ctx.Value(forwardKey{}).(http.Header)
+	return h
 }

@@ -247,7 +247,7 @@ func TestOpsAndPaths(t *testing.T) {
 			require.True(t, strings.HasPrefix(paths[op], "/rest/"), op)
 		}
 	}
-	require.Equal(t, 5, lookups)
+	require.Equal(t, 7, lookups, "five lookups, the stock QR and the merchant registration")
 }
 
 // TestCreatesUseFreshConnections: a create never rides a keep-alive

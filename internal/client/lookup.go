@@ -59,6 +59,28 @@ func (c *Client) Get(ctx context.Context, op Op, query url.Values, segments ...s
 	return raw, nil
 }
 
+// SaveOprMerchants posts body (an operator's merchant registration,
+// {"posNo","merchantTins"}) to the public API as it is and returns the
+// answer byte-for-byte: on a non-2xx answer the *Raw AND an *Error, as Get.
+// The X-API-KEY it needs comes from LookupHeaders or WithForward.
+func (c *Client) SaveOprMerchants(ctx context.Context, body []byte) (*Raw, error) {
+	target, err := c.target(OpSaveMerchants, nil, nil)
+	if err != nil {
+		return nil, &Error{Op: OpSaveMerchants, Class: NotSent, Err: err}
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	raw, err := c.exchange(ctx, OpSaveMerchants, target, body)
+	if err != nil {
+		return raw, err
+	}
+	if _, bad := statusClass(raw.StatusCode); bad {
+		return raw, statusError(OpSaveMerchants, raw.StatusCode, raw.Header, raw.Body)
+	}
+	return raw, nil
+}
+
 // decodeError wraps a decoder's failure of a 2xx lookup answer: an
 // unknown thing is Rejected, anything else Transient (a captive portal's
 // page, an upstream having a bad moment).

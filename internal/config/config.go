@@ -94,7 +94,10 @@ type Upstream struct {
 	// LookupBaseURL is the public lookup API (district codes, product tax
 	// codes, merchant and TIN info, classification).
 	LookupBaseURL string `toml:"lookup_base_url"`
-	Paths         Paths  `toml:"paths"`
+	// StockBaseURL is the excise stock API (getStockQr). It takes the
+	// lookup API's proxy and headers.
+	StockBaseURL string `toml:"stock_base_url"`
+	Paths        Paths  `toml:"paths"`
 	// Timeout bounds one upstream request.
 	Timeout Duration `toml:"timeout"`
 	// Headers are added to every request to BaseURL; LookupHeaders to every
@@ -123,6 +126,9 @@ type Paths struct {
 	MerchantInfo   string `toml:"merchant_info"`
 	TinInfo        string `toml:"tin_info"`
 	Classification string `toml:"classification"`
+	StockQr        string `toml:"stock_qr"`
+	// SaveOprMerchants is below lookup_base_url.
+	SaveOprMerchants string `toml:"save_opr_merchants"`
 }
 
 // Sync is the worker that drains the queue.
@@ -169,6 +175,7 @@ type CacheRefresh struct {
 	Info           Duration `toml:"info"`
 	BankAccounts   Duration `toml:"bank_accounts"`
 	Classification Duration `toml:"classification"`
+	StockQr        Duration `toml:"stock_qr"`
 }
 
 // Alerts are the ageing thresholds of the oldest unsent entry.
@@ -245,17 +252,20 @@ func defaultUpstream() Upstream {
 		// so the POS only changes host; PosAPI moves to 7081.
 		BaseURL:       "http://127.0.0.1:7081",
 		LookupBaseURL: "https://api.ebarimt.mn",
+		StockBaseURL:  "https://service.itc.gov.mn",
 		Paths: Paths{
-			CreateReceipt:  "/rest/receipt",
-			DeleteReceipt:  "/rest/receipt",
-			Info:           "/rest/info",
-			SendData:       "/rest/sendData",
-			BankAccounts:   "/rest/bankAccounts",
-			BranchInfo:     "/api/info/check/getBranchInfo",
-			ProductTaxCode: "/api/receipt/receipt/getProductTaxCode",
-			MerchantInfo:   "/api/info/check/getInfo",
-			TinInfo:        "/api/info/check/getTinInfo",
-			Classification: "/api/info/check/barcode/v2",
+			CreateReceipt:    "/rest/receipt",
+			DeleteReceipt:    "/rest/receipt",
+			Info:             "/rest/info",
+			SendData:         "/rest/sendData",
+			BankAccounts:     "/rest/bankAccounts",
+			BranchInfo:       "/api/info/check/getBranchInfo",
+			ProductTaxCode:   "/api/receipt/receipt/getProductTaxCode",
+			MerchantInfo:     "/api/info/check/getInfo",
+			TinInfo:          "/api/info/check/getTinInfo",
+			Classification:   "/api/info/check/barcode/v2",
+			StockQr:          "/api/inventory/stock/getStockQr",
+			SaveOprMerchants: "/api/tpi/receipt/saveOprMerchants",
 		},
 		Timeout:       Dur(60 * time.Second),
 		MaxAnswer:     1,
@@ -274,6 +284,7 @@ func defaultCache() Cache {
 			Info:           Dur(time.Hour),
 			BankAccounts:   Dur(24 * time.Hour),
 			Classification: Dur(168 * time.Hour),
+			StockQr:        Dur(168 * time.Hour),
 		},
 		NegativeTTL: Dur(10 * time.Minute),
 		MaxEntries:  10000,

@@ -144,6 +144,7 @@ func (u Upstream) check(ch *checker, listen string) {
 		}
 	}
 	checkURL(ch, "upstream.lookup_base_url", u.LookupBaseURL, "http", "https")
+	checkURL(ch, "upstream.stock_base_url", u.StockBaseURL, "http", "https")
 	u.Paths.check(ch)
 	ch.positive("upstream.timeout", u.Timeout)
 	if u.MaxAnswer < 1 || u.MaxAnswer > maxAnswerMiB {
@@ -209,6 +210,7 @@ func (p Paths) check(ch *checker) {
 		{"send_data", p.SendData}, {"bank_accounts", p.BankAccounts}, {"branch_info", p.BranchInfo},
 		{"product_tax_code", p.ProductTaxCode}, {"merchant_info", p.MerchantInfo},
 		{"tin_info", p.TinInfo}, {"classification", p.Classification},
+		{"stock_qr", p.StockQr}, {"save_opr_merchants", p.SaveOprMerchants},
 	} {
 		key, v := kv.key, kv.v
 		if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, "?# \t\r\n") {
@@ -271,6 +273,7 @@ func (c Cache) check(ch *checker) {
 		{"branch_info", r.BranchInfo}, {"product_tax_code", r.ProductTaxCode},
 		{"merchant_info", r.MerchantInfo}, {"tin_info", r.TinInfo}, {"info", r.Info},
 		{"bank_accounts", r.BankAccounts}, {"classification", r.Classification},
+		{"stock_qr", r.StockQr},
 	} {
 		key, d := kd.key, kd.d
 		if d.Duration < time.Second {

@@ -13,13 +13,14 @@ import (
 func clientConfig(u config.Upstream) client.Config {
 	p := u.Paths
 	return client.Config{
-		BaseURL: u.BaseURL, LookupBaseURL: u.LookupBaseURL,
+		BaseURL: u.BaseURL, LookupBaseURL: u.LookupBaseURL, StockBaseURL: u.StockBaseURL,
 		Paths: map[client.Op]string{
 			client.OpCreateReceipt: p.CreateReceipt, client.OpDeleteReceipt: p.DeleteReceipt,
 			client.OpInfo: p.Info, client.OpSendData: p.SendData, client.OpBankAccounts: p.BankAccounts,
 			client.OpBranchInfo: p.BranchInfo, client.OpProductTaxCode: p.ProductTaxCode,
 			client.OpMerchantInfo: p.MerchantInfo, client.OpTinInfo: p.TinInfo,
 			client.OpClassification: p.Classification,
+			client.OpStockQr:        p.StockQr, client.OpSaveMerchants: p.SaveOprMerchants,
 		},
 		Timeout: u.Timeout.Duration, Headers: u.Headers, LookupHeaders: u.LookupHeaders,
 		CAFile: u.CAFile, Proxy: u.Proxy, MaxAnswer: int64(u.MaxAnswer) << 20,
@@ -47,6 +48,7 @@ func cacheConfig(c config.Cache) cache.Config {
 		client.OpMerchantInfo: r.MerchantInfo.Duration, client.OpTinInfo: r.TinInfo.Duration,
 		client.OpInfo: r.Info.Duration, client.OpBankAccounts: r.BankAccounts.Duration,
 		client.OpClassification: r.Classification.Duration,
+		client.OpStockQr:        r.StockQr.Duration,
 	}
 	return cache.Config{
 		Refresh: refresh, NegativeTTL: c.NegativeTTL.Duration,
