@@ -123,10 +123,20 @@ func (c *apiClient) do(ctx context.Context, method, path string) (*http.Response
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		return nil, fmt.Errorf("%s %s: daemon answered %s: %s", method, path, resp.Status, errorMessage(resp.Body))
+		return nil, fmt.Errorf("%s %s: %w", method, path, &answerError{status: resp.Status, code: resp.StatusCode,
+			message: errorMessage(resp.Body)})
 	}
 	return resp, nil
 }
+
+// answerError is a non-2xx answer of the daemon.
+type answerError struct {
+	status  string // "409 Conflict"
+	code    int
+	message string // the daemon's message
+}
+
+func (e *answerError) Error() string { return "daemon answered " + e.status + ": " + e.message }
 
 // getJSON decodes a 2xx answer into v, within timeout.
 func (c *apiClient) getJSON(ctx context.Context, method, path string, v any) error {

@@ -122,8 +122,12 @@ func printEntryTable(env *cmdEnv, entries []queue.Entry) {
 	fmt.Fprintln(tw, "QUEUE ID\tKIND\tSTATE\tACCEPTED\tATTEMPTS\tUPSTREAM ID\tMESSAGE")
 	for _, e := range entries {
 		r := csvRecord(e)
+		msg := oneLine(r[9])
+		if e.State == queue.StateHeld {
+			msg = "answer lost: check with the tax service before retry -force; " + msg
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.QueueID, e.Kind, e.State,
-			e.AcceptedAt.Local().Format(time.DateTime), r[10], orDash(r[7]), orDash(oneLine(r[9])))
+			e.AcceptedAt.Local().Format(time.DateTime), r[10], orDash(r[7]), orDash(msg))
 	}
 	_ = tw.Flush()
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -22,9 +23,25 @@ const maxListLimit = 1000
 type entryView struct {
 	queue.Entry
 	Outcome *queue.Outcome `json:"outcome"`
+	// Note says what a person must do about the entry (held ones).
+	Note string `json:"note,omitempty"`
 }
 
-func viewOf(e queue.Entry) entryView { return entryView{Entry: e, Outcome: e.Outcome} }
+func viewOf(e queue.Entry) entryView {
+	v := entryView{Entry: e, Outcome: e.Outcome}
+	if e.State == queue.StateHeld {
+		v.Note = heldNote(e.QueueID)
+	}
+	return v
+}
+
+// heldNote is what a POS and an operator are told about a held entry.
+func heldNote(id string) string {
+	return "held: the tax service's answer was lost (or the receipt was restored from a backup), so it may already " +
+		"have been issued; receiptd does not send it again by itself. An operator must check with the tax service " +
+		"whether it was issued, and only if it was not, retry it: receiptd retry -force " + id +
+		" (POST /receiptd/entries/" + id + "/retry?confirm=checked)"
+}
 
 // entryPage is one page of GET /receiptd/entries; next is the cursor for
 // the following page ("after"), empty on the last one.
@@ -90,13 +107,27 @@ func listOptions(r *http.Request) (queue.ListOptions, string) {
 
 func (s *Server) retryEntry(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("queueId")
-	e, err := s.d.Queue.Retry(r.Context(), id)
+	checked := r.URL.Query().Get("confirm") == "checked"
+	e, err := s.d.Queue.Retry(r.Context(), id, checked)
+	if errors.Is(err, queue.ErrUnchecked) {
+		writeError(w, http.StatusConflict, uncheckedMessage(id))
+		return
+	}
 	if err != nil {
 		s.fail(w, "retry entry", err)
 		return
 	}
-	s.log.Info("entry put back in the queue by an operator", zap.String("queueId", id))
+	s.log.Info("entry put back in the queue by an operator", zap.String("queueId", id), zap.Bool("checked", checked))
 	writeJSON(w, http.StatusOK, viewOf(e))
+}
+
+// uncheckedMessage refuses the retry of a held entry without ?confirm=checked
+// and says what to check first.
+func uncheckedMessage(id string) string {
+	return id + " is held: its answer from the tax service was lost, or it was restored from a backup, so it may " +
+		"already have been issued. Before a retry, check with the tax service whether a receipt for this sale " +
+		"(its merchantTin, posNo, billIdSuffix and date: GET /receiptd/entries/" + id + ") was issued. If it was, do not " +
+		"retry: the sale is reported. If it was not, retry with ?confirm=checked (receiptd retry -force " + id + ")"
 }
 
 // Status is what GET /receiptd/status answers (product.md, "Shapes other

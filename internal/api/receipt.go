@@ -224,6 +224,8 @@ func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue
 	}
 	why := "no answer from the tax service yet: receiptd keeps sending it"
 	switch {
+	case e.State == queue.StateHeld:
+		msg = "accepted and stored; " + heldNote(e.QueueID)
 	case s.d.Worker != nil && !s.d.Worker.Status().Up:
 		why = "the tax service is unreachable: receiptd sends it when it is back"
 	case behind:
@@ -290,6 +292,9 @@ func (s *Server) answerFinished(w http.ResponseWriter, e queue.Entry) {
 	case queue.StateSent, queue.StatePayment:
 		writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State, Outcome: e.Outcome,
 			Message: "already sent to the tax service; its lottery number and QR data are no longer held and cannot be given again"})
+	case queue.StateHeld:
+		writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State, Outcome: e.Outcome,
+			Message: "stored; " + heldNote(e.QueueID)})
 	default:
 		writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State,
 			Message: "stored; state " + string(e.State) + " (see GET /receiptd/entries/" + e.QueueID + ")"})

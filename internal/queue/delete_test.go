@@ -186,7 +186,7 @@ func TestNotifyOnEnqueueAndRetry(t *testing.T) {
 		t.Fatal("the signal coalesces (capacity 1)")
 	default:
 	}
-	_, err := q.Retry(ctx, id)
+	_, err := q.Retry(ctx, id, true)
 	require.NoError(t, err)
 	select {
 	case <-q.Notify():

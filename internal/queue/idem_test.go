@@ -51,7 +51,7 @@ func TestAnotherBodyUnderAKey(t *testing.T) {
 				if c.paid {
 					claimOne(t, q, id)
 					finish(t, q, id, queue.StatePayment, &queue.Outcome{Status: "PAYMENT", ID: "U1"})
-					_, err := q.Retry(ctx, id)
+					_, err := q.Retry(ctx, id, true)
 					require.NoError(t, err)
 				}
 				claimOne(t, q, id)

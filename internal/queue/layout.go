@@ -69,7 +69,7 @@ var tailIndexBatch = 1000
 // change of Entry.State goes through bkts.setState, which consults it.
 var transitions = map[Kind]map[State][]State{
 	KindReceipt: {
-		StateQueued:   {StateSending, StateCancelled},
+		StateQueued:   {StateSending, StateCancelled, StateHeld}, // held: HoldRestored
 		StateSending:  {StateSent, StatePayment, StateRejected, StateHeld, StateQueued},
 		StateRejected: {StateQueued, StateCancelled},
 		StatePayment:  {StateQueued},

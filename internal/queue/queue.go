@@ -68,6 +68,9 @@ var (
 	// ErrIllegalTransition means the requested change is not allowed from
 	// the entry's current state.
 	ErrIllegalTransition = errors.New("illegal state transition")
+	// ErrUnchecked means a held entry was to be retried without the
+	// operator's word that the tax service was checked first (Retry).
+	ErrUnchecked = errors.New("a held entry is retried only after checking with the tax service")
 	// ErrInvalid means a caller passed an unusable argument.
 	ErrInvalid = errors.New("invalid queue request")
 )
@@ -131,6 +134,12 @@ const (
 	// ResultDamaged: nothing was sent, the stored body failed its check
 	// against BodyHash.
 	ResultDamaged Result = "damaged_body"
+	// ResultOperatorRetry: not an attempt, the record of an operator's
+	// retry (Retry); UpstreamID keeps the earlier outcome's id.
+	ResultOperatorRetry Result = "operator_retry"
+	// ResultRestored: not an attempt, the record of a restore from a
+	// backup that held the entry (HoldRestored).
+	ResultRestored Result = "restored"
 )
 
 // Entry is one receipt or delete request. Times are UTC.
@@ -168,6 +177,9 @@ type Attempt struct {
 	Result     Result        `json:"result"`
 	Error      string        `json:"error,omitempty"`
 	HTTPStatus int           `json:"httpStatus,omitempty"`
+	// UpstreamID is the tax service's id that an earlier outcome carried,
+	// on an operator's retry record.
+	UpstreamID string `json:"upstreamId,omitempty"`
 }
 
 // Outcome is the upstream's answer as kept. It has no lottery or qrData

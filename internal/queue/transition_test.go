@@ -81,12 +81,21 @@ func TestEveryLegalTransition(t *testing.T) {
 	for _, from := range []queue.State{queue.StateRejected, queue.StatePayment, queue.StateHeld} {
 		do(string(from)+"→queued by Retry", edge{R, from, queue.StateQueued}, func(t *testing.T, q *queue.Queue) {
 			id := reach(t, q, 1, from)
-			e, err := q.Retry(ctx, id)
+			e, err := q.Retry(ctx, id, true)
 			require.NoError(t, err)
 			require.Equal(t, queue.StateQueued, e.State)
 			claimOne(t, q, id)
 		})
 	}
+	do("queued→held by HoldRestored", edge{R, queue.StateQueued, queue.StateHeld}, func(t *testing.T, q *queue.Queue) {
+		id := reach(t, q, 1, queue.StateQueued)
+		n, err := q.HoldRestored(ctx, "restored")
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		e, err := q.Get(id)
+		require.NoError(t, err)
+		require.Equal(t, queue.StateHeld, e.State)
+	})
 	do("rejected→cancelled by RequestDelete", edge{R, queue.StateRejected, queue.StateCancelled}, func(t *testing.T, q *queue.Queue) {
 		id := reach(t, q, 1, queue.StateRejected)
 		e, a, err := q.RequestDelete(ctx, id, "", t0)
@@ -118,7 +127,7 @@ func TestEveryLegalTransition(t *testing.T) {
 	}
 	do("delete_rejected→delete_queued by Retry", edge{D, queue.StateDeleteRejected, queue.StateDeleteQueued}, func(t *testing.T, q *queue.Queue) {
 		id := reachDelete(t, q, 1, queue.StateDeleteRejected)
-		e, err := q.Retry(ctx, id)
+		e, err := q.Retry(ctx, id, true)
 		require.NoError(t, err)
 		require.Equal(t, queue.StateDeleteQueued, e.State)
 	})
@@ -162,7 +171,7 @@ func TestIllegalTransitionsAreRefused(t *testing.T) {
 			retryable := from == queue.StateRejected || from == queue.StatePayment || from == queue.StateHeld ||
 				from == queue.StateDeleteRejected
 			if !retryable {
-				_, err := q.Retry(ctx, id)
+				_, err := q.Retry(ctx, id, true)
 				require.ErrorIs(t, err, queue.ErrIllegalTransition, "Retry %s from %s", kind, from)
 			}
 			e, err := q.Get(id)
@@ -175,6 +184,6 @@ func TestIllegalTransitionsAreRefused(t *testing.T) {
 	_, _, err := q.RequestDelete(ctx, deletes[queue.StateDeleteQueued], "", t0)
 	require.ErrorIs(t, err, queue.ErrIllegalTransition, "a delete of a delete")
 	require.Equal(t, before, counts(t, q), "counters unchanged by refused changes")
-	_, err = q.Retry(ctx, "Q000000009999")
+	_, err = q.Retry(ctx, "Q000000009999", true)
 	require.ErrorIs(t, err, queue.ErrNotFound)
 }

@@ -150,7 +150,7 @@ func TestAmbiguousHeld(t *testing.T) {
 
 	// An operator's retry sends it again.
 	require.NoError(t, r.sim.SetFaults(sim.Faults{}))
-	_, err := r.q.Retry(context.Background(), e.QueueID)
+	_, err := r.q.Retry(context.Background(), e.QueueID, true)
 	require.NoError(t, err)
 	r.start()
 	r.waitSettled(5 * time.Second)

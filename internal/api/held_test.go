@@ -1,0 +1,44 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/sim"
+	syncer "github.com/receiptd/receiptd/internal/sync"
+)
+
+// TestHeldMeansHeld: a receipt whose answer was lost, with on_ambiguous =
+// "hold", is not described as being sent on; its retry needs
+// ?confirm=checked, and the refusal says what to check first.
+func TestHeldMeansHeld(t *testing.T) {
+	e := newEnv(t, envOpts{worker: syncer.Config{OnAmbiguous: "hold"}})
+	require.NoError(t, e.sim.SetFaults(sim.Faults{DropRate: 1}))
+	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000700"))
+	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
+	m := r.json(t)
+	id := m["queueId"].(string)
+	e.waitState(id, queue.StateHeld)
+	if m["state"] == string(queue.StateHeld) {
+		require.Contains(t, m["message"], "An operator must check")
+		require.NotContains(t, m["message"], "keeps sending")
+	}
+	replay := e.do(http.MethodPost, "/rest/receipt", receiptBody("000700")).json(t)
+	require.Contains(t, replay["message"], "answer was lost")
+	require.Contains(t, replay["message"], "An operator must check")
+	require.NotContains(t, replay["message"], "keeps sending")
+	require.Contains(t, e.entry(id)["note"], "retry -force "+id)
+
+	require.NoError(t, e.sim.SetFaults(sim.Faults{}))
+	refused := e.do(http.MethodPost, "/receiptd/entries/"+id+"/retry", "")
+	require.Equal(t, http.StatusConflict, refused.code)
+	require.Contains(t, refused.json(t)["message"], "check with the tax service")
+	require.Equal(t, string(queue.StateHeld), e.entry(id)["state"], "still held")
+
+	ok := e.do(http.MethodPost, "/receiptd/entries/"+id+"/retry?confirm=checked", "")
+	require.Equal(t, http.StatusOK, ok.code, "%s", ok.body)
+	e.waitState(id, queue.StateSent)
+}

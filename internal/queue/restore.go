@@ -1,0 +1,70 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+)
+
+// holdBatch bounds the entries one HoldRestored commit changes.
+const holdBatch = 1000
+
+// HoldRestored is the last step of restoring a backup: every receipt that
+// was unsent in it (queued; sending was recovered to queued by Open) becomes
+// held, and every delete waiting to be sent becomes delete_rejected, each
+// with msg as its outcome's message and a "restored" record in its history.
+// Any of them may have reached the tax service after the backup was taken,
+// so none is sent again until an operator has checked (Retry with checked).
+// It returns how many entries it held or stopped.
+func (q *Queue) HoldRestored(ctx context.Context, msg string) (int, error) {
+	if err := q.indexTailInSlices(ctx); err != nil {
+		return 0, fmt.Errorf("hold restored entries: %w", err)
+	}
+	total := 0
+	for {
+		n := 0
+		err := q.st.Update(ctx, func(tx *bbolt.Tx) (err error) {
+			n, err = holdSome(buckets(tx), q, msg)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("hold restored entries: %w", err)
+		}
+		total += n
+		if n == 0 {
+			return total, nil
+		}
+	}
+}
+
+// holdSome holds up to holdBatch unsent entries and reports how many.
+func holdSome(b bkts, q *Queue, msg string) (int, error) {
+	if err := b.indexTail(0); err != nil {
+		return 0, err
+	}
+	now := q.now().UTC()
+	n := 0
+	for _, step := range []struct{ from, to State }{{StateQueued, StateHeld}, {StateDeleteQueued, StateDeleteRejected}} {
+		if n == holdBatch {
+			break
+		}
+		seqs, err := b.seqsInState(step.from, 0, holdBatch-n)
+		if err != nil {
+			return 0, err
+		}
+		for _, seq := range seqs {
+			e, err := b.load(seq)
+			if err != nil {
+				return 0, err
+			}
+			q.addAttempt(&e, Attempt{At: now, Result: ResultRestored, Error: msg})
+			e.Outcome = withMessage(e.Outcome, msg)
+			if err := b.setState(&e, step.to, now); err != nil {
+				return 0, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
