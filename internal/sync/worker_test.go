@@ -127,7 +127,7 @@ func TestMaxAmbiguousHolds(t *testing.T) {
 	require.Equal(t, 3, got.Ambiguous)
 	require.Contains(t, got.Outcome.Message, "held after 3 ambiguous attempts")
 
-	_, err := r.q.Retry(context.Background(), e.QueueID)
+	_, err := r.q.Retry(context.Background(), e.QueueID, true)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateHeld }, 10*time.Second, 10*time.Millisecond)
 	r.stop()
