@@ -225,7 +225,7 @@ func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue
 	why := "no answer from the tax service yet: receiptd keeps sending it"
 	switch {
 	case e.State == queue.StateHeld:
-		msg = "accepted and stored; " + heldNote(e.QueueID)
+		why = heldNote(e.QueueID)
 	case s.d.Worker != nil && !s.d.Worker.Status().Up:
 		why = "the tax service is unreachable: receiptd sends it when it is back"
 	case behind:
