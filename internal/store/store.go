@@ -176,6 +176,10 @@ func Open(path string, opts Options) (s *Store, err error) {
 			return nil, err
 		}
 	}
+	checked, err := checkBeforeWriting(path, opts, bo)
+	if err != nil {
+		return nil, err
+	}
 	db, err := bbolt.Open(path, 0o600, bo)
 	if err != nil {
 		return nil, classifyOpenError(path, err)
@@ -190,7 +194,7 @@ func Open(path string, opts Options) (s *Store, err error) {
 	if s.maxGroup <= 0 {
 		s.maxGroup = defaultMaxGroup
 	}
-	if !opts.SkipCheckOnOpen {
+	if !opts.SkipCheckOnOpen && !checked {
 		if err := s.Check(); err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("open database: %w", err)
@@ -322,17 +326,9 @@ var migrations = []func(tx *bbolt.Tx) error{
 }
 
 func (s *Store) migrate() error {
-	var version uint64
-	err := s.View(func(tx *bbolt.Tx) (err error) {
-		version, err = readSchema(tx)
-		return err
-	})
+	version, err := s.knownSchema()
 	if err != nil {
-		return fmt.Errorf("open database %s: read schema: %w", s.path, err)
-	}
-	if version > SchemaVersion {
-		return fmt.Errorf("open database %s: %w: schema version %d is newer than %d (written by a newer receiptd)",
-			s.path, ErrCorrupt, version, SchemaVersion)
+		return err
 	}
 	for v := version; v < SchemaVersion; v++ {
 		step := migrations[v]
@@ -351,6 +347,24 @@ func (s *Store) migrate() error {
 		}
 	}
 	return nil
+}
+
+// knownSchema reads the file's schema version and refuses one newer than
+// this program's.
+func (s *Store) knownSchema() (uint64, error) {
+	var version uint64
+	err := s.View(func(tx *bbolt.Tx) (err error) {
+		version, err = readSchema(tx)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("open database %s: read schema: %w", s.path, err)
+	}
+	if version > SchemaVersion {
+		return 0, fmt.Errorf("open database %s: %w: schema version %d is newer than %d (written by a newer receiptd)",
+			s.path, ErrCorrupt, version, SchemaVersion)
+	}
+	return version, nil
 }
 
 func readSchema(tx *bbolt.Tx) (uint64, error) {
