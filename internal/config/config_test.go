@@ -98,10 +98,20 @@ func writeConfig(t *testing.T, text string) string {
 	return path
 }
 
+// absPath is a Unix path made absolute on this system (with a drive on
+// Windows, where "/srv" is not absolute).
+func absPath(p string) string {
+	if runtime.GOOS == "windows" {
+		return `C:` + filepath.FromSlash(p)
+	}
+	return p
+}
+
 func TestLoadFile(t *testing.T) {
+	dataDir, logFile := absPath("/srv/receiptd"), absPath("/var/log/receiptd/receiptd.log")
 	path := writeConfig(t, `
 listen = "192.168.1.20:7080"
-data_dir = "/srv/receiptd"
+data_dir = '`+dataDir+`'
 [accept]
 wait = "0s"
 timezone = "Local"
@@ -117,13 +127,13 @@ concurrency = 4
 token = "0123456789abcdef0123"
 allowed_hosts = ["till-7.shop.lan"]
 [log]
-file = "/var/log/receiptd/receiptd.log"
+file = '`+logFile+`'
 `)
 	cfg, err := load(path, nil)
 	require.NoError(t, err)
 	want := Default()
 	want.Listen = "192.168.1.20:7080"
-	want.DataDir = "/srv/receiptd"
+	want.DataDir = dataDir
 	want.Accept.Wait = Dur(0)
 	want.Accept.Timezone = "Local"
 	want.Upstream.BaseURL = "https://posapi.shop.lan:8443/"
@@ -133,7 +143,7 @@ file = "/var/log/receiptd/receiptd.log"
 	want.Sync.Concurrency = 4
 	want.Auth.Token = "0123456789abcdef0123"
 	want.Auth.AllowedHosts = []string{"till-7.shop.lan"}
-	want.Log.File = "/var/log/receiptd/receiptd.log"
+	want.Log.File = logFile
 	require.Equal(t, want, cfg)
 }
 
