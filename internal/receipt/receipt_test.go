@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	_ "time/tzdata" // Asia/Ulaanbaatar on machines without a zone database (Windows)
 
 	"github.com/stretchr/testify/require"
 )
