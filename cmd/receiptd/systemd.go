@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -33,13 +33,15 @@ func systemdUnit(cfg config.Config) (string, error) {
 
 // writablePaths are the directories the daemon writes to: data_dir, the
 // log file's directory and the Unix socket's directory, without repeats.
+// They are Linux paths (the unit is for systemd), so slash-separated
+// whichever system runs this.
 func writablePaths(cfg config.Config) []string {
-	paths := []string{filepath.Clean(cfg.DataDir)}
+	paths := []string{path.Clean(cfg.DataDir)}
 	if cfg.Log.File != "" {
-		paths = append(paths, filepath.Dir(cfg.Log.File))
+		paths = append(paths, path.Dir(cfg.Log.File))
 	}
 	if cfg.ListenUnix != "" {
-		paths = append(paths, filepath.Dir(cfg.ListenUnix))
+		paths = append(paths, path.Dir(cfg.ListenUnix))
 	}
 	slices.Sort(paths)
 	return slices.Compact(paths)
