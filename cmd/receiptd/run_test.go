@@ -4,16 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,9 +53,12 @@ func TestMain(m *testing.M) {
 }
 
 // binCmd returns an exec.Cmd of the binary with a clean environment
-// (no RECEIPTD_ variables from the developer's shell).
+// (no RECEIPTD_ variables from the developer's shell), in a process group
+// of its own so that harness.AskToStop can stop it (SIGTERM; on Windows
+// CTRL_BREAK_EVENT, which Go delivers as os.Interrupt as it does Ctrl-C).
 func binCmd(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, receiptdBinary(t), args...)
+	harness.PrepareStop(cmd)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "RECEIPTD_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -113,9 +115,6 @@ func tomlString(s string) string { return `'` + s + `'` }
 // TestRunServesAndStopsOnSIGTERM starts the daemon, talks to it through
 // the CLI with only the config file, and stops it the way systemd does.
 func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("SIGTERM")
-	}
 	addr := closedAddr(t)
 	cfg := writeFile(t, "config.toml", "listen = \""+addr+"\"\ndata_dir = "+tomlString(t.TempDir())+
 		"\nshutdown_timeout = \"5s\"\n[upstream]\nbase_url = \"http://"+closedAddr(t)+"\"\n"+
@@ -138,7 +137,7 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 	require.NoError(t, err, string(out))
 	require.Regexp(t, regexp.MustCompile(`Q000000000001\s+receipt\s+queued`), string(out))
 
-	require.NoError(t, run.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, harness.AskToStop(run.Process))
 	rest, _ := io.ReadAll(stderr)
 	require.NoError(t, run.Wait(), string(rest))
 	require.Contains(t, string(rest), `"msg":"stopped"`)
@@ -160,11 +159,8 @@ func waitForLine(t *testing.T, r io.Reader, want string) string {
 }
 
 // TestDemo runs the demo, posts the sample receipt it prints, and stops it
-// with Ctrl-C: it must exit 0 and remove its data directory.
+// as Ctrl-C would: it must exit 0 and remove its data directory.
 func TestDemo(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("SIGINT")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	demo := binCmd(ctx, t, "demo", "-listen", closedAddr(t))
@@ -174,12 +170,20 @@ func TestDemo(t *testing.T) {
 	demo.Stderr = &stderr
 	require.NoError(t, demo.Start())
 	printed := waitForLine(t, stdout, "/rest/receipt")
-	m := regexp.MustCompile(`-d '(\{.*\})' (http://\S+)/rest/receipt`).FindStringSubmatch(printed)
+	// A receipt inline on Unix shells; from a file on Windows (cmd.exe
+	// has no single quotes).
+	m := regexp.MustCompile(`(?:-d '(\{.*\})'|--data-binary @(\S+)) (http://\S+)/rest/receipt`).FindStringSubmatch(printed)
 	require.NotNil(t, m, printed)
-	require.Contains(t, printed, m[2]+"/metrics")
+	require.Contains(t, printed, m[3]+"/metrics")
 	require.Contains(t, printed, "/sim/faults")
+	sample := m[1]
+	if m[2] != "" {
+		b, err := os.ReadFile(m[2])
+		require.NoError(t, err)
+		sample = string(b)
+	}
 
-	resp, err := http.Post(m[2]+"/rest/receipt", "application/json", strings.NewReader(m[1]))
+	resp, err := http.Post(m[3]+"/rest/receipt", "application/json", strings.NewReader(sample))
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
@@ -187,19 +191,18 @@ func TestDemo(t *testing.T) {
 	require.Contains(t, string(body), `"status":"SUCCESS"`)
 
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	require.NoError(t, demo.Process.Signal(os.Interrupt))
+	require.NoError(t, harness.AskToStop(demo.Process))
 	require.NoError(t, demo.Wait(), stderr.String())
-	dir := regexp.MustCompile(`"db": "([^"]+)/receiptd\.db"`).FindStringSubmatch(stderr.String())
-	require.NotNil(t, dir, stderr.String())
-	require.NoDirExists(t, dir[1])
+	m = regexp.MustCompile(`"db": ("[^"]+")`).FindStringSubmatch(stderr.String())
+	require.NotNil(t, m, stderr.String())
+	var db string
+	require.NoError(t, json.Unmarshal([]byte(m[1]), &db), m[1])
+	require.NoDirExists(t, filepath.Dir(db))
 }
 
 // TestDemoOutage runs the demo's outage script: a receipt posted while the
 // simulator is down is answered 202 and, once it is back, logged as sent.
 func TestDemoOutage(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("SIGINT")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	demo := binCmd(ctx, t, "demo", "-listen", closedAddr(t), "-outage", "2s", "-outage-after", "300ms")
@@ -211,7 +214,7 @@ func TestDemoOutage(t *testing.T) {
 
 	drained := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, stderr); close(drained) }()
-	require.NoError(t, demo.Process.Signal(os.Interrupt))
+	require.NoError(t, harness.AskToStop(demo.Process))
 	<-drained // Wait closes the pipe: read it to the end first
 	require.NoError(t, demo.Wait())
 }

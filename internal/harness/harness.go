@@ -47,10 +47,27 @@ var (
 	ErrUnsupported = errors.New("not supported on this system")
 )
 
+// BinEnv names a prebuilt receiptd binary that Build returns instead of
+// compiling one: test binaries run where no Go toolchain is (Windows under
+// Wine in CI) use the receiptd.exe built beside them.
+const BinEnv = "RECEIPTD_BIN"
+
 // Build compiles cmd/receiptd into dir and returns the binary's path. It runs
 // `go build` in the module that contains the working directory, so it works
-// from any package's tests and from `go run ./cmd/receiptd-bench`.
+// from any package's tests and from `go run ./cmd/receiptd-bench`. When
+// RECEIPTD_BIN is set, Build returns that file (made absolute) without
+// building; it must exist.
 func Build(ctx context.Context, dir string) (string, error) {
+	if prebuilt := os.Getenv(BinEnv); prebuilt != "" {
+		abs, err := filepath.Abs(prebuilt)
+		if err != nil {
+			return "", fmt.Errorf("%s=%s: %w", BinEnv, prebuilt, err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", fmt.Errorf("%s: %w", BinEnv, err)
+		}
+		return abs, nil
+	}
 	bin := filepath.Join(dir, "receiptd")
 	if runtime.GOOS == "windows" {
 		bin += ".exe"

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/config"
@@ -56,6 +55,7 @@ func StartFile(ctx context.Context, bin, path string) (*Process, error) {
 	}
 	cmd := exec.CommandContext(ctx, bin, "run", "-config", path)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	PrepareStop(cmd)
 	p := &Process{cfg: cfg, cfgPath: path, logPath: logPath, cmd: cmd, logFile: logFile,
 		done:   make(chan struct{}),
 		client: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
@@ -107,7 +107,8 @@ func (p *Process) Kill() error {
 	return nil
 }
 
-// Stop sends SIGTERM and waits for a clean exit (status 0). If ctx ends
+// Stop asks the process to stop (SIGTERM; on Windows a CTRL_BREAK_EVENT,
+// which Go delivers as os.Interrupt) and waits for a clean exit (status 0). If ctx ends
 // first the process is killed and the error wraps ErrUnclean; a non-zero exit
 // also wraps ErrUnclean. A process that had already ended is nil if it
 // exited with status 0, else ErrExited.
@@ -120,7 +121,7 @@ func (p *Process) Stop(ctx context.Context) error {
 		return p.exitedErr("stop")
 	default:
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := AskToStop(p.cmd.Process); err != nil {
 		_ = p.Kill()
 		return fmt.Errorf("stop receiptd %d: signal: %w", p.PID, err)
 	}
