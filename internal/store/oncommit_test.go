@@ -16,7 +16,8 @@ import (
 func TestOnCommitIsToldOfEveryCommit(t *testing.T) {
 	var commits, updates atomic.Int64
 	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{OnCommit: func(d time.Duration, n int) {
-		require.Positive(t, d)
+		// Zero is possible: Windows' clock may not tick during a commit.
+		require.GreaterOrEqual(t, d, time.Duration(0))
 		commits.Add(1)
 		updates.Add(int64(n))
 	}})
