@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/sim"
+)
+
+// lockedBuffer is the client's output, read while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startDaemon runs the real daemon against the simulator, which starts
+// down.
+func startDaemon(t *testing.T, queuedAnswer string) (*daemon.Daemon, *sim.Sim) {
+	t.Helper()
+	s := sim.New(sim.Options{Seed: 3})
+	require.NoError(t, s.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	cfg := config.Default()
+	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
+	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = s.URL(), s.URL()
+	cfg.Sync.MinBackoff, cfg.Sync.MaxBackoff = config.Dur(20*time.Millisecond), config.Dur(100*time.Millisecond)
+	cfg.Accept.QueuedAnswer = queuedAnswer
+	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return d, s
+}
+
+func TestPOSClientThroughAnOutage(t *testing.T) {
+	for _, mode := range []string{config.QueuedAnswer202, config.QueuedAnswerError} {
+		t.Run(mode, func(t *testing.T) {
+			d, s := startDaemon(t, mode)
+			var out lockedBuffer
+			code := make(chan int, 1)
+			go func() {
+				code <- run(context.Background(), []string{"-url", d.URL(), "-wait", "30s", "receipt.json"}, &out)
+			}()
+			require.Eventually(t, func() bool { return strings.Contains(out.String(), "QUEUED Q") }, 10*time.Second, 10*time.Millisecond)
+			require.NoError(t, s.SetFaults(sim.Faults{}))
+			require.Equal(t, 0, <-code, "%s", out.String())
+			issued := s.Receipts()
+			require.Len(t, issued, 1, "one sale, one receipt")
+			require.Contains(t, out.String(), fmt.Sprintf("ISSUED id=%s lottery=%s", issued[0].ID, issued[0].Lottery))
+		})
+	}
+}
+
+func TestPOSClientLateAnswerIsGivenOnce(t *testing.T) {
+	d, s := startDaemon(t, config.QueuedAnswer202)
+	var out lockedBuffer
+	// -wait 1ms: the client leaves the sale to receiptd at once.
+	require.Equal(t, 1, run(context.Background(), []string{"-url", d.URL(), "-wait", "1ms", "receipt.json"}, &out))
+	require.Contains(t, out.String(), "STORED Q")
+	require.Contains(t, out.String(), "QUEUED Q")
+	qid := strings.Fields(out.String()[strings.Index(out.String(), "QUEUED "):])[1]
+	require.NoError(t, s.SetFaults(sim.Faults{}))
+
+	var again lockedBuffer
+	require.Equal(t, 0, run(context.Background(), []string{"-url", d.URL(), "-wait", "30s", "-answer", qid}, &again), "%s", again.String())
+	require.Contains(t, again.String(), "ISSUED id="+s.Receipts()[0].ID)
+	var third lockedBuffer
+	require.Equal(t, 1, run(context.Background(), []string{"-url", d.URL(), "-answer", qid}, &third))
+	require.Contains(t, third.String(), fmt.Sprintf("STORED %s - HTTP %d", qid, http.StatusGone))
+}
