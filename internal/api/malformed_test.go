@@ -87,6 +87,16 @@ func malformedCases(t testing.TB) []badCase {
 		{name: "delete: id as a number", method: http.MethodDelete, body: `{"id":42}`, want: "id"},
 		{name: "delete: bad date", method: http.MethodDelete, body: `{"id":"Q000000000001","date":"yesterday"}`, want: "date"},
 	}
+	// A 40,000-character key field once gave 500 (bbolt: key too large)
+	// or was stored; every identifier is bounded and named.
+	long := strings.Repeat("7", 40000)
+	for _, f := range []string{"merchantTin", "posNo", "billIdSuffix", "branchNo", "districtCode", "customerTin", "consumerNo"} {
+		cases = append(cases, badCase{name: "40,000-character " + f, body: mutated(t, with(top, f, long)), want: f + ": must be at most 128 characters"})
+	}
+	cases = append(cases,
+		badCase{name: "40,000-character receipts[0].merchantTin", body: mutated(t, with(subOf, "merchantTin", long)), want: "receipts[0].merchantTin"},
+		badCase{name: "129-character posNo", body: mutated(t, with(top, "posNo", long[:129])), want: "posNo"},
+		badCase{name: "delete: 40,000-character id", method: http.MethodDelete, body: `{"id":"` + long + `"}`, want: "id: must be at most 128"})
 	for _, req := range []string{"branchNo", "totalAmount", "merchantTin", "posNo", "type", "billIdSuffix", "receipts"} {
 		cases = append(cases, badCase{name: "missing " + req, body: mutated(t, without(top, req)), want: req})
 	}

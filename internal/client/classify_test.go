@@ -118,6 +118,9 @@ func classCases(t *testing.T) []classCase {
 		{name: "200 PAYMENT with a blank id", base: func(t *testing.T) string {
 			return handlerServer(t, answer(200, nil, `{"status":"PAYMENT","id":" "}`))
 		}, class: client.Ambiguous, status: 200, receipt: true},
+		{name: "200 SUCCESS with a 40,000-byte id", base: func(t *testing.T) string {
+			return handlerServer(t, answer(200, nil, `{"status":"SUCCESS","id":"`+strings.Repeat("1", 40000)+`"}`))
+		}, class: client.Ambiguous, status: 200, receipt: true},
 		{name: "200 larger than MaxAnswer", base: func(t *testing.T) string {
 			return handlerServer(t, answer(200, nil, `{"status":"SUCCESS","id":"1","pad":"`+strings.Repeat("x", 2<<20)+`"}`))
 		}, class: client.Ambiguous, status: 200},

@@ -15,6 +15,11 @@ const (
 	StatusError   = "ERROR"
 )
 
+// MaxID bounds a receipt id in a create answer, in bytes. The live ids
+// are 33 digits; a longer one is no receipt id (and would not fit the
+// queue's index of upstream ids).
+const MaxID = 128
+
 // Receipt is the part of a create answer receiptd acts on. Body is the
 // upstream's answer verbatim: it contains the lottery number and QR data,
 // so it may be handed to the POS but must never be persisted or logged.
@@ -124,7 +129,8 @@ func isNumber(s string) bool {
 // PAYMENT it returns the Receipt and nil. On a status ERROR or a non-2xx
 // answer it returns the Receipt (HTTPStatus and Body at least) AND an
 // *Error (Rejected, or Transient for 5xx/408/429). A 2xx answer that cannot
-// be read, lacks a known status, or says SUCCESS or PAYMENT without an id,
+// be read, lacks a known status, or says SUCCESS or PAYMENT without an id
+// (or with one longer than MaxID),
 // and any answer larger than Config.MaxAnswer, is Ambiguous: the receipt
 // may have been issued. Without an answer it returns nil and a NotSent or Ambiguous
 // *Error.
@@ -162,6 +168,9 @@ func (c *Client) CreateReceipt(ctx context.Context, body []byte) (*Receipt, erro
 		// be deleted, and what was issued is unknown.
 		return rec, &Error{Op: op, Class: Ambiguous, StatusCode: raw.StatusCode, Body: raw.Body,
 			Err: fmt.Errorf("status %s without an id: %w", rec.Status, ErrDecode)}
+	case len(rec.ID) > MaxID:
+		return rec, &Error{Op: op, Class: Ambiguous, StatusCode: raw.StatusCode, Body: raw.Body,
+			Err: fmt.Errorf("status %s with an id of %d bytes, more than %d: %w", rec.Status, len(rec.ID), MaxID, ErrDecode)}
 	}
 	return rec, nil
 }

@@ -461,3 +461,14 @@ func TestCardDataIsCheckedForCardPaymentsOnly(t *testing.T) {
 	_, err = ParseCreate(cardWithEmpty)
 	require.ErrorContains(t, err, "payments[1].data.terminalID: required")
 }
+
+// TestKeyFieldBound: identifiers are bounded in characters, not bytes: 128
+// Cyrillic letters (256 bytes) pass, 129 are refused naming the field.
+func TestKeyFieldBound(t *testing.T) {
+	at := strings.Repeat("Ө", MaxKeyField)
+	got, err := ParseCreate(mutate(t, set(top, "billIdSuffix", at)))
+	require.NoError(t, err)
+	require.Equal(t, at, got.BillIDSuffix)
+	_, err = ParseCreate(mutate(t, set(top, "billIdSuffix", at+"Ө")))
+	require.EqualError(t, err, "billIdSuffix: must be at most 128 characters")
+}

@@ -1,5 +1,10 @@
 package receipt
 
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
 // ftype is what the interface document says a field holds.
 type ftype uint8
 
@@ -19,6 +24,7 @@ type field struct {
 	typ      ftype
 	required bool
 	nonEmpty bool     // strings: must not be ""; arrays: at least one element
+	maxLen   int      // strings: at most this many characters; 0: no bound
 	enum     []string // tEnum
 	obj      []field  // tObject
 	elem     *field   // tArray: the type of every element (name unused)
@@ -37,12 +43,21 @@ var (
 	paymentStatuses = []string{"PAID", "PAY", "REVERSED", "ERROR"}
 )
 
+// MaxKeyField bounds identifier fields (merchantTin, posNo, billIdSuffix,
+// branchNo, districtCode, customer ids, a delete's id and date), in
+// characters. The live values are a few to a few dozen characters; the
+// bound keeps the idempotency key and the queue's indexes far below
+// bbolt's key size limit, so an oversized field is a 400 naming it, never
+// a failed store.
+const MaxKeyField = 128
+
 func str(name string) field     { return field{name: name, typ: tString} }
+func key(name string) field     { return field{name: name, typ: tString, maxLen: MaxKeyField} }
 func num(name string) field     { return field{name: name, typ: tNumber} }
 func freeObj(name string) field { return field{name: name, typ: tFreeObject} }
 func req(f field) field         { f.required = true; return f }
 func id(name string) field {
-	return field{name: name, typ: tString, required: true, nonEmpty: true}
+	return field{name: name, typ: tString, required: true, nonEmpty: true, maxLen: MaxKeyField}
 }
 func enum(name string, values []string) field {
 	return field{name: name, typ: tEnum, enum: values}
@@ -84,10 +99,10 @@ var subReceipt = []field{
 	req(arrayOf("items", object("", item))),
 	num("totalVAT"),
 	num("totalCityTax"),
-	str("customerTin"),
-	str("bankAccountNo"),
-	str("iBan"),
-	str("invoiceId"),
+	key("customerTin"),
+	key("bankAccountNo"),
+	key("iBan"),
+	key("invoiceId"),
 	freeObj("data"),
 }
 
@@ -130,12 +145,12 @@ var createRequest = []field{
 	}(),
 	num("totalVAT"),
 	num("totalCityTax"),
-	str("districtCode"),
-	str("customerTin"),
-	str("consumerNo"),
-	str("inactiveId"),
-	str("invoiceId"),
-	str("reportMonth"),
+	key("districtCode"),
+	key("customerTin"),
+	key("consumerNo"),
+	key("inactiveId"),
+	key("invoiceId"),
+	key("reportMonth"),
 	freeObj("data"),
 	arrayOf("payments", object("", payment)),
 }
@@ -144,7 +159,7 @@ var createRequest = []field{
 // checked separately.
 var deleteRequest = []field{
 	id("id"),
-	str("date"),
+	key("date"),
 }
 
 // checkObject validates obj (an object node) against fields: the present
@@ -193,6 +208,8 @@ func checkValue(v *node, path string, f *field, p *problems) {
 			p.add(path, "must be a string")
 		} else if f.nonEmpty && v.text == "" {
 			p.add(path, "must not be empty")
+		} else if f.maxLen > 0 && len(v.text) > f.maxLen && utf8.RuneCountInString(v.text) > f.maxLen {
+			p.add(path, "must be at most "+strconv.Itoa(f.maxLen)+" characters")
 		}
 	case tNumber:
 		if v.kind != kindNumber {
