@@ -130,10 +130,9 @@ func isNumber(s string) bool {
 // answer it returns the Receipt (HTTPStatus and Body at least) AND an
 // *Error (Rejected, or Transient for 5xx/408/429). A 2xx answer that cannot
 // be read, lacks a known status, or says SUCCESS or PAYMENT without an id
-// (or with one longer than MaxID),
-// and any answer larger than Config.MaxAnswer, is Ambiguous: the receipt
-// may have been issued. Without an answer it returns nil and a NotSent or Ambiguous
-// *Error.
+// (or with one longer than MaxID), and any answer larger than
+// Config.MaxAnswer, is Ambiguous: the receipt may have been issued.
+// Without an answer it returns nil and a NotSent or Ambiguous *Error.
 func (c *Client) CreateReceipt(ctx context.Context, body []byte) (*Receipt, error) {
 	const op = OpCreateReceipt
 	target, err := c.target(op, nil, nil)
