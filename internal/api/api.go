@@ -80,7 +80,8 @@
 //  4. POST and DELETE need Content-Type application/json (parameters such as
 //     charset allowed), else 415. A simple cross-site form cannot send it.
 //  5. Bodies over Options.MaxBody are 413. Nesting depth is bounded by the
-//     receipt parser; header size and read/write/idle timeouts by Serve.
+//     receipt parser; header size, read/write/idle timeouts and the number
+//     of open connections (Options.MaxConns) by Serve.
 package api
 
 import (
@@ -167,9 +168,15 @@ type Options struct {
 	// RetryAfter is the Retry-After of a queued answer; zero:
 	// DefaultRetryAfter.
 	RetryAfter time.Duration
+	// MaxConns caps the open connections of each listener Serve runs
+	// (max_connections); zero: DefaultMaxConns.
+	MaxConns int
 }
 
 func (o Options) withDefaults() Options {
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
 	if o.MaxWait <= 0 {
 		o.MaxWait = DefaultMaxWait
 	}
@@ -255,7 +262,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("GET "+p, lookups)
 	}
 	mux.Handle("POST /api/tpi/receipt/saveOprMerchants", lookups)
-	return s.measure(s.secure(rejectUncleanClassification(mux)))
+	return markBusy(s.measure(s.secure(rejectUncleanClassification(mux))))
 }
 
 // classificationPrefix is the classification lookup's path below which

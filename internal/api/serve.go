@@ -16,11 +16,14 @@ import (
 )
 
 // Timeouts of the http.Server that Serve runs. WriteTimeout leaves room for
-// the longest wait a request may ask for (Options.MaxWait).
+// the longest wait a request may ask for (Options.MaxWait). A POS on this
+// machine sends its headers in microseconds and reconnects cheaply, so
+// a connection that is slow to send its headers, or idle between
+// requests, is not kept long: another local process cannot pile them up.
 const (
-	readHeaderTimeout = 10 * time.Second
+	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 30 * time.Second
-	idleTimeout       = 120 * time.Second
+	idleTimeout       = 15 * time.Second
 	writeMargin       = 30 * time.Second
 )
 
@@ -37,6 +40,7 @@ var ErrNotSocket = errors.New("path exists and is not a unix socket")
 // Options.ShutdownTimeout, and connections still open after that are
 // closed. It returns nil after a shutdown, or the listener's error. Requests
 // on a Unix socket listener skip the Host check (no browser can reach one).
+// At most Options.MaxConns connections are open at once (see connLimit).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	unix := ln.Addr().Network() == "unix"
 	srv := &http.Server{
@@ -47,10 +51,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
-		ConnContext: func(c context.Context, _ net.Conn) context.Context {
-			return context.WithValue(c, connKind{}, unix)
-		},
+		ConnContext:       connContext(unix),
+		ConnState:         connState,
 	}
+	ln = newConnLimit(ln, s.o.MaxConns, s.log.Named("http"))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

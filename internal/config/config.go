@@ -32,6 +32,9 @@ type Config struct {
 	Listen string `toml:"listen"`
 	// ListenUnix is the path of an optional Unix domain socket; empty: none.
 	ListenUnix string `toml:"listen_unix"`
+	// MaxConnections caps the open connections of each listener; at the
+	// cap the oldest idle one is closed for a new one.
+	MaxConnections int `toml:"max_connections"`
 	// DataDir holds the database; an absolute path.
 	DataDir string `toml:"data_dir"`
 	// ShutdownTimeout bounds a clean stop.
@@ -218,6 +221,7 @@ type Log struct {
 func Default() Config {
 	return Config{
 		Listen:          "127.0.0.1:7080",
+		MaxConnections:  256,
 		DataDir:         defaultDataDir(),
 		ShutdownTimeout: Dur(10 * time.Second),
 		Accept: Accept{

@@ -88,7 +88,7 @@ func TestLeafKeysSeesNestedKeys(t *testing.T) {
 	require.Contains(t, keys, "upstream.paths.classification")
 	require.Contains(t, keys, "cache.refresh.info")
 	require.Contains(t, keys, "upstream.headers")
-	require.Len(t, keys, 59)
+	require.Len(t, keys, 60)
 }
 
 func writeConfig(t *testing.T, text string) string {
@@ -249,6 +249,7 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"zero min_backoff", "[sync]\nmin_backoff = \"0s\"\n", "sync.min_backoff: must be longer than 0"},
 		{"max below min backoff", "[sync]\nmin_backoff = \"10s\"\nmax_backoff = \"1s\"\n", "sync.max_backoff: must not be shorter than sync.min_backoff"},
 		{"bad on_ambiguous", "[sync]\non_ambiguous = \"drop\"\n", "sync.on_ambiguous: must be one of retry, hold, not \"drop\""},
+		{"max_connections 0", "max_connections = 0\n", "max_connections: must be at least 1 and at most 4096, not 0"},
 		{"max_ambiguous 0", "[sync]\nmax_ambiguous = 0\n", "sync.max_ambiguous: must be at least 1 and at most 100, not 0"},
 		{"max_answer 0", "[upstream]\nmax_answer = 0\n", "upstream.max_answer: must be at least 1 and at most 64 (MiB), not 0"},
 		{"max_answer huge", "[upstream]\nmax_answer = 65\n", "upstream.max_answer: must be at least 1 and at most 64 (MiB), not 65"},

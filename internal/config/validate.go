@@ -27,6 +27,10 @@ const maxAmbiguous = 100
 // maxAnswerMiB bounds upstream.max_answer (the client's MaxMaxAnswer).
 const maxAnswerMiB = 64
 
+// maxConnections bounds max_connections: each connection is a file
+// descriptor, and Windows and many Linux set-ups allow a few thousand.
+const maxConnections = 4096
+
 // checker collects KeyErrors.
 type checker struct{ errs []error }
 
@@ -65,6 +69,9 @@ func (c Config) Validate() error {
 		ch.add("data_dir", "must be an absolute path, not %q", c.DataDir)
 	}
 	ch.positive("shutdown_timeout", c.ShutdownTimeout)
+	if c.MaxConnections < 1 || c.MaxConnections > maxConnections {
+		ch.add("max_connections", "must be at least 1 and at most %d, not %d", maxConnections, c.MaxConnections)
+	}
 	c.Accept.check(&ch)
 	c.Upstream.check(&ch, c.Listen)
 	c.Sync.check(&ch)

@@ -120,6 +120,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 		// While the tax service is down the worker probes at most
 		// max_backoff apart: a POS asked to come back then finds news.
 		QueuedAnswer: d.cfg.Accept.QueuedAnswer, RetryAfter: d.cfg.Sync.MaxBackoff.Duration,
+		MaxConns: d.cfg.MaxConnections,
 	}), nil
 }
 
