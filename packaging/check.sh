@@ -178,6 +178,9 @@ check_install() { # install the host's deb and purge it again
 	deb=$(one_file "receiptd_*_${goarch}.deb") || { fail "${deb}"; return 0; }
 	dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log" >&2; fail "dpkg -i $deb"; return 0; }
 	ok "dpkg -i $(basename "$deb")"
+	if [[ ! -d /run/systemd/system ]]; then
+		want "$(cat "$tmp/dpkg.log")" "no service was (installed or )?started" "dpkg -i says no service was started"
+	fi
 	getent passwd receiptd >/dev/null && ok "user receiptd exists" || fail "no user receiptd"
 	want "$(stat -c '%U:%G %a' /var/lib/receiptd)" '^receiptd:receiptd 750$' "/var/lib/receiptd receiptd:receiptd 0750"
 	want "$(stat -c '%U:%G %a' /etc/receiptd/config.toml)" '^root:receiptd 640$' "config.toml root:receiptd 0640"
@@ -193,6 +196,7 @@ check_install() { # install the host's deb and purge it again
 	dpkg --purge receiptd >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log" >&2; fail "dpkg --purge receiptd"; return 0; }
 	[[ ! -e /etc/receiptd/config.toml ]] && ok "purge removed the config" || fail "purge left /etc/receiptd/config.toml"
 	[[ -d /var/lib/receiptd ]] && ok "purge kept /var/lib/receiptd" || fail "purge removed /var/lib/receiptd"
+	want "$(cat "$tmp/dpkg.log")" "Kept: the database /var/lib/receiptd .* and the system user receiptd" "purge says what it keeps"
 }
 
 [[ -d $DIST ]] || { echo "check.sh: FAIL: $DIST does not exist: run packaging/build.sh" >&2; exit 1; }

@@ -29,14 +29,23 @@ func init() {
 	}
 }
 
-// runInstall registers the service with `run -config <abs path>`. The
-// configuration is checked first: a service that cannot start is worse
-// than an install that refuses.
+// runInstall registers the service. The configuration is checked first: a
+// service that cannot start is worse than an install that refuses. On
+// Linux it installs only a systemd unit (user receiptd, the packaged
+// unit's hardening); without systemd it refuses rather than leave a
+// root-running init script.
 func runInstall(_ context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, "install", "install [-config FILE]")
 	cfgPath := fs.String("config", "", "config file the service reads (default "+config.DefaultPath()+")")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
+	}
+	if runtime.GOOS == "linux" {
+		if why := systemdMissing(); why != "" {
+			return fmt.Errorf("%s, and receiptd installs itself only as a systemd unit (user %s, hardened). "+
+				"Run it under this system's own supervisor as an unprivileged user instead: receiptd run -config %s",
+				why, serviceUser, configName(*cfgPath))
+		}
 	}
 	lc, err := loadConfig(*cfgPath)
 	if err != nil {
@@ -49,6 +58,9 @@ func runInstall(_ context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseReinstall(s); err != nil {
+		return err
+	}
 	if runtime.GOOS == "linux" {
 		if err := prepareLinux(env, lc); err != nil {
 			return err
@@ -57,69 +69,74 @@ func runInstall(_ context.Context, env *cmdEnv, args []string) error {
 	if err := s.Install(); err != nil {
 		return fmt.Errorf("install service %s: %w", serviceName, err)
 	}
-	fmt.Fprintf(env.stdout, "installed service %s (%s), config %s\n", serviceName, s.Platform(), lc.path)
+	if runtime.GOOS == "linux" {
+		fmt.Fprintf(env.stdout, "installed service %s: systemd unit /etc/systemd/system/%s.service, user %s, "+
+			"the packaged unit's hardening; config %s\n", serviceName, serviceName, serviceUser, lc.path)
+	} else {
+		fmt.Fprintf(env.stdout, "installed service %s (%s), config %s\n", serviceName, s.Platform(), lc.path)
+	}
 	if lc.defaulted {
-		fmt.Fprintf(env.stdout, "note: %s does not exist yet; the service uses the defaults until it does\n", lc.path)
+		fmt.Fprintf(env.stdout, "note: %s does not exist yet; the service uses the defaults until it does (restart it after writing the file)\n", lc.path)
 	}
 	fmt.Fprintln(env.stdout, "start it with: receiptd start")
 	return nil
 }
 
-// serviceAction runs one kardianos control action, or prints the status.
+// refuseReinstall stops install from overwriting a service that exists.
+func refuseReinstall(s service.Service) error {
+	st, err := controlFor(s).status()
+	if err != nil || st.state == svcNotInstalled {
+		// A service manager that cannot answer fails the install itself,
+		// with its own words.
+		return nil
+	}
+	if st.packaged {
+		return fmt.Errorf("service %s is installed by the receiptd package; manage it with receiptd start|stop|status", serviceName)
+	}
+	return fmt.Errorf("service %s is already installed; to install it again, first: receiptd uninstall", serviceName)
+}
+
+// controlFor is the service manager that runs s: systemd on Linux, else
+// kardianos/service.
+func controlFor(s service.Service) serviceControl {
+	if runtime.GOOS == "linux" {
+		return newSystemdControl(s.Uninstall)
+	}
+	return newKardianosControl(s)
+}
+
+// serviceAction runs one service command and says what it found: "not
+// installed", "installed but stopped", or "failed to start" with the
+// daemon's reason.
 func serviceAction(action string) func(context.Context, *cmdEnv, []string) error {
 	return func(_ context.Context, env *cmdEnv, args []string) error {
 		fs := newFlagSet(env, action, action)
 		if err := parseFlags(fs, args, 0); err != nil {
 			return err
 		}
+		if runtime.GOOS == "linux" {
+			if why := systemdMissing(); why != "" {
+				return withoutServiceManager(env, action, why, "/etc")
+			}
+		}
 		// The definition matters only to install; any config will do.
 		s, err := newService(loadedConfig{cfg: config.Default(), path: config.DefaultPath()})
 		if err != nil {
 			return err
 		}
-		if action == "status" {
-			return printServiceStatus(env, s)
-		}
-		if action == "uninstall" {
-			// A running service would keep running, unmanaged, after its
-			// definition is gone.
-			if st, err := s.Status(); err == nil && st == service.StatusRunning {
-				if err := s.Stop(); err != nil {
-					return fmt.Errorf("stop service %s before uninstalling: %w", serviceName, err)
-				}
-			}
-		}
-		if err := service.Control(s, action); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "%s: %s done\n", serviceName, action)
-		return nil
+		return controlAction(env, controlFor(s), action)
 	}
 }
-
-func printServiceStatus(env *cmdEnv, s service.Service) error {
-	st, err := s.Status()
-	if err != nil {
-		if errors.Is(err, service.ErrNotInstalled) {
-			return fmt.Errorf("service %s is not installed", serviceName)
-		}
-		return fmt.Errorf("service status: %w", err)
-	}
-	switch st {
-	case service.StatusRunning:
-		fmt.Fprintf(env.stdout, "%s: running\n", serviceName)
-		return nil
-	case service.StatusStopped:
-		return fmt.Errorf("service %s is stopped", serviceName)
-	default:
-		return fmt.Errorf("service %s: status unknown", serviceName)
-	}
-}
-
 func newService(lc loadedConfig) (service.Service, error) {
 	sc, err := serviceConfig(lc.path, lc.cfg)
 	if err != nil {
 		return nil, err
+	}
+	if lc.defaulted {
+		// No file yet: "run" without -config uses the defaults until the
+		// file at the default path exists (with -config, a missing file is
+		// an error, and the service would never start).
+		sc.Arguments = []string{"run"}
 	}
 	s, err := service.New(&program{cfg: lc.cfg}, sc)
 	if err != nil {
@@ -159,4 +176,12 @@ func prepareLinux(env *cmdEnv, lc loadedConfig) error {
 		}
 	}
 	return nil
+}
+
+// configName is the config file a command reads: path, or the default.
+func configName(path string) string {
+	if path == "" {
+		return config.DefaultPath()
+	}
+	return path
 }

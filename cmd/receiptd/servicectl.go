@@ -1,0 +1,214 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// svcState is what a service command found the system service to be.
+type svcState int
+
+const (
+	svcNotInstalled svcState = iota
+	svcStopped               // installed, not running, and not failing
+	svcRunning
+	svcFailed // ended with an error, or restarting after one
+	svcStarting
+)
+
+// svcStatus is a service's state with what explains it: the reason of a
+// failure (from the journal or the log), in the operator's terms.
+type svcStatus struct {
+	state  svcState
+	reason string // svcFailed: the last lines the daemon wrote
+	// packaged: the unit comes from the .deb/.rpm, which owns it.
+	packaged bool
+}
+
+// serviceControl is what the service commands ask of the system's service
+// manager: systemd on Linux (systemctl and journalctl), the Windows service
+// manager elsewhere.
+type serviceControl interface {
+	status() (svcStatus, error)
+	start() error
+	stop() error
+	// uninstall removes the service definition; the service is stopped.
+	uninstall() error
+	// where names the definition, for messages ("systemd unit ...").
+	where() string
+}
+
+// settle is how long start watches a service that reports running before
+// believing it: a daemon that refuses its config or database exits within
+// a second or two (product.md), after the service manager said "started".
+var settle = 3 * time.Second
+
+// pollEvery is the pace of that watch.
+const pollEvery = 200 * time.Millisecond
+
+// notInstalledError is a service command's answer when there is no service.
+func notInstalledError(why string) error {
+	if why != "" {
+		return fmt.Errorf("service %s is not installed: %s", serviceName, why)
+	}
+	return fmt.Errorf("service %s is not installed; install it with: receiptd install", serviceName)
+}
+
+// failedError reports a failed start with the daemon's own words.
+func failedError(st svcStatus) error {
+	reason := strings.TrimSpace(st.reason)
+	if reason == "" {
+		return fmt.Errorf("service %s failed to start, and left no reason in its log", serviceName)
+	}
+	return fmt.Errorf("service %s failed to start: %s", serviceName, indentLines(reason))
+}
+
+// indentLines keeps a multi-line reason readable under the first line.
+func indentLines(s string) string {
+	return strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// waitStarted watches a service just started until it has run for settle
+// without failing, or failed.
+func waitStarted(c serviceControl) error {
+	deadline := time.Now().Add(settle)
+	for {
+		st, err := c.status()
+		if err != nil {
+			return err
+		}
+		switch st.state {
+		case svcFailed:
+			return failedError(st)
+		case svcStopped:
+			return failedError(st)
+		case svcNotInstalled:
+			return notInstalledError("")
+		}
+		if time.Now().After(deadline) {
+			if st.state == svcRunning {
+				return nil
+			}
+			return fmt.Errorf("service %s is still starting after %s; see: receiptd status", serviceName, settle)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// controlAction carries out action (status, start, stop, restart,
+// uninstall) on the service c runs, and tells the truth about it.
+func controlAction(env *cmdEnv, c serviceControl, action string) error {
+	st, err := c.status()
+	if err != nil {
+		return err
+	}
+	if st.state == svcNotInstalled {
+		if action == "uninstall" {
+			fmt.Fprintf(env.stdout, "service %s is not installed; nothing to remove\n", serviceName)
+			return nil
+		}
+		return notInstalledError("")
+	}
+	switch action {
+	case "status":
+		return reportStatus(env, st)
+	case "start":
+		if st.state == svcRunning {
+			fmt.Fprintf(env.stdout, "%s: already running\n", serviceName)
+			return nil
+		}
+		return startAndWatch(env, c, "started")
+	case "stop":
+		if st.state == svcStopped {
+			fmt.Fprintf(env.stdout, "%s: already stopped\n", serviceName)
+			return nil
+		}
+		if err := c.stop(); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "%s: stopped\n", serviceName)
+		return nil
+	case "restart":
+		if st.state != svcStopped {
+			if err := c.stop(); err != nil {
+				return err
+			}
+		}
+		return startAndWatch(env, c, "restarted")
+	case "uninstall":
+		return uninstallService(env, c, st)
+	}
+	return fmt.Errorf("unknown service action %q", action)
+}
+
+func reportStatus(env *cmdEnv, st svcStatus) error {
+	switch st.state {
+	case svcRunning:
+		fmt.Fprintf(env.stdout, "%s: running\n", serviceName)
+		return nil
+	case svcStopped:
+		return fmt.Errorf("service %s is installed but stopped; start it with: receiptd start", serviceName)
+	case svcStarting:
+		return fmt.Errorf("service %s is starting", serviceName)
+	}
+	return failedError(st)
+}
+
+func startAndWatch(env *cmdEnv, c serviceControl, done string) error {
+	if err := c.start(); err != nil {
+		if st, serr := c.status(); serr == nil && st.reason != "" {
+			return fmt.Errorf("%w\n  %s", err, indentLines(st.reason))
+		}
+		return err
+	}
+	if err := waitStarted(c); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "%s: %s, running\n", serviceName, done)
+	return nil
+}
+
+func uninstallService(env *cmdEnv, c serviceControl, st svcStatus) error {
+	if st.packaged {
+		return fmt.Errorf("service %s is installed by the receiptd package; remove the package instead "+
+			"(apt remove receiptd, or dnf remove receiptd)", serviceName)
+	}
+	// A running service would keep running, unmanaged, after its
+	// definition is gone.
+	if st.state != svcStopped {
+		if err := c.stop(); err != nil {
+			return fmt.Errorf("stop before uninstalling: %w", err)
+		}
+	}
+	if err := c.uninstall(); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "%s: uninstalled (%s removed)\n", serviceName, c.where())
+	return nil
+}
+
+// withoutServiceManager answers a service command on Linux without
+// systemd: nothing is installed. uninstall still removes a SysV script an
+// earlier receiptd (before it refused to write one) left under etc.
+func withoutServiceManager(env *cmdEnv, action, why, etc string) error {
+	if action != "uninstall" {
+		return notInstalledError(why)
+	}
+	script := filepath.Join(etc, "init.d", serviceName)
+	if _, err := os.Lstat(script); err != nil {
+		fmt.Fprintf(env.stdout, "service %s is not installed: %s; nothing to remove\n", serviceName, why)
+		return nil
+	}
+	links, _ := filepath.Glob(filepath.Join(etc, "rc?.d", "[SK][0-9][0-9]"+serviceName))
+	for _, p := range append(links, script) {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("remove the SysV script an earlier receiptd install wrote: %w", err)
+		}
+	}
+	fmt.Fprintf(env.stdout, "%s: removed %s, the SysV script an earlier receiptd install wrote (stop a running "+
+		"receiptd yourself)\n", serviceName, script)
+	return nil
+}
