@@ -82,6 +82,10 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		return nil, fmt.Errorf("open lookup cache: %w", err)
 	}
 	m.WatchQueue(d.queueStats)
+	m.WatchStore(func() (bool, bool) {
+		h := d.st.Health()
+		return h.DiskFull != "", h.Failed != ""
+	})
 	if d.api, err = d.newAPI(m, version); err != nil {
 		return nil, err
 	}

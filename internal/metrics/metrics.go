@@ -22,6 +22,8 @@
 //	queue_entries{state}                  gauge     read at scrape time (WatchQueue)
 //	oldest_unsent_age_seconds             gauge     read at scrape time (WatchQueue)
 //	queue_stats_ok                        gauge     1 if the last scrape could read the queue
+//	store_disk_full                       gauge     1 while writes fail for a full disk (WatchStore)
+//	store_failed                          gauge     1 when the database refuses writes until restart (WatchStore)
 //
 // Label values are the caller's: kind, outcome, result and route must come
 // from small fixed sets (a route is the route pattern, never the raw path).
@@ -76,6 +78,7 @@ type Metrics struct {
 	httpRequests   *prometheus.CounterVec
 	httpDuration   *prometheus.HistogramVec
 	queue          *queueCollector
+	store          *storeCollector
 
 	routesMu sync.Mutex
 	routes   map[string]struct{}
@@ -132,11 +135,12 @@ func New() *Metrics {
 			Buckets: httpBuckets,
 		}, []string{"route"}),
 		queue: newQueueCollector(),
+		store: newStoreCollector(),
 	}
 	m.reg.MustRegister(
 		m.sendAttempts, m.sendDuration, m.ambiguous, m.upstreamUp, m.alertLevel,
 		m.commitDuration, m.commitBatch, m.cacheRequests, m.httpRequests,
-		m.httpDuration, m.queue,
+		m.httpDuration, m.queue, m.store,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

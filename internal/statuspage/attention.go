@@ -63,12 +63,13 @@ func databaseItem(d Data) attentionItem {
 	return attentionItem{
 		ID: "database", Level: levelCritical, Symbol: "✗",
 		Title:   "The database refuses writes: new receipts cannot be stored",
-		Why:     "A write to the database failed in a way receiptd cannot repair while running. Receipts already stored are safe on disk.",
-		Problem: "A database write failed (an I/O error or a failed flush to disk).",
+		Why:     "receiptd cannot safely write to its database while running, so the POS gets an error for every new receipt. What was stored before is kept in the database file.",
+		Problem: plain(d.DatabaseFailed),
 		Raw:     d.DatabaseFailed,
 		Steps: []step{
-			{Text: "Restart receiptd; it reopens the database at its last complete state:", Command: "receiptd restart"},
-			{Text: "If it fails again, check the disk's health and the system log, then receiptd's log.", Command: logStep.Command},
+			{Text: "If the database file was moved or replaced, put the right file back at " + orUnknown(d.DatabasePath) + "."},
+			{Text: "Restart receiptd; it reopens the database and checks it:", Command: "receiptd restart"},
+			{Text: "If it fails again, check the disk's health and the system log, then receiptd's log:", Command: logStep.Command},
 		},
 	}
 }
@@ -174,6 +175,13 @@ func entriesItem(state string, n int, failures []failureRow) attentionItem {
 		it.Steps = []step{{Text: "Read the tax service's message below, correct the cause, and delete the receipt again from the POS."}}
 	}
 	return it
+}
+
+func orUnknown(path string) string {
+	if path == "" {
+		return "its path"
+	}
+	return path
 }
 
 func count(n int, one, many string) string {
