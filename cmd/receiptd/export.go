@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/queue"
 )
 
@@ -32,13 +33,18 @@ func runExport(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, "export", "export -from DATE -to DATE [-format jsonl|csv] [-addr URL] [-token T]")
 	var df daemonFlags
 	df.register(fs)
-	fromS := fs.String("from", "", "first day (YYYY-MM-DD, local time) or RFC 3339 time; required")
+	fromS := fs.String("from", "", "first day (YYYY-MM-DD, in the tax day's zone) or RFC 3339 time; required")
 	toS := fs.String("to", "", "last day, included (YYYY-MM-DD) or RFC 3339 time; required")
 	format := fs.String("format", "jsonl", "jsonl (entries as the daemon shows them) or csv")
+	tz := fs.String("timezone", "", "IANA zone of a YYYY-MM-DD day (default: accept.timezone from the config)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	from, to, err := exportRange(*fromS, *toS, time.Local)
+	loc, err := exportZone(*tz, df.config)
+	if err != nil {
+		return err
+	}
+	from, to, err := exportRange(*fromS, *toS, loc)
 	if err != nil {
 		return err
 	}
@@ -53,9 +59,36 @@ func runExport(ctx context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stderr, "exported %d entries accepted from %s to %s\n", n,
-		from.Format(time.RFC3339), to.Format(time.RFC3339))
+	fmt.Fprintf(env.stderr, "exported %d entries accepted from %s to %s (days in %s)\n", n,
+		from.In(loc).Format(time.RFC3339), to.In(loc).Format(time.RFC3339), loc)
 	return nil
+}
+
+// exportZone is the zone of a date-only -from/-to: the tax day's, which
+// is accept.timezone (the daemon's idempotency day), not the machine's.
+// -timezone overrides it; a config that cannot be read leaves the default
+// accept.timezone, unless -config named it.
+func exportZone(tz, cfgPath string) (*time.Location, error) {
+	if tz != "" {
+		loc, err := time.LoadLocation(tz)
+		if err != nil {
+			return nil, usagef("-timezone %q: not an IANA time zone like Asia/Ulaanbaatar", tz)
+		}
+		return loc, nil
+	}
+	acc := config.Default().Accept
+	lc, err := loadConfig(cfgPath)
+	switch {
+	case err == nil:
+		acc = lc.cfg.Accept
+	case cfgPath != "":
+		return nil, err
+	}
+	loc, err := acc.Location()
+	if err != nil {
+		return nil, usageError{err: err}
+	}
+	return loc, nil
 }
 
 // exportRange parses -from and -to into [from, to): a date-only -to means

@@ -235,3 +235,39 @@ func TestBackup(t *testing.T) {
 		})
 	}
 }
+
+// TestExportDaysInAcceptTimezone: a YYYY-MM-DD day is the tax day, in
+// accept.timezone, whatever the machine's zone (issue 16: on a UTC machine
+// a day's receipts were missing).
+func TestExportDaysInAcceptTimezone(t *testing.T) {
+	old := time.Local
+	time.Local = time.UTC // the machine's zone, which must not matter
+	t.Cleanup(func() { time.Local = old })
+	srv, _ := fakeDaemon(t, 10)
+	ids := func(stdout string) []string {
+		var out []string
+		for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+			var e struct{ QueueID string }
+			require.NoError(t, json.Unmarshal([]byte(line), &e))
+			out = append(out, e.QueueID)
+		}
+		return out
+	}
+	args := []string{"export", "-addr", srv.URL, "-token", testToken, "-from", "2026-02-01", "-to", "2026-02-01"}
+
+	ub := writeFile(t, "ub.toml", "[accept]\ntimezone = \"Asia/Ulaanbaatar\"\n")
+	code, stdout, stderr := runCLI(t, append(args, "-config", ub)...)
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, []string{"Q000000000002", "Q000000000003"}, ids(stdout), "00:00 to 24:00 in Ulaanbaatar")
+	require.Equal(t, "exported 2 entries accepted from 2026-02-01T00:00:00+08:00 to 2026-02-02T00:00:00+08:00 "+
+		"(days in Asia/Ulaanbaatar)\n", stderr)
+
+	code, stdout, stderr = runCLI(t, append(args, "-timezone", "UTC")...)
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, []string{"Q000000000003", "Q000000000004"}, ids(stdout))
+	require.Equal(t, "exported 2 entries accepted from 2026-02-01T00:00:00Z to 2026-02-02T00:00:00Z (days in UTC)\n", stderr)
+
+	code, _, stderr = runCLI(t, append(args, "-timezone", "Mars/Olympus")...)
+	require.Equal(t, exitUsage, code)
+	require.Equal(t, "receiptd export: -timezone \"Mars/Olympus\": not an IANA time zone like Asia/Ulaanbaatar\n", stderr)
+}

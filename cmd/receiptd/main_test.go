@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/config"
 )
 
 // runCLI runs the command line in-process and returns its exit code and
@@ -172,4 +174,18 @@ func TestUnreadableConfigGetsAHint(t *testing.T) {
 	code, _, stderr := runCLI(t, "entries", "-config", path)
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "pass -addr and -token")
+}
+
+// TestPortTextsAgree: 7080 is PosAPI's usual port, which receiptd takes;
+// the simulator stands where the default upstream.base_url expects PosAPI.
+func TestPortTextsAgree(t *testing.T) {
+	require.Equal(t, "127.0.0.1:7080", config.Default().Listen)
+	require.Equal(t, "http://127.0.0.1:7081", config.Default().Upstream.BaseURL)
+	code, _, stderr := runCLI(t, "sim", "-h")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stderr, "\taddress to listen on: 7081 is where receiptd's default upstream.base_url "+
+		"expects PosAPI, since receiptd takes PosAPI's usual port 7080 (default \"127.0.0.1:7081\")\n")
+	example, err := os.ReadFile("../../config.example.toml")
+	require.NoError(t, err)
+	require.Contains(t, string(example), "listens on 7080 by default, which receiptd now takes: move PosAPI to 7081")
 }

@@ -14,7 +14,7 @@ func init() {
 
 func runSim(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, "sim", "sim [-listen ADDR] [-seed N] [-latency D] [-error-rate F] [-drop-rate F] [-reject N [-reject-message M]]")
-	listen := fs.String("listen", "127.0.0.1:7081", "address to listen on (PosAPI's usual port, receiptd's default upstream)")
+	listen := fs.String("listen", "127.0.0.1:7081", "address to listen on: 7081 is where receiptd's default upstream.base_url expects PosAPI, since receiptd takes PosAPI's usual port 7080")
 	seed := fs.Int64("seed", time.Now().UnixNano(), "seed of ids, lottery numbers and fault rolls (a run is reproducible with the same seed)")
 	latency := fs.Duration("latency", 0, "delay added to every answer")
 	errorRate := fs.Float64("error-rate", 0, "share (0 to 1) of requests answered 503")
