@@ -219,6 +219,7 @@ type Server struct {
 	// down, so waiting POS requests get their 202 instead of delaying it.
 	quit     context.Context
 	quitOnce context.CancelFunc
+	authFail authFailures
 }
 
 // New returns a Server; it starts nothing. It is not ready (/readyz 503)

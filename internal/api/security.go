@@ -29,6 +29,7 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			return
 		}
 		if s.o.Token != "" && r.URL.Path != "/healthz" && !s.authorized(r) {
+			s.authFailed(r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="receiptd"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <auth.token>)")
 			return

@@ -19,6 +19,7 @@
 //	cache_requests_total{kind,result}     counter   lookup cache: hit, miss, stale
 //	http_requests_total{route,code}       counter   local API
 //	http_request_duration_seconds{route}  histogram local API latency
+//	auth_failures_total{reason}           counter   local API requests refused 401 (missing, malformed, wrong)
 //	queue_entries{state}                  gauge     read at scrape time (WatchQueue)
 //	oldest_unsent_age_seconds             gauge     read at scrape time (WatchQueue)
 //	queue_stats_ok                        gauge     1 if the last scrape could read the queue
@@ -77,6 +78,7 @@ type Metrics struct {
 	cacheRequests  *prometheus.CounterVec
 	httpRequests   *prometheus.CounterVec
 	httpDuration   *prometheus.HistogramVec
+	authFailures   *prometheus.CounterVec
 	queue          *queueCollector
 	store          *storeCollector
 
@@ -134,13 +136,17 @@ func New() *Metrics {
 			Help:    "Local API request duration by route pattern.",
 			Buckets: httpBuckets,
 		}, []string{"route"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "auth_failures_total",
+			Help: "Local API requests refused for a missing, malformed or wrong bearer token.",
+		}, []string{"reason"}),
 		queue: newQueueCollector(),
 		store: newStoreCollector(),
 	}
 	m.reg.MustRegister(
 		m.sendAttempts, m.sendDuration, m.ambiguous, m.upstreamUp, m.alertLevel,
 		m.commitDuration, m.commitBatch, m.cacheRequests, m.httpRequests,
-		m.httpDuration, m.queue, m.store,
+		m.httpDuration, m.authFailures, m.queue, m.store,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -250,6 +256,15 @@ func (m *Metrics) HTTPRequest(route string, code int, d time.Duration) {
 	route = m.boundedRoute(labelValue(route))
 	m.httpRequests.WithLabelValues(route, strconv.Itoa(code)).Inc()
 	m.httpDuration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// AuthFailure counts one local API request refused for its bearer token;
+// reason is "missing", "malformed" or "wrong".
+func (m *Metrics) AuthFailure(reason string) {
+	if m == nil {
+		return
+	}
+	m.authFailures.WithLabelValues(labelValue(reason)).Inc()
 }
 
 func (m *Metrics) boundedRoute(route string) string {
