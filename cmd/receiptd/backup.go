@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/receiptd/receiptd/internal/store"
 )
@@ -17,33 +17,46 @@ func init() {
 }
 
 func runBackup(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "backup", "backup [-addr URL] [-token T] FILE")
+	fs := newFlagSet(env, "backup", "backup [-addr URL] [-token T] [-force] FILE")
 	var df daemonFlags
 	df.register(fs)
+	force := fs.Bool("force", false, "overwrite FILE if it exists")
 	if err := parseFlags(fs, args, 1); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("want the file to write the backup to")
 	}
+	path := fs.Arg(0)
+	// A backup killed midway left its partial copy; it is never a backup.
+	if err := os.Remove(partialName(path)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("backup: remove the partial copy of an earlier backup: %w", err)
+	}
+	if _, err := os.Stat(path); err == nil && !*force {
+		return usagef("%s exists: pass -force to overwrite it, or choose another file", path)
+	}
 	c, err := df.client()
 	if err != nil {
 		return err
 	}
-	n, err := backup(ctx, c, fs.Arg(0))
+	n, err := backup(ctx, c, path)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "backup written and checked: %s (%d bytes)\n", fs.Arg(0), n)
+	fmt.Fprintf(env.stdout, "backup written and checked: %s (%d bytes)\n", path, n)
 	return nil
 }
 
-// backup streams GET /receiptd/backup into path+".tmp", fsyncs it, checks
-// it opens as a consistent database, and renames it over path, so path is
-// either the old file or a complete new copy.
+// partialName is where a backup of path is written until it is complete
+// and checked.
+func partialName(path string) string { return path + ".receiptd-partial" }
+
+// backup streams GET /receiptd/backup into partialName(path), fsyncs it,
+// checks it opens as a consistent database, and renames it over path, so
+// path is either the old file or a complete new copy.
 func backup(ctx context.Context, c *apiClient, path string) (n int64, err error) {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	tmp := partialName(path)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("backup: %w", err)
 	}
@@ -89,21 +102,12 @@ func checkDatabase(path string) error {
 	return nil
 }
 
-// syncDir makes the rename durable; Windows has no directory fsync.
+// syncDir makes the rename durable (store.SyncDir; nothing on Windows). A
+// file system that cannot fsync a directory (EINVAL: some network and FAT
+// mounts a backup may go to) is not an error.
 func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("backup: open %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("backup: fsync %s: %w", dir, err)
+	if err := store.SyncDir(dir); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("backup: %w", err)
 	}
 	return nil
 }

@@ -241,7 +241,9 @@ func TestChangedBodyIsHeldNotSent(t *testing.T) {
 // runningBinary is a `receiptd run` started by startBinary.
 type runningBinary struct {
 	base string      // http://127.0.0.1:PORT
+	cfg  string      // its config file
 	logs *syncBuffer // its standard error (JSON log lines)
+	stop func()      // SIGTERM, and wait for a clean exit
 }
 
 // startBinary runs the real binary on data directory dir with upstream as
@@ -251,16 +253,29 @@ func startBinary(t *testing.T, dir, upstream string) runningBinary {
 	addr := closedAddr(t)
 	cfg := writeFile(t, "config.toml", "listen = \""+addr+"\"\ndata_dir = "+tomlString(dir)+
 		"\n[upstream]\nbase_url = \""+upstream+"\"\nlookup_base_url = \""+upstream+"\"\n"+
-		"[sync]\nmin_backoff = \"100ms\"\n[log]\nformat = \"json\"\n")
+		"[sync]\nmin_backoff = \"100ms\"\nmax_backoff = \"300ms\"\n[log]\nformat = \"json\"\n")
 	receiptdBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	run := binCmd(ctx, t, "run", "-config", cfg)
-	d := runningBinary{base: "http://" + addr, logs: &syncBuffer{}}
+	d := runningBinary{base: "http://" + addr, cfg: cfg, logs: &syncBuffer{}}
 	run.Stderr = d.logs
 	require.NoError(t, run.Start())
+	var once sync.Once
+	d.stop = func() {
+		once.Do(func() {
+			if runtime.GOOS != "windows" {
+				require.NoError(t, run.Process.Signal(syscall.SIGTERM))
+				require.NoError(t, run.Wait(), "clean exit; log: %s", d.logs)
+			}
+			cancel()
+			_ = run.Wait()
+		})
+	}
 	t.Cleanup(func() {
-		cancel()
-		_ = run.Wait()
+		once.Do(func() {
+			cancel()
+			_ = run.Wait()
+		})
 	})
 	require.Eventually(t, func() bool { return getStatus(d.base+"/readyz") == http.StatusOK }, 20*time.Second,
 		50*time.Millisecond, "not ready; log: %s", d.logs)

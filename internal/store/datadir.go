@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // The data directory remembers its database: beside the file sits a marker
@@ -315,6 +317,26 @@ func SyncDir(dir string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ProbeLock returns ErrLocked, naming the file, when another process holds
+// the database at path open (a running receiptd); nil when the file is free,
+// missing, or too damaged to be opened by anyone.
+func ProbeLock(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if checkSize(path) != nil {
+		return nil // bbolt cannot map it, so no receiptd has it open
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 100 * time.Millisecond})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return fmt.Errorf("database %s: %w (is receiptd running? stop it first)", path, ErrLocked)
+	}
+	if err == nil {
+		_ = db.Close()
 	}
 	return nil
 }

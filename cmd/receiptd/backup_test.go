@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// TestKilledBackupLeavesNoPartialCopy kills a real `receiptd backup` in the
+// middle of its download: the partial copy it leaves is gone after the next
+// backup, whether that one succeeds or fails.
+func TestKilledBackupLeavesNoPartialCopy(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "src.db")
+	st, err := store.Open(dbPath, store.Options{})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	db, err := os.ReadFile(dbPath)
+	require.NoError(t, err)
+
+	release := make(chan struct{})
+	stalls := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", "99999999")
+		_, _ = w.Write(db[:len(db)/2])
+		w.(http.Flusher).Flush()
+		<-release
+	}))
+	defer stalls.Close()
+	defer close(release)
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(db) }))
+	defer good.Close()
+
+	for _, next := range []struct {
+		name string
+		addr string
+		code int
+	}{{"next backup succeeds", good.URL, exitOK}, {"next backup fails", "http://" + closedAddr(t), exitFailure}} {
+		t.Run(next.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "backup.db")
+			receiptdBinary(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := binCmd(ctx, t, "backup", "-addr", stalls.URL, "-token", "t", out)
+			require.NoError(t, cmd.Start())
+			require.Eventually(t, func() bool {
+				fi, err := os.Stat(partialName(out))
+				return err == nil && fi.Size() > 0
+			}, 20*time.Second, 20*time.Millisecond, "the backup is downloading")
+			require.NoError(t, cmd.Process.Kill())
+			_ = cmd.Wait()
+			require.FileExists(t, partialName(out), "the kill left a partial copy")
+			require.NoFileExists(t, out)
+
+			code, _, stderr := runCLI(t, "backup", "-addr", next.addr, "-token", "t", out)
+			require.Equal(t, next.code, code, stderr)
+			require.NoFileExists(t, partialName(out))
+		})
+	}
+}

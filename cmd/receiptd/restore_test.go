@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// TestRestoreHoldsWhatWasUnsent is issue 13's trial: a backup taken while
+// 3 receipts are queued, the queue drained, the backup restored as the
+// packaging README says: the tax service receives none of the 3 again
+// until an operator's forced retry.
+func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
+	up := sim.New(sim.Options{Seed: 3})
+	require.NoError(t, up.Start("127.0.0.1:0"))
+	defer up.Close()
+	require.NoError(t, up.SetFaults(sim.Faults{Down: true}))
+	dir := filepath.Join(t.TempDir(), "data")
+	d := startBinary(t, dir, up.URL())
+	for i := 1; i <= 3; i++ {
+		require.Equal(t, http.StatusAccepted, postSample(t, d.base, fmt.Sprintf("%06d", i)))
+	}
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	code, out, stderr := runCLI(t, "backup", "-addr", d.base, "-token", "unused", backup)
+	require.Equal(t, exitOK, code, "%s%s", out, stderr)
+
+	require.NoError(t, up.SetFaults(sim.Faults{}))
+	require.Eventually(t, func() bool { return len(up.Receipts()) == 3 }, 20*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return getEntry(t, d.base, "Q000000000003").State == "sent" }, 10*time.Second, 50*time.Millisecond)
+
+	code, _, stderr = runCLI(t, "restore", "-config", d.cfg, backup)
+	require.Equal(t, exitFailure, code, "a restore while receiptd runs is refused")
+	require.Contains(t, stderr, "stop it first")
+	d.stop()
+
+	code, out, stderr = runCLI(t, "restore", "-config", d.cfg, backup)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "3 entries unsent in the backup are held")
+	require.FileExists(t, filepath.Join(dir, store.DBFile))
+
+	d = startBinary(t, dir, up.URL())
+	// A new receipt is sent: the worker runs, and it would have sent the
+	// older, restored ones first had they been queued.
+	require.Equal(t, http.StatusOK, postSample(t, d.base, "000004"))
+	require.Len(t, up.Receipts(), 4, "none of the restored receipts is sent again")
+	for _, id := range []string{"Q000000000001", "Q000000000002", "Q000000000003"} {
+		e := getEntry(t, d.base, id)
+		require.Equal(t, "held", e.State, id)
+		require.Contains(t, e.Outcome.Message, "restored from a backup")
+	}
+
+	code, _, stderr = runCLI(t, "retry", "-addr", d.base, "-token", "unused", "Q000000000001")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "check with the tax service")
+	require.Contains(t, stderr, "retry -force Q000000000001")
+	require.Len(t, up.Receipts(), 4)
+
+	code, out, stderr = runCLI(t, "retry", "-addr", d.base, "-token", "unused", "-force", "Q000000000001")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "Q000000000001: queued")
+	require.Eventually(t, func() bool { return len(up.Receipts()) == 5 }, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, "held", getEntry(t, d.base, "Q000000000002").State)
+}
+
+// TestRestoreRefusesDamagedBackup: a backup that does not open as a
+// consistent database leaves the data directory as it was.
+func TestRestoreRefusesDamagedBackup(t *testing.T) {
+	dir := dataDirWith(t, 1)
+	bad := writeFile(t, "bad.db", "not a database at all, but long enough to have a meta page...............")
+	cfg := writeFile(t, "c.toml", dataDirConfig(dir))
+	before, err := os.ReadFile(filepath.Join(dir, store.DBFile))
+	require.NoError(t, err)
+	code, _, stderr := runCLI(t, "restore", "-config", cfg, bad)
+	require.Equal(t, exitFailure, code)
+	require.Contains(t, stderr, "does not open")
+	after, err := os.ReadFile(filepath.Join(dir, store.DBFile))
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+	require.NoFileExists(t, filepath.Join(dir, store.DBFile+".restore.tmp"))
+}

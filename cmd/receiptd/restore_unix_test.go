@@ -1,0 +1,36 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// TestRestoreGivesFilesToDataDirOwner: run as root (as an operator does
+// with sudo), restore leaves the database and marker to the data
+// directory's owner, the service user.
+func TestRestoreGivesFilesToDataDirOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own files as another user")
+	}
+	src := filepath.Join(dataDirWith(t, 1), store.DBFile)
+	dir := filepath.Join(t.TempDir(), "data")
+	require.NoError(t, os.Mkdir(dir, 0o750))
+	const nobody = 65534
+	require.NoError(t, os.Chown(dir, nobody, nobody))
+	cfg := writeFile(t, "c.toml", dataDirConfig(dir))
+	code, _, stderr := runCLI(t, "restore", "-config", cfg, src)
+	require.Equal(t, exitOK, code, stderr)
+	for _, name := range []string{store.DBFile, store.MarkerFile} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.EqualValues(t, nobody, fi.Sys().(*syscall.Stat_t).Uid, name)
+	}
+}
