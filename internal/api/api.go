@@ -139,6 +139,9 @@ type Deps struct {
 	// Freshness, when set, gives the lookup cache's freshness for the
 	// status page.
 	Freshness func() []cache.KindStatus
+	// Warmth, when set, tells the status page whether the lookup cache
+	// holds what the till needs offline.
+	Warmth func() cache.Warmth
 }
 
 // Options tune the API. Every zero value means the default given.

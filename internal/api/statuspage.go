@@ -56,6 +56,10 @@ func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 			})
 		}
 	}
+	if s.d.Warmth != nil {
+		w := s.d.Warmth()
+		d.Offline = &statuspage.Offline{Wanted: w.Wanted, Missing: w.Missing, LastRun: w.LastRun}
+	}
 	return d, nil
 }
 

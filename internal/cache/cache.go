@@ -48,6 +48,11 @@
 //     Authorization and X-API-KEY upstream (in memory only, never stored);
 //     a stock QR answer is cached per stamp id, whoever asked. Concurrent
 //     fetches are shared only between callers with the same credentials.
+//   - Warm before the first outage: Run keeps the warm set cached without
+//     any POS asking (district and product tax codes, /rest/info, bank
+//     accounts and merchant info of the TINs it lists and of those noted
+//     on receipts, the classification's top two levels), and Warmth says
+//     what of it is missing.
 //   - A bad classification path (more than 6 segments, an empty or
 //     whitespace-only one) is a 400 before anything is sent.
 //
@@ -225,6 +230,7 @@ type Cache struct {
 
 	flights flightGroup
 
+	warmedAt  time.Time   // the last warm-up's end; under mu
 	refreshCh chan lookup // STALE hits ask Run's refresh workers here
 	tinMu     sync.Mutex
 	tins      map[string]struct{} // merchant TINs seen, for warm-up

@@ -361,13 +361,24 @@ func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return stored(lookup{op: client.OpBranchInfo}, lookup{op: client.OpProductTaxCode}, lookup{op: client.OpClassification})
 	}, 5*time.Second, 5*time.Millisecond)
-	e.c.NoteTIN(" 5317878 ")
-	e.c.NoteTIN("5317878")
+	require.Eventually(t, func() bool { return len(e.c.Warmth().Missing) == 0 }, 5*time.Second, 5*time.Millisecond)
+	e.c.NoteTIN(" 9999999 ") // not in /rest/info: warmed once noted (an unknown TIN: a negative answer)
+	e.c.NoteTIN("9999999")
 	require.Eventually(t, func() bool {
-		return stored(lookup{op: client.OpMerchantInfo, param: "5317878"})
+		return stored(lookup{op: client.OpMerchantInfo, param: "9999999"})
 	}, 5*time.Second, 5*time.Millisecond)
-	for _, r := range []string{sim.RouteBranchInfo, sim.RouteProductTaxCode, sim.RouteClassification, sim.RouteMerchantInfo} {
-		require.Equal(t, 1, s.Requests(r), r)
+	w := e.c.Warmth()
+	require.Empty(t, w.Missing)
+	tins := 0
+	for _, k := range e.c.Freshness() {
+		if k.Kind == client.OpMerchantInfo {
+			tins = k.Entries
+		}
+	}
+	require.Greater(t, tins, 2, "the TINs of /rest/info and the noted one")
+	for r, n := range map[string]int{sim.RouteBranchInfo: 1, sim.RouteProductTaxCode: 1, sim.RouteInfo: 1,
+		sim.RouteClassification: 4, sim.RouteMerchantInfo: tins} {
+		require.Equal(t, n, s.Requests(r), "each lookup of the warm set fetched once: %s", r)
 	}
 	require.Equal(t, Hit, e.get(t, "/api/info/check/getInfo?tin=5317878").cache())
 	require.Equal(t, Hit, e.get(t, "/api/info/check/getBranchInfo").cache())
@@ -376,15 +387,16 @@ func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
 	// fresh again.
 	require.NoError(t, s.SetFaults(sim.Faults{Latency: 500 * time.Millisecond}))
 	e.clk.Advance(2 * time.Hour)
+	before := s.Requests(sim.RouteMerchantInfo)
 	for range 5 {
 		require.Equal(t, Stale, e.get(t, "/api/info/check/getInfo?tin=5317878").cache())
 	}
 	require.Eventually(t, func() bool {
 		return e.get(t, "/api/info/check/getInfo?tin=5317878").cache() == Hit
 	}, 5*time.Second, 5*time.Millisecond)
-	require.Equal(t, 2, s.Requests(sim.RouteMerchantInfo))
+	require.Equal(t, before+1, s.Requests(sim.RouteMerchantInfo), "one refresh for five stale hits")
 	fr := e.c.Freshness()[2]
-	require.Equal(t, 1, fr.Entries)
+	require.Equal(t, tins, fr.Entries)
 	require.Equal(t, e.clk.Now(), fr.LastRefresh)
 
 	cancel()

@@ -14,12 +14,12 @@ import (
 // refreshWorkers is how many background refreshes run at once.
 const refreshWorkers = 2
 
-// Run owns the cache's background work until ctx ends: a warm-up at start
-// and on each refresh tick (district codes, product tax codes, the
-// classification top level, merchant info of the TINs noted with NoteTIN),
-// a warm-up of newly noted TINs, and the refreshes asked for by STALE hits.
-// It returns only when every goroutine it started has ended. Only the first
-// call does anything; later calls return at once.
+// Run owns the cache's background work until ctx ends: a warm-up of the
+// warm set (see warm.go: the lists, /rest/info, bank accounts and merchant
+// info of its TINs, the classification's top two levels) at start, on each
+// refresh tick and when a new TIN is noted, and the refreshes asked for by
+// STALE hits. It returns only when every goroutine it started has ended.
+// Only the first call does anything; later calls return at once.
 func (c *Cache) Run(ctx context.Context) {
 	first := false
 	c.runOnce.Do(func() { first = true })
@@ -64,57 +64,33 @@ func (c *Cache) refreshLoop(ctx context.Context) {
 // kinds warmed up, at least a second.
 func (c *Cache) warmTick() time.Duration {
 	d := c.cfg.Refresh[client.OpBranchInfo]
-	for _, op := range []client.Op{client.OpProductTaxCode, client.OpClassification, client.OpMerchantInfo} {
+	for _, op := range []client.Op{client.OpProductTaxCode, client.OpClassification, client.OpMerchantInfo,
+		client.OpInfo, client.OpBankAccounts} {
 		d = min(d, c.cfg.Refresh[op])
 	}
 	return max(d, time.Second)
 }
 
+// warmLoop warms up at start, then every warmTick, or refreshRetry after
+// a warm-up that could not fetch everything (a till first started offline
+// is warm within half a minute of the tax service coming back), or at once
+// when a new TIN is noted.
 func (c *Cache) warmLoop(ctx context.Context) {
-	t := time.NewTicker(c.warmTick())
-	defer t.Stop()
-	c.warmUp(ctx)
+	tick := c.warmTick()
 	for {
+		next := tick
+		if !c.warmUp(ctx) {
+			next = min(tick, refreshRetry)
+		}
+		t := time.NewTimer(next)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
-			c.warmUp(ctx)
 		case <-c.tinCh:
-			c.warmUp(ctx)
+			t.Stop()
 		}
-	}
-}
-
-// warmUp fetches every warm-up lookup that is missing or due.
-func (c *Cache) warmUp(ctx context.Context) {
-	lks := []lookup{{op: client.OpBranchInfo}, {op: client.OpProductTaxCode}, {op: client.OpClassification}}
-	c.tinMu.Lock()
-	for tin := range c.tins {
-		lks = append(lks, lookup{op: client.OpMerchantInfo, param: tin})
-	}
-	c.tinMu.Unlock()
-	var fetched, failed int
-	var lastErr error
-	for _, lk := range lks {
-		if ctx.Err() != nil {
-			return
-		}
-		if !c.due(lk) {
-			continue
-		}
-		fetched++
-		if res := c.fetch(ctx, ctx, lk); res.err != nil {
-			failed++
-			lastErr = res.err
-		}
-	}
-	switch {
-	case failed > 0:
-		c.log.Info("cache warm-up incomplete; serving what is cached",
-			zap.Int("fetched", fetched), zap.Int("failed", failed), zap.Error(lastErr))
-	case fetched > 0:
-		c.log.Debug("cache warm-up done", zap.Int("fetched", fetched))
 	}
 }
 

@@ -96,6 +96,9 @@ type Data struct {
 
 	// Cache is the lookup cache's freshness, one row per kind of lookup.
 	Cache []CacheKind
+	// Offline is whether the cache holds what a till needs offline; nil:
+	// not known (the block is left out).
+	Offline *Offline
 }
 
 // Failure is one failed attempt or rejected entry.

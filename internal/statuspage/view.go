@@ -52,6 +52,7 @@ type view struct {
 	Failures  []failureRow
 	Omitted   int
 	Cache     []cacheRow
+	Offline   *offlineView
 }
 
 type upstreamView struct {
@@ -111,6 +112,7 @@ func newView(d Data) view {
 	v.Failures, v.Omitted = failureRows(d)
 	v.Attention = attention(d, v.Waiting, v.Failures)
 	v.Cache = cacheRows(d)
+	v.Offline = offlineOf(d)
 	return v
 }
 

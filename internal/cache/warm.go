@@ -1,0 +1,187 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/client"
+)
+
+// Warm-up: a till that has been online once has every list it needs
+// offline. The warm set is built in rounds, each from what the one before
+// stored: the global lists (district codes, product tax codes), PosAPI's
+// /rest/info and the classification's top level; then the merchant info of
+// every TIN /rest/info lists (its merchants and their customers, as a POS
+// asks getInfo for the buyer before a sale) and of every TIN noted on a
+// receipt, the bank accounts of its merchants, and the classification's
+// second level. Run refreshes each entry of it when its refresh interval
+// has passed, and Warmth reports what is missing.
+
+// maxWarmTINs bounds the TINs taken from /rest/info; a till has a handful.
+const maxWarmTINs = 200
+
+// warmRounds returns the warm set's rounds as of what is stored now.
+func (c *Cache) warmRounds() [2][]lookup {
+	first := []lookup{{op: client.OpBranchInfo}, {op: client.OpProductTaxCode},
+		{op: client.OpInfo}, {op: client.OpClassification}}
+	var second []lookup
+	merchants, tins := c.infoTINs()
+	seen := map[string]bool{}
+	addTIN := func(op client.Op, tin string) {
+		lk, err := paramLookup(op, "tin", []string{tin})
+		if err == nil && !seen[lk.key()] {
+			seen[lk.key()] = true
+			second = append(second, lk)
+		}
+	}
+	for _, tin := range merchants {
+		addTIN(client.OpBankAccounts, tin)
+	}
+	for _, tin := range tins {
+		addTIN(client.OpMerchantInfo, tin)
+	}
+	c.tinMu.Lock()
+	for tin := range c.tins {
+		addTIN(client.OpMerchantInfo, tin)
+	}
+	c.tinMu.Unlock()
+	for _, code := range c.classTop() {
+		if lk, err := classLookup([]string{code}); err == nil {
+			second = append(second, lk)
+		}
+	}
+	return [2][]lookup{first, second}
+}
+
+// infoTINs reads the stored /rest/info: its merchants' TINs, and every TIN
+// it names (merchants and their customers), at most maxWarmTINs each.
+func (c *Cache) infoTINs() (merchants, all []string) {
+	var info struct {
+		Merchants []struct {
+			TIN       string `json:"tin"`
+			Customers []struct {
+				TIN string `json:"tin"`
+			} `json:"customers"`
+		} `json:"merchants"`
+	}
+	if !c.storedJSON(lookup{op: client.OpInfo}, &info) {
+		return nil, nil
+	}
+	for _, m := range info.Merchants {
+		if len(all) >= maxWarmTINs {
+			break
+		}
+		merchants = append(merchants, m.TIN)
+		all = append(all, m.TIN)
+		for _, cu := range m.Customers {
+			all = append(all, cu.TIN)
+		}
+	}
+	return merchants, all[:min(len(all), maxWarmTINs)]
+}
+
+// classTop reads the stored classification top level: its codes.
+func (c *Cache) classTop() []string {
+	var rows [][]string
+	if !c.storedJSON(lookup{op: client.OpClassification}, &rows) {
+		return nil
+	}
+	var codes []string
+	for _, r := range rows {
+		if len(r) > 0 && len(codes) < maxWarmTINs {
+			codes = append(codes, r[0])
+		}
+	}
+	return codes
+}
+
+// storedJSON decodes lk's stored answer into v; false when there is none
+// or it does not decode.
+func (c *Cache) storedJSON(lk lookup, v any) bool {
+	if !c.indexed(lk.key()) {
+		return false
+	}
+	rec, err := c.read(lk)
+	if err != nil || rec == nil {
+		return false
+	}
+	return json.Unmarshal(rec.body, v) == nil
+}
+
+func (c *Cache) indexed(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.index[key]
+	return ok
+}
+
+// warmUp fetches every lookup of the warm set that is missing or due, round
+// by round, and reports whether none failed.
+func (c *Cache) warmUp(ctx context.Context) bool {
+	var fetched, failed int
+	var lastErr error
+	for round := range 2 {
+		for _, lk := range c.warmRounds()[round] {
+			if ctx.Err() != nil {
+				return false
+			}
+			if !c.due(lk) {
+				continue
+			}
+			fetched++
+			if res := c.fetch(ctx, ctx, lk); res.err != nil {
+				failed++
+				lastErr = res.err
+			}
+		}
+	}
+	c.mu.Lock()
+	c.warmedAt = c.now()
+	c.mu.Unlock()
+	switch {
+	case failed > 0:
+		c.log.Info("cache warm-up incomplete; serving what is cached",
+			zap.Int("fetched", fetched), zap.Int("failed", failed), zap.Error(lastErr))
+	case fetched > 0:
+		c.log.Debug("cache warm-up done", zap.Int("fetched", fetched))
+	}
+	return failed == 0
+}
+
+// Warmth is whether the till could work offline now.
+type Warmth struct {
+	// Wanted is the size of the warm set as known now (it grows once
+	// /rest/info and the classification's top level are stored).
+	Wanted int
+	// Missing names the lookups of the warm set not cached, as
+	// "merchant_info 5317878"; empty when all are.
+	Missing []string
+	// LastRun is when the last warm-up round ended; zero before the first.
+	LastRun time.Time
+}
+
+// Warmth reports what of the warm set is cached. It reads the store for
+// /rest/info and the classification's top level, and asks nothing
+// upstream.
+func (c *Cache) Warmth() Warmth {
+	var w Warmth
+	for _, round := range c.warmRounds() {
+		for _, lk := range round {
+			w.Wanted++
+			if !c.indexed(lk.key()) {
+				name := string(lk.op)
+				if lk.param != "" {
+					name += " " + lk.param
+				}
+				w.Missing = append(w.Missing, name)
+			}
+		}
+	}
+	c.mu.Lock()
+	w.LastRun = c.warmedAt
+	c.mu.Unlock()
+	return w
+}

@@ -1,0 +1,46 @@
+package cache
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/sim"
+)
+
+// TestWarmthNamesWhatIsMissing: with the tax service down from the start,
+// the warm set is the first round, all missing; once it is reachable,
+// Run fills the whole set, the second round (bank accounts and merchant
+// info of /rest/info's TINs, the classification's second level) included.
+func TestWarmthNamesWhatIsMissing(t *testing.T) {
+	s := startSim(t)
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
+	w := e.c.Warmth()
+	require.Equal(t, 4, w.Wanted)
+	require.Equal(t, []string{"branch_info", "product_tax_code", "info", "classification"}, w.Missing)
+	require.True(t, w.LastRun.IsZero())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.c.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	require.Eventually(t, func() bool { return !e.c.Warmth().LastRun.IsZero() }, 5*time.Second, 5*time.Millisecond)
+	require.Len(t, e.c.Warmth().Missing, 4, "down: nothing fetched")
+
+	require.NoError(t, s.SetFaults(sim.Faults{}))
+	e.c.NoteTIN("2012345") // wakes the warm-up
+	require.Eventually(t, func() bool { w = e.c.Warmth(); return len(w.Missing) == 0 }, 5*time.Second, 5*time.Millisecond)
+	require.Greater(t, w.Wanted, 10)
+	require.Equal(t, 2, s.Requests(sim.RouteBankAccounts), "the two merchants of /rest/info")
+	require.True(t, e.c.indexed(lookup{op: "bank_accounts", param: sim.SampleMerchantTin}.key()))
+	require.True(t, e.c.indexed(lookup{op: "merchant_info", param: "30000000000"}.key()), "a customer of /rest/info")
+}
