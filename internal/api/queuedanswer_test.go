@@ -90,3 +90,18 @@ func TestQueuedAnswerErrorReplayOnceTheAnswerIsGone(t *testing.T) {
 	require.Contains(t, msg, first.json(t)["id"].(string))
 	require.Contains(t, msg, "Do NOT ring it again")
 }
+
+func TestQueuedAnswerErrorForAHeldReceipt(t *testing.T) {
+	e := newEnv(t, errorMode(envOpts{worker: syncer.Config{OnAmbiguous: "hold"}}))
+	require.NoError(t, e.sim.SetFaults(sim.Faults{DropRate: 1}))
+	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000203"))
+	qid := first.h.Get(api.HeaderQueueID)
+	require.NotEmpty(t, qid, "%d %s", first.code, first.body)
+	e.waitState(qid, "held")
+	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000203"))
+	require.Equal(t, http.StatusServiceUnavailable, again.code, "held may still be sent: %s", again.body)
+	require.Contains(t, requirePosError(t, again), "operator must check it")
+	late := e.do(http.MethodGet, "/receiptd/entries/"+qid+"/answer", "")
+	require.Equal(t, http.StatusAccepted, late.code, "%s", late.body)
+	require.Equal(t, "held", late.json(t)["state"])
+}

@@ -1,0 +1,70 @@
+package daemon_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/daemon"
+)
+
+// TestLateAnswersStayWithinTheirByteBound: an upstream whose every create
+// answer is a valid SUCCESS padded to 900 KB (under upstream.max_answer)
+// cannot make receiptd hold more answers than accept.answer_mb allows:
+// the newest stay fetchable, the oldest are pushed out (410).
+func TestLateAnswersStayWithinTheirByteBound(t *testing.T) {
+	const n, pad = 10, 900 << 10
+	var seq atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"status":"SUCCESS","id":"%033d","date":"2026-11-23 10:00:00","lottery":"AB 00000001","qrData":"1","pad":"%s"}`,
+			seq.Add(1), strings.Repeat("x", pad))
+	}))
+	t.Cleanup(up.Close)
+	cfg := testConfig(t, up.URL)
+	cfg.Accept.Wait = config.Dur(0) // nothing is given in time: every answer waits for the late route
+	cfg.Accept.AnswerMB = 4
+	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
+	require.NoError(t, err)
+	stop := run(t, d)
+	defer func() { require.NoError(t, stop()) }()
+
+	var ids []string
+	for i := range n {
+		resp, body := post(t, d.URL(), fmt.Sprintf(sample, fmt.Sprint("big", i)))
+		require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", body)
+		ids = append(ids, resp.Header.Get("X-Queue-Id"))
+	}
+	for _, id := range ids {
+		require.Eventually(t, func() bool { return getEntry(t, d.URL(), id).State == "sent" }, 20*time.Second, 10*time.Millisecond)
+	}
+	codes := make([]int, n)
+	held := 0
+	for i, id := range ids {
+		require.Eventually(t, func() bool {
+			resp, err := http.Get(d.URL() + "/receiptd/entries/" + id + "/answer")
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+			return resp.StatusCode != http.StatusAccepted
+		}, 10*time.Second, 10*time.Millisecond)
+		if codes[i] == http.StatusOK {
+			held++
+		}
+	}
+	require.LessOrEqual(t, held, 4, "4 MiB hold at most four 900 KB answers: %v", codes)
+	require.GreaterOrEqual(t, held, 3, "the newest answers are kept: %v", codes)
+	require.Equal(t, http.StatusOK, codes[n-1], "the newest is kept: %v", codes)
+	require.Equal(t, http.StatusGone, codes[0], "the oldest went first: %v", codes)
+}
