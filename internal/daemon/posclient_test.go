@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -169,4 +170,28 @@ func TestUnmodifiedGoClientMisreadsA202(t *testing.T) {
 	require.True(t, issuedByPOS(r), "the client takes the 202 for an issued receipt")
 	require.Empty(t, r.Lottery)
 	require.Empty(t, r.QrData)
+}
+
+// A refusal whose body is not JSON (a proxy's HTML page) still reaches the
+// client as PosAPI's error envelope, with the tax service's status code.
+func TestUnmodifiedGoClientParsesANonJSONRefusal(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, "<html><body>403 Forbidden by proxy</body></html>")
+	}))
+	t.Cleanup(up.Close)
+	cfg := testConfig(t, up.URL)
+	cfg.Accept.QueuedAnswer = config.QueuedAnswerError
+	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
+	require.NoError(t, err)
+	stop := run(t, d)
+	defer func() { require.NoError(t, stop()) }()
+	res, body := post(t, d.URL(), fmt.Sprintf(sample, "go4"))
+	require.Equal(t, http.StatusForbidden, res.StatusCode, "%s", body)
+	r, err := goReceiptSend(t, d.URL(), fmt.Sprintf(sample, "go4"))
+	require.NoError(t, err, "every body parses as PosAPI's")
+	require.False(t, issuedByPOS(r))
+	require.Contains(t, r.Message, "HTTP 403")
 }
