@@ -165,14 +165,28 @@ func TestDialable(t *testing.T) {
 	}
 }
 
+// TestUnreadableConfigGetsAHint: a config file the user may not read gets
+// a hint instead of a bare "permission denied". Root reads any file, so as
+// root (how CI runs) the real binary is run as an unprivileged user.
 func TestUnreadableConfigGetsAHint(t *testing.T) {
-	if os.Geteuid() == 0 || runtime.GOOS == "windows" {
-		t.Skip("root reads any file")
+	if runtime.GOOS == "windows" {
+		t.Skip("file modes do not make a file unreadable on Windows")
 	}
-	path := writeFile(t, "c.toml", "")
-	require.NoError(t, os.Chmod(path, 0))
-	code, _, stderr := runCLI(t, "entries", "-config", path)
-	require.Equal(t, exitUsage, code)
+	dir, err := os.MkdirTemp("", "receiptd-unreadable-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755)) // others may reach the file, not read it
+	path := filepath.Join(dir, "c.toml")
+	require.NoError(t, os.WriteFile(path, nil, 0))
+	var code int
+	var stderr string
+	if os.Geteuid() == 0 {
+		code, stderr = runUnprivileged(t, "entries", "-config", path)
+	} else {
+		code, _, stderr = runCLI(t, "entries", "-config", path)
+	}
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "permission denied")
 	require.Contains(t, stderr, "pass -addr and -token")
 }
 

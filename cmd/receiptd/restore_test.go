@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -85,4 +87,31 @@ func TestRestoreRefusesDamagedBackup(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, after)
 	require.NoFileExists(t, filepath.Join(dir, store.DBFile+".restore.tmp"))
+}
+
+// TestReplayOfRejectedReceiptAfterRestart: the tax service's refusal is
+// kept with the entry, so a POS repeating the receipt after receiptd
+// restarted (its memory gone) gets the same refusal, and nothing is sent
+// again.
+func TestReplayOfRejectedReceiptAfterRestart(t *testing.T) {
+	up := sim.New(sim.Options{Seed: 4})
+	require.NoError(t, up.Start("127.0.0.1:0"))
+	defer up.Close()
+	require.NoError(t, up.SetFaults(sim.Faults{RejectNext: 1, RejectMessage: "districtCode: unknown"}))
+	dir := filepath.Join(t.TempDir(), "data")
+	d := startBinary(t, dir, up.URL())
+	require.Equal(t, http.StatusBadRequest, postSample(t, d.base, "000001"))
+	d.stop()
+
+	d = startBinary(t, dir, up.URL())
+	resp, err := http.Post(d.base+"/rest/receipt", "application/json", bytes.NewReader(sampleReceipt("000001")))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var m map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v", m)
+	require.Equal(t, "true", resp.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, "districtCode: unknown", m["message"])
+	require.Equal(t, "ERROR", m["status"])
+	require.Equal(t, 1, up.Requests(sim.RouteCreateReceipt), "nothing sent again")
 }

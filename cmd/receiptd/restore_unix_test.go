@@ -23,7 +23,6 @@ func TestRestoreGivesFilesToDataDirOwner(t *testing.T) {
 	src := filepath.Join(dataDirWith(t, 1), store.DBFile)
 	dir := filepath.Join(t.TempDir(), "data")
 	require.NoError(t, os.Mkdir(dir, 0o750))
-	const nobody = 65534
 	require.NoError(t, os.Chown(dir, nobody, nobody))
 	cfg := writeFile(t, "c.toml", dataDirConfig(dir))
 	code, _, stderr := runCLI(t, "restore", "-config", cfg, src)

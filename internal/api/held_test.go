@@ -3,9 +3,11 @@ package api_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	syncer "github.com/receiptd/receiptd/internal/sync"
@@ -41,4 +43,26 @@ func TestHeldMeansHeld(t *testing.T) {
 	ok := e.do(http.MethodPost, "/receiptd/entries/"+id+"/retry?confirm=checked", "")
 	require.Equal(t, http.StatusOK, ok.code, "%s", ok.body)
 	e.waitState(id, queue.StateSent)
+}
+
+// TestReplayOfRejectedReceiptAfterItsAnswerLeftMemory: once the upstream's
+// refusal is no longer held in memory, a replay answers from what the
+// queue kept: the same status code and message, nothing sent again.
+func TestReplayOfRejectedReceiptAfterItsAnswerLeftMemory(t *testing.T) {
+	e := newEnv(t, envOpts{worker: syncer.Config{ResultTTL: time.Nanosecond}})
+	require.NoError(t, e.sim.SetFaults(sim.Faults{RejectNext: 1, RejectMessage: "districtCode: unknown"}))
+	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000710"))
+	require.Equal(t, http.StatusBadRequest, first.code, "the upstream's refusal: %s", first.body)
+	qid := first.h.Get(api.HeaderQueueID)
+	e.waitState(qid, queue.StateRejected)
+	time.Sleep(time.Millisecond) // past ResultTTL
+
+	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000710"))
+	require.Equal(t, "true", again.h.Get(api.HeaderReplayed))
+	require.Equal(t, http.StatusBadRequest, again.code, "%s", again.body)
+	m := again.json(t)
+	require.Equal(t, "ERROR", m["status"])
+	require.Equal(t, "districtCode: unknown", m["message"])
+	require.Equal(t, qid, m["queueId"], "answered from the queue, not from memory")
+	require.Equal(t, 1, e.sim.Requests(sim.RouteCreateReceipt), "nothing sent again")
 }

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package main
+
+import "testing"
+
+// runUnprivileged needs setuid, which only Unix systems have.
+func runUnprivileged(t *testing.T, _ ...string) (int, string) {
+	t.Skip("running as another user needs a Unix system")
+	return 0, ""
+}
