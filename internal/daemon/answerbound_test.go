@@ -48,8 +48,13 @@ func TestLateAnswersStayWithinTheirByteBound(t *testing.T) {
 	for _, id := range ids {
 		require.Eventually(t, func() bool { return getEntry(t, d.URL(), id).State == "sent" }, 20*time.Second, 10*time.Millisecond)
 	}
+	// Before any is fetched: the metrics show the bound kept.
+	held, dropped := answerMetrics(t, d.URL())
+	require.LessOrEqual(t, held, float64(cfg.Accept.AnswerMB<<20), "receiptd_answers_held_bytes")
+	require.GreaterOrEqual(t, dropped, float64(n-4), "receiptd_answers_dropped_total")
+
 	codes := make([]int, n)
-	held := 0
+	kept := 0
 	for i, id := range ids {
 		require.Eventually(t, func() bool {
 			resp, err := http.Get(d.URL() + "/receiptd/entries/" + id + "/answer")
@@ -60,11 +65,41 @@ func TestLateAnswersStayWithinTheirByteBound(t *testing.T) {
 			return resp.StatusCode != http.StatusAccepted
 		}, 10*time.Second, 10*time.Millisecond)
 		if codes[i] == http.StatusOK {
-			held++
+			kept++
 		}
 	}
-	require.LessOrEqual(t, held, 4, "4 MiB hold at most four 900 KB answers: %v", codes)
-	require.GreaterOrEqual(t, held, 3, "the newest answers are kept: %v", codes)
+	require.LessOrEqual(t, kept, 4, "4 MiB hold at most four 900 KB answers: %v", codes)
+	require.GreaterOrEqual(t, kept, 3, "the newest answers are kept: %v", codes)
 	require.Equal(t, http.StatusOK, codes[n-1], "the newest is kept: %v", codes)
 	require.Equal(t, http.StatusGone, codes[0], "the oldest went first: %v", codes)
+}
+
+// answerMetrics reads receiptd_answers_held_bytes and
+// receiptd_answers_dropped_total from /metrics.
+func answerMetrics(t *testing.T, base string) (heldBytes, dropped float64) {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	found := 0
+	for _, line := range strings.Split(string(text), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "receiptd_answers_held_bytes":
+			_, err = fmt.Sscan(v, &heldBytes)
+		case "receiptd_answers_dropped_total":
+			_, err = fmt.Sscan(v, &dropped)
+		default:
+			continue
+		}
+		require.NoError(t, err, line)
+		found++
+	}
+	require.Equal(t, 2, found, "both series in /metrics")
+	return heldBytes, dropped
 }

@@ -82,6 +82,7 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		return nil, fmt.Errorf("open lookup cache: %w", err)
 	}
 	m.WatchQueue(d.queueStats)
+	m.WatchAnswers(d.worker.HeldAnswers)
 	m.WatchStore(func() (bool, bool) {
 		h := d.st.Health()
 		return h.DiskFull != "", h.Failed != ""

@@ -81,6 +81,8 @@ type Metrics struct {
 	authFailures   *prometheus.CounterVec
 	queue          *queueCollector
 	store          *storeCollector
+	answers        *answersCollector
+	answersDropped prometheus.Counter
 
 	routesMu sync.Mutex
 	routes   map[string]struct{}
@@ -140,13 +142,18 @@ func New() *Metrics {
 			Namespace: namespace, Name: "auth_failures_total",
 			Help: "Local API requests refused for a missing, malformed or wrong bearer token.",
 		}, []string{"reason"}),
-		queue: newQueueCollector(),
-		store: newStoreCollector(),
+		queue:   newQueueCollector(),
+		store:   newStoreCollector(),
+		answers: newAnswersCollector(),
+		answersDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "answers_dropped_total",
+			Help: "Upstream answers no POS had received yet, pushed out of memory by accept.answer_count or accept.answer_mb.",
+		}),
 	}
 	m.reg.MustRegister(
 		m.sendAttempts, m.sendDuration, m.ambiguous, m.upstreamUp, m.alertLevel,
 		m.commitDuration, m.commitBatch, m.cacheRequests, m.httpRequests,
-		m.httpDuration, m.authFailures, m.queue, m.store,
+		m.httpDuration, m.authFailures, m.queue, m.store, m.answers, m.answersDropped,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

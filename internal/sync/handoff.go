@@ -60,10 +60,19 @@ func (w *Worker) publish(id string, r Result) {
 	delete(a.waiters, id)
 	w.mu.Unlock()
 	for _, d := range dropped {
+		w.m.AnswerDropped()
 		// Only the id: the answer itself is never logged.
 		w.log.Warn("an answer nobody has fetched yet was dropped from memory to stay within its bounds; the late-answer route will say 410",
 			zap.String("queueId", d))
 	}
+}
+
+// HeldAnswers reports how many answers (and markers) are held in memory
+// and their size as counted against Config.MaxResultBytes.
+func (w *Worker) HeldAnswers() (int, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.answers.held), w.answers.bytes
 }
 
 // Await waits until the current attempt for queueID ends, or ctx ends. It
