@@ -89,9 +89,13 @@ func TestDiskFullChild(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, accepted, counts[queue.StateQueued], "nothing of the refused receipt stored")
 	require.Equal(t, http.StatusInsufficientStorage, post(100, pad).code, "still full")
+	page := string(e.do(http.MethodGet, "/", "").body)
+	require.Contains(t, page, "The disk is full: new receipts cannot be stored", "the status page leads with it")
+	require.Contains(t, page, "df -h "+filepath.Dir(path))
 
 	lift()
 	require.Equal(t, http.StatusAccepted, post(100, pad).code, "space is back: the same receipt is taken")
+	require.NotContains(t, string(e.do(http.MethodGet, "/", "").body), "The disk is full", "and the page says so no more")
 	cancel()
 	require.NoError(t, <-served)
 	require.NoError(t, st.Close())

@@ -25,108 +25,111 @@ func emptyData() Data {
 		UnsentWarn: 24 * time.Hour, UnsentCritical: 72 * time.Hour, Counts: map[string]int{"sent": 3}}
 }
 
+// attentionCases are the states a person meets, with what the first
+// section must say, in order, and must not say.
+var attentionCases = []struct {
+	name   string
+	data   func() Data
+	want   []string // in this order
+	absent []string
+}{{
+	name:   "empty",
+	data:   emptyData,
+	want:   []string{"✓ Nothing needs attention"},
+	absent: []string{"Needs attention (", "receiptd retry"},
+}, {
+	name: "outage",
+	data: func() Data {
+		d := emptyData()
+		d.UpstreamUp, d.UpstreamSince = false, now.Add(-90*time.Second)
+		d.LastError = `create receipt: not sent: Post "http://127.0.0.1:7081/rest/receipt": dial tcp 127.0.0.1:7081: connect: connection refused`
+		d.LastErrorAt = now.Add(-4 * time.Second)
+		d.Counts["queued"] = 1
+		return d
+	},
+	want: []string{
+		"Needs attention (1)", "✗ The tax service cannot be reached (for 1m 30s)",
+		"Sales can go on: receipts are stored here and sent as soon as it answers again.",
+		"Cause: Nothing answered at the tax service's address (connection refused): PosAPI is not running there, or upstream.base_url names the wrong host or port. (14:29:56 UTC, 4s ago)",
+		"The error as recorded create receipt: not sent:",
+		"Check this computer's network connection.",
+		"upstream.base_url", "journalctl -u receiptd -n 50",
+	},
+	absent: []string{"receiptd retry", "Earlier problem"},
+}, {
+	name: "rejected",
+	data: func() Data {
+		d := emptyData()
+		d.Counts["rejected"] = 4
+		d.Failures = []Failure{
+			{QueueID: "Q000000000007", State: "rejected", At: now.Add(-time.Minute), Message: "merchantTin: not registered"},
+			{QueueID: "Q000000000006", State: "rejected", At: now.Add(-2 * time.Minute), Message: "totalAmount does not add up"},
+		}
+		return d
+	},
+	want: []string{
+		"⚠ 4 receipts refused by the tax service",
+		"Correct the sale in the POS and send it again with the same bill number",
+		"send it unchanged: receiptd retry Q000000000007",
+		"Q000000000007 14:29:00 UTC merchantTin: not registered",
+		"Q000000000006 14:28:00 UTC totalAmount does not add up",
+		"and 2 more: receiptd entries -state rejected",
+	},
+	absent: []string{"-force", "The error as recorded"},
+}, {
+	name: "held",
+	data: func() Data {
+		d := emptyData()
+		d.Counts["held"] = 1
+		d.Failures = []Failure{{QueueID: "Q000000000012", State: "held", At: now.Add(-time.Minute),
+			Message: `create receipt: ambiguous: Post "http://127.0.0.1:7081/rest/receipt": EOF`}}
+		return d
+	},
+	want: []string{
+		"⚠ 1 receipt held: the answer was lost",
+		"may already have issued them",
+		"Look each one up at the tax service",
+		"Not there: send it again, deliberately: receiptd retry -force Q000000000012",
+		"There: do not send it again",
+		"Q000000000012 14:29:00 UTC The request may have reached the tax service, but its answer was lost. as recorded create receipt: ambiguous:",
+	},
+	absent: []string{"more:"},
+}, {
+	name: "critical at a threshold of 2s",
+	data: func() Data {
+		d := emptyData()
+		d.Alert, d.OldestUnsentAge = AlertCritical, 5*time.Second
+		d.UnsentWarn, d.UnsentCritical = time.Second, 2*time.Second
+		d.Counts["queued"] = 2
+		return d
+	},
+	want: []string{
+		"✗ The oldest unsent receipt is 5s old, past 2s (alerts.unsent_critical)",
+		"receiptd entries -state queued -limit 5",
+	},
+	absent: []string{"3 days", "72h"},
+}, {
+	name: "payment and disk full and database, most urgent first",
+	data: func() Data {
+		d := emptyData()
+		d.Counts["payment"] = 1
+		d.Failures = []Failure{{QueueID: "Q000000000003", State: "payment", At: now, Message: "payment not settled"}}
+		d.DiskFull, d.DiskFullSince = "update /var/lib/receiptd/receiptd.db: disk full: the database cannot grow: file too large", now.Add(-time.Minute)
+		d.DatabasePath = "/var/lib/receiptd/receiptd.db"
+		d.DatabaseFailed = "update /var/lib/receiptd/receiptd.db: database write failed earlier; reopen required: commit failed: input/output error"
+		return d
+	},
+	want: []string{
+		"Needs attention (3)",
+		"✗ The database refuses writes", "receiptd restart",
+		"✗ The disk is full: new receipts cannot be stored", "(14:29:00 UTC, 1m ago)",
+		"Free space on the disk that holds /var/lib/receiptd: df -h /var/lib/receiptd",
+		"⚠ 1 receipt with the payment not settled (PAYMENT)", "receiptd retry Q000000000003",
+	},
+}}
+
 func TestAttentionPerState(t *testing.T) {
-	cases := []struct {
-		name   string
-		data   func() Data
-		want   []string // in this order
-		absent []string
-	}{{
-		name:   "empty",
-		data:   emptyData,
-		want:   []string{"✓ Nothing needs attention"},
-		absent: []string{"Needs attention (", "receiptd retry"},
-	}, {
-		name: "outage",
-		data: func() Data {
-			d := emptyData()
-			d.UpstreamUp, d.UpstreamSince = false, now.Add(-90*time.Second)
-			d.LastError = `create receipt: not sent: Post "http://127.0.0.1:7081/rest/receipt": dial tcp 127.0.0.1:7081: connect: connection refused`
-			d.LastErrorAt = now.Add(-4 * time.Second)
-			d.Counts["queued"] = 1
-			return d
-		},
-		want: []string{
-			"Needs attention (1)", "✗ The tax service cannot be reached (for 1m 30s)",
-			"Sales can go on: receipts are stored here and sent as soon as it answers again.",
-			"Cause: Nothing answered at the tax service's address (connection refused): PosAPI is not running there, or upstream.base_url names the wrong host or port. (14:29:56 UTC, 4s ago)",
-			"The error as recorded create receipt: not sent:",
-			"Check this computer's network connection.",
-			"upstream.base_url", "journalctl -u receiptd -n 50",
-		},
-		absent: []string{"receiptd retry", "Earlier problem"},
-	}, {
-		name: "rejected",
-		data: func() Data {
-			d := emptyData()
-			d.Counts["rejected"] = 4
-			d.Failures = []Failure{
-				{QueueID: "Q000000000007", State: "rejected", At: now.Add(-time.Minute), Message: "merchantTin: not registered"},
-				{QueueID: "Q000000000006", State: "rejected", At: now.Add(-2 * time.Minute), Message: "totalAmount does not add up"},
-			}
-			return d
-		},
-		want: []string{
-			"⚠ 4 receipts refused by the tax service",
-			"Correct the sale in the POS and send it again with the same bill number",
-			"send it unchanged: receiptd retry Q000000000007",
-			"Q000000000007 14:29:00 UTC merchantTin: not registered",
-			"Q000000000006 14:28:00 UTC totalAmount does not add up",
-			"and 2 more: receiptd entries -state rejected",
-		},
-		absent: []string{"-force", "The error as recorded"},
-	}, {
-		name: "held",
-		data: func() Data {
-			d := emptyData()
-			d.Counts["held"] = 1
-			d.Failures = []Failure{{QueueID: "Q000000000012", State: "held", At: now.Add(-time.Minute),
-				Message: `create receipt: ambiguous: Post "http://127.0.0.1:7081/rest/receipt": EOF`}}
-			return d
-		},
-		want: []string{
-			"⚠ 1 receipt held: the answer was lost",
-			"may already have issued them",
-			"Look each one up at the tax service",
-			"Not there: send it again, deliberately: receiptd retry -force Q000000000012",
-			"There: do not send it again",
-			"Q000000000012 14:29:00 UTC The request may have reached the tax service, but its answer was lost. as recorded create receipt: ambiguous:",
-		},
-		absent: []string{"more:"},
-	}, {
-		name: "critical at a threshold of 2s",
-		data: func() Data {
-			d := emptyData()
-			d.Alert, d.OldestUnsentAge = AlertCritical, 5*time.Second
-			d.UnsentWarn, d.UnsentCritical = time.Second, 2*time.Second
-			d.Counts["queued"] = 2
-			return d
-		},
-		want: []string{
-			"✗ The oldest unsent receipt is 5s old, past 2s (alerts.unsent_critical)",
-			"receiptd entries -state queued -limit 5",
-		},
-		absent: []string{"3 days", "72h"},
-	}, {
-		name: "payment and disk full and database, most urgent first",
-		data: func() Data {
-			d := emptyData()
-			d.Counts["payment"] = 1
-			d.Failures = []Failure{{QueueID: "Q000000000003", State: "payment", At: now, Message: "payment not settled"}}
-			d.DiskFull, d.DiskFullSince = "update /var/lib/receiptd/receiptd.db: disk full: the database cannot grow: file too large", now.Add(-time.Minute)
-			d.DatabasePath = "/var/lib/receiptd/receiptd.db"
-			d.DatabaseFailed = "update /var/lib/receiptd/receiptd.db: database write failed earlier; reopen required: commit failed: input/output error"
-			return d
-		},
-		want: []string{
-			"Needs attention (3)",
-			"✗ The database refuses writes", "receiptd restart",
-			"✗ The disk is full: new receipts cannot be stored", "(14:29:00 UTC, 1m ago)",
-			"Free space on the disk that holds /var/lib/receiptd: df -h /var/lib/receiptd",
-			"⚠ 1 receipt with the payment not settled (PAYMENT)", "receiptd retry Q000000000003",
-		},
-	}}
-	for _, c := range cases {
+	for _, c := range attentionCases {
 		t.Run(c.name, func(t *testing.T) {
 			got := attentionText(t, c.data())
 			at := 0
@@ -152,6 +155,7 @@ func TestStaleErrorIsDatedAndPast(t *testing.T) {
 	d.LastErrorAt = now.Add(-25 * time.Minute)
 	txt := text(render(t, d))
 	require.Contains(t, txt, "✓ Nothing needs attention")
+	require.Contains(t, txt, "receiptd: tax service reachable, 0 waiting", "the title counts nothing to attend to")
 	require.Contains(t, txt, "✓ Reachable up for 10m (since 14:20:00 UTC)")
 	require.Contains(t, txt, "Earlier problem, now past (14:05:00 UTC, 25m ago): Nothing answered at the tax service's address (connection refused)")
 	require.Contains(t, txt, "The error as recorded dial tcp 127.0.0.1:7081: connect: connection refused")

@@ -166,7 +166,7 @@ func TestRenderPageShape(t *testing.T) {
 	require.Contains(t, html, `<meta http-equiv="refresh" content="5">`)
 	require.Contains(t, html, `<link rel="icon" href="data:,">`)
 	require.Contains(t, html, `<html lang="en">`)
-	require.Contains(t, html, "<title>receiptd: tax service unreachable, 9 waiting</title>")
+	require.Contains(t, html, "<title>receiptd: 4 need attention · tax service unreachable, 9 waiting</title>")
 	require.NotContains(t, strings.ToLower(html), "<script")
 	require.NotRegexp(t, `(src|href)="(https?:)?//`, html)
 	require.Equal(t, 4, strings.Count(html, "<table>"), "rejected entries, states, failures, cache tables")
