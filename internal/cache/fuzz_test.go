@@ -31,6 +31,9 @@ func FuzzParseRoute(f *testing.F) {
 		{classPrefix + "/%zz", ""},
 		{classPrefix + "x", ""},
 		{"/api/info/check/getInfo", "tin=1&tin=2"},
+		{"/api/inventory/stock/getStockQr", "stockQr=BF6B1FBA86FB4C41ADDBB01C09C024F5"},
+		{"/api/inventory/stock/getStockQr", ""},
+		{"/api/tpi/receipt/saveOprMerchants", ""},
 	} {
 		f.Add(seed[0], seed[1])
 	}
@@ -43,8 +46,8 @@ func FuzzParseRoute(f *testing.F) {
 			}
 			return
 		}
-		if lk.op == client.OpSendData {
-			return
+		if lk.op == client.OpSendData || lk.op == client.OpSaveMerchants {
+			return // pass-throughs
 		}
 		if !cachedOp(lk.op) {
 			t.Fatalf("op %q is not cached", lk.op)

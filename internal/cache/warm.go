@@ -27,38 +27,47 @@ const maxWarmTINs = 200
 func (c *Cache) warmRounds() [2][]lookup {
 	first := []lookup{{op: client.OpBranchInfo}, {op: client.OpProductTaxCode},
 		{op: client.OpInfo}, {op: client.OpClassification}}
-	var second []lookup
-	merchants, tins := c.infoTINs()
-	seen := map[string]bool{}
-	addTIN := func(op client.Op, tin string) {
-		lk, err := paramLookup(op, "tin", []string{tin})
-		if err == nil && !seen[lk.key()] {
-			seen[lk.key()] = true
-			second = append(second, lk)
-		}
-	}
-	for _, tin := range merchants {
-		addTIN(client.OpBankAccounts, tin)
-	}
-	for _, tin := range tins {
-		addTIN(client.OpMerchantInfo, tin)
-	}
 	c.tinMu.Lock()
+	noted := make([]string, 0, len(c.tins))
 	for tin := range c.tins {
-		addTIN(client.OpMerchantInfo, tin)
+		noted = append(noted, tin)
 	}
 	c.tinMu.Unlock()
-	for _, code := range c.classTop() {
-		if lk, err := classLookup([]string{code}); err == nil {
-			second = append(second, lk)
-		}
-	}
-	return [2][]lookup{first, second}
+	info, _ := c.storedBody(lookup{op: client.OpInfo})
+	top, _ := c.storedBody(lookup{op: client.OpClassification})
+	return [2][]lookup{first, secondRound(info, top, noted)}
 }
 
-// infoTINs reads the stored /rest/info: its merchants' TINs, and every TIN
+// secondRound builds the warm set's second round from the stored
+// /rest/info and classification top level (either may be nil or anything
+// at all: they came from outside) and the noted TINs: bank accounts of the
+// merchants, merchant info of every TIN, the classification below each top
+// code. Invalid parameters are left out.
+func secondRound(info, top []byte, noted []string) []lookup {
+	var out []lookup
+	seen := map[string]bool{}
+	add := func(lk lookup, err error) {
+		if err == nil && !seen[lk.key()] {
+			seen[lk.key()] = true
+			out = append(out, lk)
+		}
+	}
+	merchants, tins := infoTINs(info)
+	for _, tin := range merchants {
+		add(paramLookup(client.OpBankAccounts, "tin", []string{tin}))
+	}
+	for _, tin := range append(tins, noted...) {
+		add(paramLookup(client.OpMerchantInfo, "tin", []string{tin}))
+	}
+	for _, code := range classTop(top) {
+		add(classLookup([]string{code}))
+	}
+	return out
+}
+
+// infoTINs reads a /rest/info answer: its merchants' TINs, and every TIN
 // it names (merchants and their customers), at most maxWarmTINs each.
-func (c *Cache) infoTINs() (merchants, all []string) {
+func infoTINs(body []byte) (merchants, all []string) {
 	var info struct {
 		Merchants []struct {
 			TIN       string `json:"tin"`
@@ -67,7 +76,7 @@ func (c *Cache) infoTINs() (merchants, all []string) {
 			} `json:"customers"`
 		} `json:"merchants"`
 	}
-	if !c.storedJSON(lookup{op: client.OpInfo}, &info) {
+	if json.Unmarshal(body, &info) != nil {
 		return nil, nil
 	}
 	for _, m := range info.Merchants {
@@ -83,10 +92,11 @@ func (c *Cache) infoTINs() (merchants, all []string) {
 	return merchants, all[:min(len(all), maxWarmTINs)]
 }
 
-// classTop reads the stored classification top level: its codes.
-func (c *Cache) classTop() []string {
+// classTop reads a classification answer's rows: their codes, at most
+// maxWarmTINs.
+func classTop(body []byte) []string {
 	var rows [][]string
-	if !c.storedJSON(lookup{op: client.OpClassification}, &rows) {
+	if json.Unmarshal(body, &rows) != nil {
 		return nil
 	}
 	var codes []string
@@ -98,17 +108,16 @@ func (c *Cache) classTop() []string {
 	return codes
 }
 
-// storedJSON decodes lk's stored answer into v; false when there is none
-// or it does not decode.
-func (c *Cache) storedJSON(lk lookup, v any) bool {
+// storedBody returns lk's stored answer, if it is indexed and readable.
+func (c *Cache) storedBody(lk lookup) ([]byte, bool) {
 	if !c.indexed(lk.key()) {
-		return false
+		return nil, false
 	}
 	rec, err := c.read(lk)
 	if err != nil || rec == nil {
-		return false
+		return nil, false
 	}
-	return json.Unmarshal(rec.body, v) == nil
+	return rec.body, true
 }
 
 func (c *Cache) indexed(key string) bool {
