@@ -1,0 +1,342 @@
+package powercut
+
+import (
+	"maps"
+	"sort"
+	"sync"
+	"syscall"
+)
+
+// PageSize is the unit of data the Disk tracks: a write dirties the pages it
+// touches, and fsync makes those pages durable.
+const PageSize = 4096
+
+// Errors, as the errno FUSE hands to the program.
+var (
+	errNotExist = syscall.ENOENT
+	errExist    = syscall.EEXIST
+	errNotDir   = syscall.ENOTDIR
+	errIsDir    = syscall.EISDIR
+	errNotEmpty = syscall.ENOTEMPTY
+	errOff      = syscall.EIO // the power is off
+	errInval    = syscall.EINVAL
+)
+
+// Disk is a tree of files and directories held in memory in two versions:
+// the current one and the durable one (see the package comment). Its
+// methods are safe for concurrent use; one lock serialises them, which is
+// what a single-disk test needs.
+type Disk struct {
+	mu      sync.Mutex
+	root    *Node
+	nextIno uint64
+	off     bool
+	stats   Stats
+}
+
+// Stats counts what programs did to a Disk and what power cuts dropped.
+type Stats struct {
+	Writes     uint64 // write calls
+	FileSyncs  uint64 // fsync/fdatasync of a file
+	DirSyncs   uint64 // fsync of a directory
+	Cuts       uint64 // PowerOff calls
+	LostPages  uint64 // unsynced dirty pages dropped by cuts
+	LostSizes  uint64 // files whose unsynced size change was dropped
+	LostDirOps uint64 // directories whose unsynced entry changes were dropped
+}
+
+// Node is a file or a directory of a Disk.
+type Node struct {
+	ino  uint64
+	dir  bool
+	mode uint32 // permission bits
+
+	// Files: data now and durable, and the pages changed since the last
+	// fsync (including pages cut off by a truncation).
+	cur, dur pages
+	dirty    map[int64]bool
+
+	// Directories: entries now and durable.
+	kids, durKids map[string]*Node
+}
+
+type pages struct {
+	size int64
+	p    map[int64][]byte // page index → PageSize bytes; absent is zeros
+}
+
+func (p pages) clone() pages {
+	c := pages{size: p.size, p: make(map[int64][]byte, len(p.p))}
+	for i, b := range p.p {
+		c.p[i] = append([]byte(nil), b...)
+	}
+	return c
+}
+
+// NewDisk returns an empty Disk whose root directory is durable.
+func NewDisk() *Disk {
+	d := &Disk{nextIno: 1}
+	d.root = d.newNode(true, 0o755)
+	return d
+}
+
+func (d *Disk) newNode(dir bool, mode uint32) *Node {
+	d.nextIno++
+	n := &Node{ino: d.nextIno, dir: dir, mode: mode & 0o7777}
+	if dir {
+		n.kids, n.durKids = map[string]*Node{}, map[string]*Node{}
+	} else {
+		n.cur, n.dur = pages{p: map[int64][]byte{}}, pages{p: map[int64][]byte{}}
+		n.dirty = map[int64]bool{}
+	}
+	return n
+}
+
+// Root is the root directory.
+func (d *Disk) Root() *Node { return d.root }
+
+// Stats returns the counters so far.
+func (d *Disk) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+// Attr describes a node as it is now.
+type Attr struct {
+	Ino  uint64
+	Dir  bool
+	Mode uint32 // permission bits
+	Size int64
+}
+
+// Attr returns n's attributes.
+func (d *Disk) Attr(n *Node) Attr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := Attr{Ino: n.ino, Dir: n.dir, Mode: n.mode}
+	if !n.dir {
+		a.Size = n.cur.size
+	}
+	return a
+}
+
+// SetMode changes n's permission bits (not modelled as volatile).
+func (d *Disk) SetMode(n *Node, mode uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off {
+		return errOff
+	}
+	n.mode = mode & 0o7777
+	return nil
+}
+
+// PowerOff is the power cut: every file's data and size and every
+// directory's entries go back to their last fsync, and every later
+// operation fails with EIO until PowerOn. It returns what was dropped by
+// this cut.
+func (d *Disk) PowerOff() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	before := d.stats
+	d.off = true
+	d.stats.Cuts++
+	seen := map[*Node]bool{}
+	d.revert(d.root, seen)
+	lost := d.stats
+	lost.Writes, lost.FileSyncs, lost.DirSyncs = 0, 0, 0
+	lost.Cuts -= before.Cuts
+	lost.LostPages -= before.LostPages
+	lost.LostSizes -= before.LostSizes
+	lost.LostDirOps -= before.LostDirOps
+	return lost
+}
+
+// revert restores n (and, for a directory, everything durably reachable
+// from it) to its durable version. Nodes no longer reachable are gone.
+func (d *Disk) revert(n *Node, seen map[*Node]bool) {
+	if seen[n] {
+		return
+	}
+	seen[n] = true
+	if !n.dir {
+		d.stats.LostPages += uint64(len(n.dirty))
+		if n.cur.size != n.dur.size {
+			d.stats.LostSizes++
+		}
+		n.cur, n.dirty = n.dur.clone(), map[int64]bool{}
+		return
+	}
+	if !maps.Equal(n.kids, n.durKids) {
+		d.stats.LostDirOps++
+	}
+	n.kids = maps.Clone(n.durKids)
+	for _, k := range n.kids {
+		d.revert(k, seen)
+	}
+}
+
+// PowerOn lets operations through again, on what survived the cut.
+func (d *Disk) PowerOn() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.off = false
+}
+
+// Sync makes n durable: a file's data and size, or a directory's entries
+// (not the entries' own contents).
+func (d *Disk) Sync(n *Node) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off {
+		return errOff
+	}
+	if n.dir {
+		d.stats.DirSyncs++
+		n.durKids = maps.Clone(n.kids)
+		return nil
+	}
+	d.stats.FileSyncs++
+	for i := range n.dirty {
+		if b, ok := n.cur.p[i]; ok {
+			n.dur.p[i] = append([]byte(nil), b...)
+		} else {
+			delete(n.dur.p, i)
+		}
+	}
+	n.dur.size = n.cur.size
+	n.dirty = map[int64]bool{}
+	return nil
+}
+
+// Lookup returns the entry name of directory dir.
+func (d *Disk) Lookup(dir *Node, name string) (*Node, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off {
+		return nil, errOff
+	}
+	if !dir.dir {
+		return nil, errNotDir
+	}
+	k, ok := dir.kids[name]
+	if !ok {
+		return nil, errNotExist
+	}
+	return k, nil
+}
+
+// Entry is one name in a directory listing.
+type Entry struct {
+	Name string
+	Ino  uint64
+	Dir  bool
+}
+
+// List returns the entries of directory dir, sorted by name.
+func (d *Disk) List(dir *Node) ([]Entry, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off {
+		return nil, errOff
+	}
+	if !dir.dir {
+		return nil, errNotDir
+	}
+	out := make([]Entry, 0, len(dir.kids))
+	for name, k := range dir.kids {
+		out = append(out, Entry{Name: name, Ino: k.ino, Dir: k.dir})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Create adds a new empty file or directory called name to dir.
+func (d *Disk) Create(dir *Node, name string, isDir bool, mode uint32) (*Node, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off {
+		return nil, errOff
+	}
+	if !dir.dir {
+		return nil, errNotDir
+	}
+	if _, ok := dir.kids[name]; ok {
+		return nil, errExist
+	}
+	n := d.newNode(isDir, mode)
+	dir.kids[name] = n
+	return n, nil
+}
+
+// Remove deletes name from dir: a file (isDir false) or an empty
+// directory (isDir true).
+func (d *Disk) Remove(dir *Node, name string, isDir bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off {
+		return errOff
+	}
+	k, ok := dir.kids[name]
+	switch {
+	case !ok:
+		return errNotExist
+	case isDir && !k.dir:
+		return errNotDir
+	case !isDir && k.dir:
+		return errIsDir
+	case isDir && len(k.kids) > 0:
+		return errNotEmpty
+	}
+	delete(dir.kids, name)
+	return nil
+}
+
+// Rename moves name in dir to newName in newDir, replacing a file there
+// (or an empty directory, if the moved node is a directory) unless
+// noReplace is set.
+func (d *Disk) Rename(dir *Node, name string, newDir *Node, newName string, noReplace bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.off {
+		return errOff
+	}
+	k, ok := dir.kids[name]
+	if !ok {
+		return errNotExist
+	}
+	if old, ok := newDir.kids[newName]; ok {
+		switch {
+		case old == k:
+			return nil
+		case noReplace:
+			return errExist
+		case k.dir && !old.dir:
+			return errNotDir
+		case !k.dir && old.dir:
+			return errIsDir
+		case old.dir && len(old.kids) > 0:
+			return errNotEmpty
+		}
+	}
+	if k.dir && d.contains(k, newDir) {
+		return errInval
+	}
+	delete(dir.kids, name)
+	newDir.kids[newName] = k
+	return nil
+}
+
+// contains reports whether n is dir or below it.
+func (d *Disk) contains(dir, n *Node) bool {
+	if dir == n {
+		return true
+	}
+	for _, k := range dir.kids {
+		if k.dir && d.contains(k, n) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,48 @@
+// Package powercut is a file system for power-loss tests (tests only; the
+// daemon never imports it). A Disk keeps every file and directory in two
+// versions: what programs see now, and what a disk would still hold after
+// the power went off. Mount (Linux, FUSE) serves a Disk at a folder, so the
+// real receiptd binary can run on it; PowerOff drops everything not made
+// durable, and a new Mount serves what is left.
+//
+// # What it models
+//
+// The strict POSIX reading of fsync, as on a disk with a volatile write
+// cache and a file system that promises nothing more:
+//
+//   - File data and size: a write(2)/pwrite(2) or a truncation changes what
+//     every reader sees at once (read(2) and mmap(2) through the page cache
+//     alike), but only fsync(2) or fdatasync(2) of that file makes it
+//     durable. Both count the same: the size is metadata the data needs, so
+//     fdatasync persists it too. PowerOff reverts each file's data and size
+//     to its last fsync, entirely; there are no torn pages (each write
+//     either survives whole through a later fsync or is dropped with it).
+//   - Directory entries: creating, removing or renaming a name changes the
+//     directory at once, but only fsync of that directory makes the change
+//     durable. A new file whose data was fsynced but whose directory was not
+//     is gone after PowerOff; a file fsynced before its name was removed
+//     and the directory not fsynced is back. A rename across directories
+//     needs both fsynced.
+//   - Not modelled: timestamps (every node shows the mount time), ownership
+//     and permission bits (kept as set, never dropped), hard links and
+//     symbolic links (refused), extended attributes, sync(2)/syncfs(2)
+//     (they make nothing durable here, so a program relying on them fails
+//     this model), and the ordering a real file system may add (ext4's
+//     data=ordered commits a new file's name with its data on many kernels;
+//     this model does not, so it catches a missing directory fsync that
+//     ext4 would often hide).
+//
+// After PowerOff every operation on the old mount fails with EIO until it
+// is unmounted; the kernel's page cache of the old mount goes with it, so
+// a program started on the next Mount reads only what survived.
+//
+// # The durable image
+//
+// The durable version lives in the test process's memory, not in a
+// backing folder: a file's durable data belongs to its inode, not to a
+// name (a fsynced file whose name is not yet durable has durable data and
+// no durable path), which an ordinary folder cannot hold. Pages are 4 KiB
+// and sparse, so a bbolt file grown to tens of MiB costs only the pages
+// written. WriteDurable copies the durable tree to a real folder for
+// inspection.
+package powercut
