@@ -25,7 +25,7 @@ func TestDiskKeepsOnlySyncedData(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, d.Sync(f))
 
-	_, err = d.WriteAt(f, []byte("BB"), PageSize-1)     // across the page boundary
+	_, err = d.WriteAt(f, []byte("BB"), PageSize-1) // across the page boundary
 	require.NoError(t, err)
 	_, err = d.WriteAt(f, []byte("tail"), 3*PageSize) // grows, leaving a hole
 	require.NoError(t, err)
