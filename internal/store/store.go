@@ -48,7 +48,9 @@
 // this size at open (etcd-io/bbolt#378), so it is kept modest.
 //
 // NoGrowSync: false, so a grown file size is fsynced before data is written
-// into it (boltdb/bolt#284). NoSync is never set.
+// into it (boltdb/bolt#284). NoSync is never set in a real build: only the
+// build tag receiptd_nosync_unsafe sets it (UnsafeNoSync), for the power-cut
+// test's negative control.
 //
 // # After a failed commit
 //
@@ -213,6 +215,7 @@ func boltOptions(opts Options) *bbolt.Options {
 		FreelistType:   bbolt.FreelistArrayType,
 		NoFreelistSync: false,
 		NoGrowSync:     false,
+		NoSync:         UnsafeNoSync, // false unless built with receiptd_nosync_unsafe
 	}
 	switch {
 	case opts.LockTimeout == 0:

@@ -1,0 +1,246 @@
+package powercut_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/harness"
+	"github.com/receiptd/receiptd/internal/sim"
+)
+
+// Load of a round.
+const (
+	tills      = 4                       // POS goroutines posting receipts
+	maxReplays = 40                      // replays checked per round
+	minLoad    = 50 * time.Millisecond   // shortest time to the cut
+	maxLoad    = 1500 * time.Millisecond // longest
+)
+
+// ack is a receipt the daemon answered 2xx.
+type ack struct {
+	queueID, key string
+	body         []byte
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// round starts the daemon on what the last cut left, checks it, puts it
+// under load with the upstream down (entries only queue) or up (entries
+// are sent, so pages are freed and reused), and cuts the power at a
+// random moment.
+func (b *bench) round(r int) {
+	p := b.check(r, true)
+	if p == nil {
+		return
+	}
+	up := r%2 == 1
+	require.NoError(b.t, b.sim.SetFaults(sim.Faults{Down: !up}))
+	d := minLoad + time.Duration(b.rng.Int64N(int64(maxLoad-minLoad)))
+	n := b.load(r, p, d)
+	b.tot.rounds++
+	b.t.Logf("round %d: upstream up=%v, cut after %s, %d receipts acknowledged", r, up, d.Round(time.Millisecond), n)
+}
+
+// startupCut starts the daemon on a fresh disk and cuts the power during
+// its start (creating the database, migrating): nothing was acknowledged,
+// but the next start must still find a usable data directory.
+func (b *bench) startupCut() {
+	p, err := harness.Start(b.ctx, b.bin, b.cfg, b.config())
+	require.NoError(b.t, err)
+	time.Sleep(time.Duration(b.rng.Int64N(int64(200 * time.Millisecond))))
+	b.cutPower(p)
+}
+
+// check verifies the disk after a cut: bbolt's check on the file, a start
+// of the daemon, every acknowledged receipt listed and the last round's
+// replayed by key. It returns the running daemon if keep, else stops it.
+// A disk that fails is counted and given up (the next round starts fresh).
+func (b *bench) check(r int, keep bool) *harness.Process {
+	if missing, err := b.checkFile(); err != nil {
+		if missing {
+			b.tot.lost += len(b.acks)
+		} else {
+			b.tot.corrupt++
+		}
+		b.t.Logf("round %d: database after the cut: %v (%d receipts were acknowledged)", r, err, len(b.acks))
+		b.abandon()
+		return nil
+	}
+	p, err := harness.Start(b.ctx, b.bin, b.cfg, b.config())
+	require.NoError(b.t, err)
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	if err := p.WaitReady(ctx); err != nil {
+		_ = p.Kill()
+		b.tot.corrupt++
+		b.t.Logf("round %d: receiptd does not start after the cut: %v", r, err)
+		b.abandon()
+		return nil
+	}
+	b.verify(r, p)
+	if keep {
+		return p
+	}
+	require.NoError(b.t, p.Kill())
+	return nil
+}
+
+// abandon gives up the current disk.
+func (b *bench) abandon() {
+	if b.m != nil {
+		require.NoError(b.t, b.m.Unmount())
+		b.m = nil
+	}
+	b.disk = nil
+}
+
+// verify counts acknowledged receipts that the daemon no longer has.
+func (b *bench) verify(r int, p *harness.Process) {
+	listed, err := listQueueIDs(b.ctx, p.URL())
+	require.NoError(b.t, err)
+	for i, a := range b.acks {
+		if !listed[a.queueID] {
+			b.tot.lost++
+			b.t.Logf("round %d: LOST %s (key %s)", r, a.queueID, a.key)
+			continue
+		}
+		b.tot.verified++
+		if i < b.last || i >= b.last+maxReplays {
+			continue
+		}
+		got, err := post(b.ctx, p.URL(), a.key, a.body)
+		switch {
+		case err != nil:
+			b.t.Errorf("round %d: replay of %s: %v", r, a.queueID, err)
+		case got.queueID != a.queueID || !got.replayed:
+			b.tot.lost++
+			b.t.Logf("round %d: LOST idempotency of %s: replay answered %s replayed=%v", r, a.queueID, got.queueID, got.replayed)
+		default:
+			b.tot.replayed++
+		}
+	}
+	b.last = len(b.acks)
+}
+
+// load posts receipts from several tills for d, then cuts the power, and
+// returns how many receipts were acknowledged.
+func (b *bench) load(r int, p *harness.Process, d time.Duration) int {
+	ctx, stop := context.WithCancel(b.ctx)
+	var mu sync.Mutex
+	var got []ack
+	var wg sync.WaitGroup
+	for i := range tills {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ctx.Err() == nil; n++ {
+				key := fmt.Sprintf("%s-r%d-t%d-%d", b.tag, r, i, n)
+				body := sim.SampleReceipt(fmt.Sprintf("POS%d", i), key)
+				a, err := post(ctx, p.URL(), key, body)
+				if err != nil {
+					return // the daemon is gone, or the test is ending
+				}
+				mu.Lock()
+				got = append(got, ack{queueID: a.queueID, key: key, body: body})
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(d)
+	b.cutPower(p)
+	stop()
+	wg.Wait()
+	b.acks = append(b.acks, got...)
+	b.tot.acknowledged += len(got)
+	return len(got)
+}
+
+// answer is what a 2xx to a create says.
+type answer struct {
+	queueID  string
+	replayed bool
+}
+
+// post creates a receipt; any answer but a 2xx with a queueId is an error.
+func post(ctx context.Context, base, key string, body []byte) (answer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/rest/receipt", bytes.NewReader(body))
+	if err != nil {
+		return answer{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Prefer", "wait=0")
+	resp, err := client.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+	qid := resp.Header.Get("X-Queue-Id")
+	if resp.StatusCode/100 != 2 || qid == "" {
+		return answer{}, fmt.Errorf("status %d, queueId %q: %s", resp.StatusCode, qid, msg)
+	}
+	return answer{queueID: qid, replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, nil
+}
+
+// listQueueIDs reads every entry's queueId, page by page.
+func listQueueIDs(ctx context.Context, base string) (map[string]bool, error) {
+	all := map[string]bool{}
+	for after := ""; ; {
+		var page struct {
+			Entries []struct {
+				QueueID string `json:"queueId"`
+			} `json:"entries"`
+			Next string `json:"next"`
+		}
+		if err := getJSON(ctx, base+"/receiptd/entries?limit=1000&after="+url.QueryEscape(after), &page); err != nil {
+			return nil, err
+		}
+		for _, e := range page.Entries {
+			all[e.QueueID] = true
+		}
+		if page.Next == "" {
+			return all, nil
+		}
+		after = page.Next
+	}
+}
+
+func getJSON(ctx context.Context, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("get %s: status %d", u, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("get %s: decode: %w", u, err)
+	}
+	return nil
+}
+
+// logTail is the end of the daemon's log, for a failing round.
+func (b *bench) logTail() string {
+	data, err := os.ReadFile(filepath.Join(b.cfg, "receiptd.log"))
+	if err != nil {
+		return err.Error()
+	}
+	return string(data[max(0, len(data)-3000):])
+}
