@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"testing"
 
@@ -71,8 +72,13 @@ func syncDir(t *testing.T, dir string) {
 // TestMmapSeesUnsyncedWritesAndTheCutDropsThem is bbolt's pattern: pwrite
 // through the descriptor, read through a read-only shared mapping, and
 // fdatasync to commit.
+//
+// The garbage collector is off meanwhile: a page fault on the mapping is
+// served by this same process's FUSE server, and a stop-the-world could
+// wait for the faulting thread while stopping the server's.
 func TestMmapSeesUnsyncedWritesAndTheCutDropsThem(t *testing.T) {
 	r := newRig(t)
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	f, err := os.OpenFile(r.path("db"), os.O_RDWR|os.O_CREATE, 0o600)
 	require.NoError(t, err)
 	syncDir(t, r.m.Dir)

@@ -40,16 +40,19 @@ var client = &http.Client{Timeout: 10 * time.Second}
 // are sent, so pages are freed and reused), and cuts the power at a
 // random moment.
 func (b *bench) round(r int) {
+	start := time.Now()
 	p := b.check(r, true)
 	if p == nil {
 		return
 	}
+	checked := time.Since(start)
 	up := r%2 == 1
 	require.NoError(b.t, b.sim.SetFaults(sim.Faults{Down: !up}))
 	d := minLoad + time.Duration(b.rng.Int64N(int64(maxLoad-minLoad)))
 	n := b.load(r, p, d)
 	b.tot.rounds++
-	b.t.Logf("round %d: upstream up=%v, cut after %s, %d receipts acknowledged", r, up, d.Round(time.Millisecond), n)
+	b.t.Logf("round %d: upstream up=%v, cut after %s, %d receipts acknowledged (check and start %s, round %s)",
+		r, up, d.Round(time.Millisecond), n, checked.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 }
 
 // startupCut starts the daemon on a fresh disk and cuts the power during
@@ -68,12 +71,10 @@ func (b *bench) startupCut() {
 // A disk that fails is counted and given up (the next round starts fresh).
 func (b *bench) check(r int, keep bool) *harness.Process {
 	if missing, err := b.checkFile(); err != nil {
-		if missing {
-			b.tot.lost += len(b.acks)
-		} else {
+		if !missing {
 			b.tot.corrupt++
 		}
-		b.t.Logf("round %d: database after the cut: %v (%d receipts were acknowledged)", r, err, len(b.acks))
+		b.t.Logf("round %d: database after the cut: %v", r, err)
 		b.abandon()
 		return nil
 	}
@@ -83,7 +84,7 @@ func (b *bench) check(r int, keep bool) *harness.Process {
 	defer cancel()
 	if err := p.WaitReady(ctx); err != nil {
 		_ = p.Kill()
-		b.tot.corrupt++
+		b.tot.refused++
 		b.t.Logf("round %d: receiptd does not start after the cut: %v", r, err)
 		b.abandon()
 		return nil
@@ -96,8 +97,13 @@ func (b *bench) check(r int, keep bool) *harness.Process {
 	return nil
 }
 
-// abandon gives up the current disk.
+// abandon gives up the current disk: the receipts acknowledged on it are
+// lost, since the daemon cannot have them.
 func (b *bench) abandon() {
+	if len(b.acks) > 0 {
+		b.t.Logf("LOST %d acknowledged receipts with the data directory", len(b.acks))
+		b.tot.lost += len(b.acks)
+	}
 	if b.m != nil {
 		require.NoError(b.t, b.m.Unmount())
 		b.m = nil
