@@ -45,6 +45,10 @@ func (d *Disk) WriteAt(n *Node, data []byte, off int64) (int, error) {
 		return 0, errInval
 	}
 	d.stats.Writes++
+	if d.armAt != 0 && d.stats.Writes >= d.armAt {
+		d.powerOffLocked()
+		return 0, errOff
+	}
 	end := off + int64(len(data))
 	for pos := off; pos < end; {
 		i, in := pos/PageSize, pos%PageSize

@@ -32,6 +32,9 @@ type Disk struct {
 	nextIno uint64
 	off     bool
 	stats   Stats
+	lastCut Stats         // what the cut that turned the power off dropped
+	armAt   uint64        // Writes count at which the power fails; 0: not armed
+	armed   chan struct{} // closed when the armed cut happens
 }
 
 // Stats counts what programs did to a Disk and what power cuts dropped.
@@ -134,23 +137,44 @@ func (d *Disk) SetMode(n *Node, mode uint32) error {
 
 // PowerOff is the power cut: every file's data and size and every
 // directory's entries go back to their last fsync, and every later
-// operation fails with EIO until PowerOn. It returns what was dropped by
-// this cut.
+// operation fails with EIO until PowerOn. It returns what the cut dropped
+// (if the power is already off, what the cut that turned it off dropped).
 func (d *Disk) PowerOff() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !d.off {
+		d.powerOffLocked()
+	}
+	return d.lastCut
+}
+
+// PowerOffAtWrite arms a power cut that happens during the n-th write from
+// now (n ≥ 1): that write fails with EIO and is lost with everything else
+// unsynced. The channel is closed once the cut has happened. It lands the
+// cut inside a commit, between its writes and its fsync, which a cut at a
+// random time mostly misses.
+func (d *Disk) PowerOffAtWrite(n uint64) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.armAt, d.armed = d.stats.Writes+max(n, 1), make(chan struct{})
+	return d.armed
+}
+
+func (d *Disk) powerOffLocked() {
 	before := d.stats
 	d.off = true
 	d.stats.Cuts++
-	seen := map[*Node]bool{}
-	d.revert(d.root, seen)
-	lost := d.stats
-	lost.Writes, lost.FileSyncs, lost.DirSyncs = 0, 0, 0
-	lost.Cuts -= before.Cuts
-	lost.LostPages -= before.LostPages
-	lost.LostSizes -= before.LostSizes
-	lost.LostDirOps -= before.LostDirOps
-	return lost
+	d.revert(d.root, map[*Node]bool{})
+	d.lastCut = Stats{
+		Cuts:       1,
+		LostPages:  d.stats.LostPages - before.LostPages,
+		LostSizes:  d.stats.LostSizes - before.LostSizes,
+		LostDirOps: d.stats.LostDirOps - before.LostDirOps,
+	}
+	if d.armed != nil {
+		close(d.armed)
+		d.armed, d.armAt = nil, 0
+	}
 }
 
 // revert restores n (and, for a directory, everything durably reachable
@@ -181,7 +205,7 @@ func (d *Disk) revert(n *Node, seen map[*Node]bool) {
 func (d *Disk) PowerOn() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.off = false
+	d.off, d.lastCut = false, Stats{}
 }
 
 // Sync makes n durable: a file's data and size, or a directory's entries

@@ -127,3 +127,24 @@ func TestDiskRenameRules(t *testing.T) {
 	require.NoError(t, d.Rename(d.Root(), "f", d.Root(), "g", false))
 	require.ErrorIs(t, d.Remove(d.Root(), "a", true), errNotEmpty)
 }
+
+func TestDiskPowerOffAtWrite(t *testing.T) {
+	d := NewDisk()
+	f, err := d.Create(d.Root(), "f", false, 0o600)
+	require.NoError(t, err)
+	require.NoError(t, d.Sync(d.Root()))
+	_, err = d.WriteAt(f, []byte("synced"), 0)
+	require.NoError(t, err)
+	require.NoError(t, d.Sync(f))
+
+	cut := d.PowerOffAtWrite(2)
+	_, err = d.WriteAt(f, []byte("SY"), 0)
+	require.NoError(t, err, "the first write goes through")
+	_, err = d.WriteAt(f, []byte("x"), 100)
+	require.ErrorIs(t, err, errOff, "the power fails during the second")
+	<-cut
+	require.Equal(t, Stats{Cuts: 1, LostPages: 1}, d.PowerOff(), "a second PowerOff reports the cut that happened")
+	require.Equal(t, uint64(1), d.Stats().Cuts)
+	d.PowerOn()
+	require.Equal(t, []byte("synced"), read(t, d, f))
+}

@@ -25,6 +25,7 @@ const (
 	maxReplays = 40                      // replays checked per round
 	minLoad    = 50 * time.Millisecond   // shortest time to the cut
 	maxLoad    = 1500 * time.Millisecond // longest
+	armWrites  = 3000                    // a cut during a write comes within this many
 )
 
 // ack is a receipt the daemon answered 2xx.
@@ -48,11 +49,24 @@ func (b *bench) round(r int) {
 	checked := time.Since(start)
 	up := r%2 == 1
 	require.NoError(b.t, b.sim.SetFaults(sim.Faults{Down: !up}))
-	d := minLoad + time.Duration(b.rng.Int64N(int64(maxLoad-minLoad)))
-	n := b.load(r, p, d)
+	writes := b.disk.Stats().Writes
+	n, when := b.load(r, p)
 	b.tot.rounds++
-	b.t.Logf("round %d: upstream up=%v, cut after %s, %d receipts acknowledged (check and start %s, round %s)",
-		r, up, d.Round(time.Millisecond), n, checked.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	b.t.Logf("round %d: upstream up=%v, cut %s (%d writes), %d receipts acknowledged (check and start %s, round %s)",
+		r, up, when, b.disk.Stats().Writes-writes, n, checked.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// cutMoment picks when this round's power cut comes: half the rounds at a
+// random time, half during a random write (inside a commit, between its
+// writes and its fsync, which a random time mostly misses). An armed cut
+// that no write reaches comes at maxLoad.
+func (b *bench) cutMoment() (wait <-chan struct{}, d time.Duration, when string) {
+	if b.rng.IntN(2) == 0 {
+		d = minLoad + time.Duration(b.rng.Int64N(int64(maxLoad-minLoad)))
+		return nil, d, "after " + d.Round(time.Millisecond).String()
+	}
+	n := 1 + b.rng.Uint64N(armWrites)
+	return b.disk.PowerOffAtWrite(n), maxLoad, fmt.Sprintf("during write %d", n)
 }
 
 // startupCut starts the daemon on a fresh disk and cuts the power during
@@ -139,9 +153,11 @@ func (b *bench) verify(r int, p *harness.Process) {
 	b.last = len(b.acks)
 }
 
-// load posts receipts from several tills for d, then cuts the power, and
-// returns how many receipts were acknowledged.
-func (b *bench) load(r int, p *harness.Process, d time.Duration) int {
+// load posts receipts from several tills until the cut (see cutMoment),
+// cuts the power, and returns how many receipts were acknowledged and when
+// the cut came.
+func (b *bench) load(r int, p *harness.Process) (int, string) {
+	armed, d, when := b.cutMoment()
 	ctx, stop := context.WithCancel(b.ctx)
 	var mu sync.Mutex
 	var got []ack
@@ -163,13 +179,16 @@ func (b *bench) load(r int, p *harness.Process, d time.Duration) int {
 			}
 		}()
 	}
-	time.Sleep(d)
+	select {
+	case <-armed:
+	case <-time.After(d):
+	}
 	b.cutPower(p)
 	stop()
 	wg.Wait()
 	b.acks = append(b.acks, got...)
 	b.tot.acknowledged += len(got)
-	return len(got)
+	return len(got), when
 }
 
 // answer is what a 2xx to a create says.
