@@ -43,6 +43,23 @@
 // name (a fsynced file whose name is not yet durable has durable data and
 // no durable path), which an ordinary folder cannot hold. Pages are 4 KiB
 // and sparse, so a bbolt file grown to tens of MiB costs only the pages
-// written. WriteDurable copies the durable tree to a real folder for
-// inspection.
+// written. A cut therefore also loses the durable image if the test
+// process dies; nothing outlives a test.
+//
+// # The rounds test
+//
+// TestPowerCut runs the real receiptd binary (package harness) with its
+// data directory on a mounted Disk, four POS goroutines posting receipts,
+// and the simulator as upstream, down in even rounds (receipts only queue)
+// and up in odd ones (receipts are sent, so pages are freed and reused).
+// Each round cuts the power at a random time or during a random write
+// (PowerOffAtWrite, which lands inside a commit), SIGKILLs the daemon,
+// unmounts, mounts what survived, runs bbolt's check in a child process
+// and restarts the daemon, which must list every receipt it answered 2xx
+// and replay the last round's by Idempotency-Key. Every fifth round starts
+// on a fresh data directory, sometimes cut during the daemon's first start.
+// A second set of rounds runs a binary built with the tag
+// receiptd_nosync_unsafe (bbolt NoSync) and must lose receipts: the
+// negative control. RECEIPTD_POWERCUT_ROUNDS, _CONTROL_ROUNDS, _BIN,
+// _CONTROL_BIN and _SEED tune it (rounds_test.go).
 package powercut
