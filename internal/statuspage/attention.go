@@ -150,7 +150,9 @@ func entriesItem(state string, n int, failures []failureRow) attentionItem {
 	switch state {
 	case "held":
 		it.Title = count(n, "receipt held", "receipts held") + ": the answer was lost"
-		it.Why = "receiptd sent them, but the tax service's answer never came: the tax service may already have issued them. Sending again without checking could register the same sale twice."
+		it.Why = pick(n, "receiptd sent it, but the tax service's answer never came: the tax service may already have issued it.",
+			"receiptd sent them, but the tax service's answer never came: the tax service may already have issued them.") +
+			" Sending again without checking could register the same sale twice."
 		it.Steps = []step{
 			{Text: "Look each one up at the tax service (its portal, or PosAPI's receipt list) by bill number and date."},
 			{Text: "Not there: send it again, deliberately:", Command: "receiptd retry -force " + example},
@@ -158,20 +160,20 @@ func entriesItem(state string, n int, failures []failureRow) attentionItem {
 		}
 	case "rejected":
 		it.Title = count(n, "receipt refused", "receipts refused") + " by the tax service"
-		it.Why = "They are not registered. The tax service's message says what to correct."
+		it.Why = pick(n, "It is", "They are") + " not registered. The tax service's message says what to correct."
 		it.Steps = []step{
 			{Text: "Correct the sale in the POS and send it again with the same bill number: receiptd replaces the refused receipt with the corrected one."},
 			{Text: "If the cause was on the tax service's side and is fixed now (say, the merchant is registered), send it unchanged:", Command: "receiptd retry " + example},
 		}
 	case "payment":
 		it.Title = count(n, "receipt", "receipts") + " with the payment not settled (PAYMENT)"
-		it.Why = "The tax service recorded them, but says the payment is not settled."
+		it.Why = "The tax service recorded " + pick(n, "it", "them") + ", but says the payment is not settled."
 		it.Steps = []step{
 			{Text: "Once the payment is settled, send it again (the tax service then issues a new receipt id):", Command: "receiptd retry " + example},
 		}
 	default:
 		it.Title = count(n, "deletion refused", "deletions refused") + " by the tax service"
-		it.Why = "The receipts they were meant to delete stay registered."
+		it.Why = pick(n, "The receipt it was meant to delete stays registered.", "The receipts they were meant to delete stay registered.")
 		it.Steps = []step{{Text: "Read the tax service's message below, correct the cause, and delete the receipt again from the POS."}}
 	}
 	return it
@@ -182,6 +184,14 @@ func orUnknown(path string) string {
 		return "its path"
 	}
 	return path
+}
+
+// pick is one when n is 1, many otherwise.
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func count(n int, one, many string) string {

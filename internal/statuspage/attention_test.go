@@ -87,7 +87,7 @@ var attentionCases = []struct {
 	},
 	want: []string{
 		"⚠ 1 receipt held: the answer was lost",
-		"may already have issued them",
+		"may already have issued it",
 		"Look each one up at the tax service",
 		"Not there: send it again, deliberately: receiptd retry -force Q000000000012",
 		"There: do not send it again",
