@@ -91,6 +91,7 @@ func TestExitCodes(t *testing.T) {
 			exitUsage, nil, []string{`-format "xml"`}},
 		{"demo non-loopback", []string{"demo", "-listen", "0.0.0.0:7080"}, exitUsage, nil, []string{"loopback"}},
 		{"sim bad rate", []string{"sim", "-error-rate", "2"}, exitUsage, nil, []string{"rates"}},
+		{"sim negative reject", []string{"sim", "-reject", "-1"}, exitUsage, nil, []string{"rejectNext must not be negative"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,4 +203,15 @@ func TestPortTextsAgree(t *testing.T) {
 	example, err := os.ReadFile("../../config.example.toml")
 	require.NoError(t, err)
 	require.Contains(t, string(example), "listens on 7080 by default, which receiptd now takes: move PosAPI to 7081")
+}
+
+// TestSimHelpDocumentsRejection: `receiptd sim -h` says how to make the
+// simulator refuse receipts, at start and later through its control API.
+func TestSimHelpDocumentsRejection(t *testing.T) {
+	code, _, stderr := runCLI(t, "sim", "-h")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stderr, "[-reject N [-reject-message M]]")
+	require.Contains(t, stderr, "refuse the next N receipts as the tax service refuses an invalid one (HTTP 400, status ERROR); "+
+		`later: PUT /sim/faults {"rejectNext":N}`)
+	require.Contains(t, stderr, `the message of those refusals (default "simulated rejection")`)
 }
