@@ -3,6 +3,8 @@ package statuspage
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 )
 
@@ -25,10 +27,31 @@ type attentionItem struct {
 // step is one next step: words, and the exact command when there is one.
 type step struct{ Text, Command string }
 
-// logStep says where receiptd's log is, on either system.
-var logStep = step{
-	Text:    "receiptd's log says what each attempt got (on Windows: Event Viewer, Application log, and C:\\ProgramData\\receiptd\\logs\\receiptd.log):",
-	Command: "journalctl -u receiptd -n 50",
+// hostOS decides the commands the page gives (a variable so tests can
+// render the other system's).
+var hostOS = runtime.GOOS
+
+// logStep says where receiptd's log is and how to read its end.
+func logStep() step {
+	if hostOS == "windows" {
+		return step{
+			Text:    "receiptd's log says what each attempt got (service start and stop are in Event Viewer, Application log):",
+			Command: `Get-Content C:\ProgramData\receiptd\logs\receiptd.log -Tail 50`,
+		}
+	}
+	return step{Text: "receiptd's log says what each attempt got:", Command: "journalctl -u receiptd -n 50"}
+}
+
+// freeSpaceCommand shows the free space of the disk holding dir.
+func freeSpaceCommand(dir string) string {
+	if hostOS == "windows" {
+		drive := strings.TrimSuffix(filepath.VolumeName(dir), ":")
+		if drive == "" {
+			drive = "C"
+		}
+		return "Get-PSDrive " + drive
+	}
+	return "df -h " + dir
 }
 
 // attention lists what needs a person, the most urgent first: what stops
@@ -69,7 +92,7 @@ func databaseItem(d Data) attentionItem {
 		Steps: []step{
 			{Text: "If the database file was moved or replaced, put the right file back at " + orUnknown(d.DatabasePath) + "."},
 			{Text: "Restart receiptd; it reopens the database and checks it:", Command: "receiptd restart"},
-			{Text: "If it fails again, check the disk's health and the system log, then receiptd's log:", Command: logStep.Command},
+			{Text: "If it fails again, check the disk's health and the system log, then receiptd's log:", Command: logStep().Command},
 		},
 	}
 }
@@ -86,7 +109,7 @@ func diskFullItem(d Data) attentionItem {
 		Problem: plain(d.DiskFull),
 		Raw:     d.DiskFull, RawAt: ago(d.DiskFullSince, d.Now),
 		Steps: []step{
-			{Text: "Free space on the disk that holds " + dir + ":", Command: "df -h " + dir},
+			{Text: "Free space on the disk that holds " + dir + ":", Command: freeSpaceCommand(dir)},
 			{Text: "Nothing else is needed: the next receipt is stored as soon as there is room."},
 		},
 	}
@@ -105,7 +128,7 @@ func upstreamItem(d Data) attentionItem {
 		Steps: []step{
 			{Text: "Check this computer's network connection."},
 			{Text: "Check that PosAPI is running and answers at the address in upstream.base_url of receiptd's configuration."},
-			logStep,
+			logStep(),
 		},
 	}
 }
@@ -126,7 +149,7 @@ func ageingItem(d Data, waiting int) attentionItem {
 		// Held, refused and payment entries count as unsent too.
 		it.Steps = []step{{Text: "Nothing is waiting to be sent: the oldest unsent receipts are the ones waiting for a person, listed on this page. Settle them and this clears."}}
 	default:
-		it.Steps = []step{{Text: "The tax service answers, so something holds the oldest receipts back; list them and read their last attempt:", Command: "receiptd entries -state queued -limit 5"}, logStep}
+		it.Steps = []step{{Text: "The tax service answers, so something holds the oldest receipts back; list them and read their last attempt:", Command: "receiptd entries -state queued -limit 5"}, logStep()}
 	}
 	return it
 }

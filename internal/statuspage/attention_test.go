@@ -128,7 +128,16 @@ var attentionCases = []struct {
 	},
 }}
 
+// onOS renders the page's commands as on goos for the rest of the test.
+func onOS(t *testing.T, goos string) {
+	t.Helper()
+	was := hostOS
+	hostOS = goos
+	t.Cleanup(func() { hostOS = was })
+}
+
 func TestAttentionPerState(t *testing.T) {
+	onOS(t, "linux")
 	for _, c := range attentionCases {
 		t.Run(c.name, func(t *testing.T) {
 			got := attentionText(t, c.data())
@@ -172,6 +181,7 @@ func TestStaleErrorIsDatedAndPast(t *testing.T) {
 func TestPlain(t *testing.T) {
 	cases := []struct{ raw, want string }{
 		{"dial tcp 10.0.0.5:7081: connect: connection refused", "connection refused"},
+		{"dial tcp 127.0.0.1:7081: connectex: No connection could be made because the target machine actively refused it.", "connection refused"},
 		{"dial tcp: lookup posapi.local on 127.0.0.53:53: no such host", "(DNS)"},
 		{"dial tcp 10.0.0.5:7081: connect: network is unreachable", "no network route"},
 		{"tls: failed to verify certificate: x509: certificate has expired", "TLS certificate"},
@@ -193,4 +203,18 @@ func TestPlain(t *testing.T) {
 		}
 		require.Contains(t, got, c.want, c.raw)
 	}
+}
+
+// TestWindowsCommands: on Windows the page names Windows' commands and log.
+func TestWindowsCommands(t *testing.T) {
+	onOS(t, "windows")
+	d := emptyData()
+	d.UpstreamUp, d.LastError = false, "dial tcp 127.0.0.1:7081: connectex: No connection could be made because the target machine actively refused it."
+	d.DiskFull, d.DatabasePath = "update x: disk full: the database cannot grow", `D:\receiptd\data\receiptd.db`
+	got := attentionText(t, d)
+	require.Contains(t, got, `Get-Content C:\ProgramData\receiptd\logs\receiptd.log -Tail 50`)
+	require.Contains(t, got, "Get-PSDrive ")
+	require.NotContains(t, got, "journalctl")
+	require.NotContains(t, got, "df -h")
+	require.Contains(t, got, "Nothing answered at the tax service's address (connection refused)", "Windows' words for it too")
 }

@@ -13,7 +13,7 @@ var plainErrors = []struct {
 	{regexp.MustCompile(`(?i)disk full`), "The disk is full: the database cannot grow."},
 	{regexp.MustCompile(`(?i)moved, deleted or replaced`), "The database file was moved, deleted or replaced while receiptd had it open."},
 	{regexp.MustCompile(`(?i)write failed earlier`), "A write to the database failed (an I/O error or a failed flush to disk)."},
-	{regexp.MustCompile(`(?i)connection refused`), "Nothing answered at the tax service's address (connection refused): PosAPI is not running there, or upstream.base_url names the wrong host or port."},
+	{regexp.MustCompile(`(?i)connection refused|actively refused`), "Nothing answered at the tax service's address (connection refused): PosAPI is not running there, or upstream.base_url names the wrong host or port."},
 	{regexp.MustCompile(`(?i)no such host|server misbehaving`), "The tax service's host name could not be looked up (DNS): check the network and the host name in upstream.base_url."},
 	{regexp.MustCompile(`(?i)network is unreachable|no route to host`), "This computer has no network route to the tax service: check its network connection."},
 	{regexp.MustCompile(`(?i)x509|certificate|tls:`), "The secure connection to the tax service failed (TLS certificate): check upstream.base_url and this computer's clock."},
