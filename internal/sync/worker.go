@@ -139,6 +139,8 @@ type Worker struct {
 	slots chan struct{} // one token per send in flight
 	wake  chan struct{} // a slot came free or an outcome was recorded
 
+	claimErr claimErrLog // drainLoop's goroutine only
+
 	mu      sync.Mutex
 	link    linkState
 	alert   alertState
@@ -293,7 +295,7 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, sends *sync.WaitGroup) b
 	entries, err := w.q.Claim(ctx, free, w.now())
 	if err != nil {
 		if ctx.Err() == nil {
-			w.log.Error("claim entries", zap.Error(err))
+			w.claimErr.log(w.log, "claim entries", err, w.now())
 		}
 		sleep(ctx, w.cfg.PollInterval)
 		return false
@@ -322,7 +324,7 @@ func (w *Worker) probe(ctx, sendCtx context.Context) {
 	if err != nil || len(entries) == 0 {
 		<-w.slots
 		if err != nil && ctx.Err() == nil {
-			w.log.Error("claim entry for probe", zap.Error(err))
+			w.claimErr.log(w.log, "claim entry for probe", err, w.now())
 		}
 		w.ping(sendCtx)
 		return
@@ -385,4 +387,21 @@ func (w *Worker) signal() {
 	case w.wake <- struct{}{}:
 	default:
 	}
+}
+
+// claimErrLog keeps a claim that fails the same way on every poll (a
+// database that refuses writes until restart) to one log line a minute.
+type claimErrLog struct {
+	last   string
+	at     time.Time
+	missed int
+}
+
+func (c *claimErrLog) log(log *zap.Logger, msg string, err error, now time.Time) {
+	if err.Error() == c.last && now.Sub(c.at) < time.Minute {
+		c.missed++
+		return
+	}
+	log.Error(msg, zap.Error(err), zap.Int("sameErrorsSinceLastLine", c.missed))
+	c.last, c.at, c.missed = err.Error(), now, 0
 }
