@@ -48,6 +48,7 @@ func TestCrashKill9LosesNoAcknowledgedReceipt(t *testing.T) {
 			acked[f[1]] = f[2]
 		}
 		verifyAfterCrash(t, path, acked)
+		t.Logf("round %d of %d: killed, reopened, %d acknowledged receipts present", round+1, rounds, len(acked))
 	}
 	t.Logf("%d rounds, %d acknowledged receipts, all present", rounds, len(acked))
 }

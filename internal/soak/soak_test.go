@@ -129,9 +129,10 @@ func runLoad(ctx context.Context, t *testing.T, p params, seed int64, s *sim.Sim
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run(loadCtx, ctx) }()
 	}
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); faultLoop(loadCtx, t, rand.New(rand.NewPCG(uint64(seed), 1)), s, tal) }()
 	go func() { defer wg.Done(); ctl.crashLoop(loadCtx, t, rand.New(rand.NewPCG(uint64(seed), 2)), p) }()
+	go func() { defer wg.Done(); progressLoop(loadCtx, t, p, tal, ctl) }()
 	wg.Wait()
 	tal.mu.Lock()
 	defer tal.mu.Unlock()
@@ -139,6 +140,29 @@ func runLoad(ctx context.Context, t *testing.T, p params, seed int64, s *sim.Sim
 		t.Errorf("client: %s", f)
 	}
 	return tal
+}
+
+// progressLoop says how the load phase is going every 10 s, so a run
+// under -v is never silent for long.
+func progressLoop(ctx context.Context, t *testing.T, p params, tal *tally, ctl *supervisor) {
+	start := time.Now()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		tal.mu.Lock()
+		accepted, phases := len(tal.receipts), tal.phases
+		tal.mu.Unlock()
+		ctl.mu.Lock()
+		restarts := ctl.restarts
+		ctl.mu.Unlock()
+		t.Logf("soak load %s of %s: %d receipts accepted, %d fault phases, %d kills and restarts",
+			time.Since(start).Round(time.Second), p.load, accepted, phases, restarts)
+	}
 }
 
 // phases are the simulator's moods the fault loop cycles through.
@@ -189,10 +213,12 @@ func (sv *supervisor) crashLoop(ctx context.Context, t *testing.T, rng *rand.Ran
 		if ctx.Err() != nil {
 			return
 		}
-		if err := sv.crash(ctx, time.Duration(rng.Int64N(int64(800*time.Millisecond)))); err != nil {
+		pause := time.Duration(rng.Int64N(int64(800 * time.Millisecond)))
+		if err := sv.crash(ctx, pause); err != nil {
 			t.Errorf("crash and restart: %v", err)
 			return
 		}
+		t.Logf("soak: SIGKILL, restarted after a %s pause", pause.Round(time.Millisecond))
 	}
 }
 
@@ -251,6 +277,7 @@ type status struct {
 // waitDrained polls the status until nothing is unsent.
 func waitDrained(ctx context.Context, t *testing.T, c *http.Client, url string, limit time.Duration) map[string]int {
 	deadline := time.Now().Add(limit)
+	lastLog := time.Now()
 	var st status
 	for {
 		st = status{}
@@ -261,6 +288,10 @@ func waitDrained(ctx context.Context, t *testing.T, c *http.Client, url string, 
 		}
 		if time.Now().After(deadline) {
 			require.FailNow(t, "queue not drained", "after %s with the upstream healthy: %v", limit, st.Counts)
+		}
+		if time.Since(lastLog) >= 5*time.Second {
+			t.Logf("soak drain: %d unsent (%v)", unsent, st.Counts)
+			lastLog = time.Now()
 		}
 		sleep(ctx, 200*time.Millisecond)
 	}
