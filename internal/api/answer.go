@@ -80,7 +80,7 @@ type posError struct {
 func (s *Server) replayAsError(w http.ResponseWriter, e queue.Entry) {
 	switch e.State {
 	case queue.StateHeld:
-		s.writeQueued(w, e, "its sending is uncertain and an operator must check it with the tax service")
+		s.answerFinished(w, e)
 		return
 	case queue.StateCancelled:
 		writeJSON(w, http.StatusConflict, posError{Status: "ERROR", Message: "receiptd: this sale (" + e.QueueID +

@@ -293,11 +293,14 @@ func (s *Server) answerFinished(w http.ResponseWriter, e queue.Entry) {
 		writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State, Outcome: e.Outcome,
 			Message: "already sent to the tax service; its lottery number and QR data are no longer held and cannot be given again"})
 	case queue.StateHeld:
+		if s.o.QueuedAnswer == QueuedAnswerError {
+			s.writeQueued(w, e, "it is held: its sending is uncertain and an operator must check it with the tax service")
+			return
+		}
 		writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State, Outcome: e.Outcome,
 			Message: "stored; " + heldNote(e.QueueID)})
 	default:
-		writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State,
-			Message: "stored; state " + string(e.State) + " (see GET /receiptd/entries/" + e.QueueID + ")"})
+		s.writeQueued(w, e, "state "+string(e.State))
 	}
 }
 
