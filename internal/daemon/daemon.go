@@ -70,8 +70,9 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	if err != nil {
 		return nil, err
 	}
-	if store.UnsafeNoSync {
-		log.Error("UNSAFE TEST BUILD (receiptd_nosync_unsafe): commits are not fsynced, a power cut loses acknowledged receipts")
+	if store.UnsafeNoSync || store.UnsafeNoDirSync {
+		log.Error("UNSAFE TEST BUILD: commits or directories are not fsynced, a power cut loses acknowledged receipts",
+			zap.Bool("nosync", store.UnsafeNoSync), zap.Bool("nodirsync", store.UnsafeNoDirSync))
 	}
 	if d.q, err = queue.Open(context.Background(), d.st, queue.Options{MaxAmbiguous: cfg.Sync.MaxAmbiguous}); err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)

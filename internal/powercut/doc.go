@@ -58,8 +58,10 @@
 // and restarts the daemon, which must list every receipt it answered 2xx
 // and replay the last round's by Idempotency-Key. Every fifth round starts
 // on a fresh data directory, sometimes cut during the daemon's first start.
-// A second set of rounds runs a binary built with the tag
-// receiptd_nosync_unsafe (bbolt NoSync) and must lose receipts: the
-// negative control. RECEIPTD_POWERCUT_ROUNDS, _CONTROL_ROUNDS, _BIN,
-// _CONTROL_BIN and _SEED tune it (rounds_test.go).
+// Two more sets of rounds are the negative controls and must lose
+// receipts: a binary built with the tag receiptd_nosync_unsafe (bbolt
+// NoSync) and one built with receiptd_nodirsync_unsafe (no directory
+// fsync). RECEIPTD_POWERCUT_ROUNDS, _CONTROL_ROUNDS, _BIN, _CONTROL_BIN,
+// _DIRCONTROL_BIN and _SEED tune it (rounds_test.go); with _BIN (and the
+// control binaries) it tests any build, such as one with a write-ahead log.
 package powercut

@@ -27,15 +27,18 @@ const (
 	// RoundsEnv is the number of power cuts against the real binary
 	// (default 3; CI runs 50).
 	RoundsEnv = "RECEIPTD_POWERCUT_ROUNDS"
-	// ControlRoundsEnv is the number of cuts against the NoSync control
-	// (default 2); 0 skips the control.
+	// ControlRoundsEnv is the number of cuts against each negative control
+	// (default 2); 0 skips the controls.
 	ControlRoundsEnv = "RECEIPTD_POWERCUT_CONTROL_ROUNDS"
 	// BinEnv names a prebuilt binary to test instead of building
 	// ./cmd/receiptd (RECEIPTD_BIN, if harness.Build honours it, also works).
 	BinEnv = "RECEIPTD_POWERCUT_BIN"
-	// ControlBinEnv names a prebuilt control binary instead of building
-	// one with the tag receiptd_nosync_unsafe.
+	// ControlBinEnv names a prebuilt NoSync control binary instead of
+	// building one with the tag receiptd_nosync_unsafe.
 	ControlBinEnv = "RECEIPTD_POWERCUT_CONTROL_BIN"
+	// DirControlBinEnv names a prebuilt control binary that skips directory
+	// fsyncs instead of building one with the tag receiptd_nodirsync_unsafe.
+	DirControlBinEnv = "RECEIPTD_POWERCUT_DIRCONTROL_BIN"
 	// SeedEnv repeats a run's random choices (timing still differs).
 	SeedEnv = "RECEIPTD_POWERCUT_SEED"
 )
@@ -70,8 +73,9 @@ func envInt(t *testing.T, name string, def int) int {
 // SIGKILLed and everything not fsynced is dropped, then it restarts on what
 // survived. Every receipt answered 2xx must still be there (listed, and
 // replayed by its Idempotency-Key) and the file must pass bbolt's check.
-// The same rounds against a binary built with NoSync must lose receipts or
-// the file: that proves the rounds can see a missing fsync.
+// The same rounds against a binary built with NoSync, and against one that
+// skips directory fsyncs, must lose receipts or the file: that proves the
+// rounds can see each missing fsync.
 func TestPowerCut(t *testing.T) {
 	needFUSE(t)
 	rounds, controlRounds := envInt(t, RoundsEnv, 3), envInt(t, ControlRoundsEnv, 2)
@@ -80,7 +84,7 @@ func TestPowerCut(t *testing.T) {
 		seed = uint64(envInt(t, SeedEnv, 0))
 	}
 	t.Logf("power-cut seed=%d (repeat with %s=%d) rounds=%d control=%d", seed, SeedEnv, seed, rounds, controlRounds)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds+controlRounds)*30*time.Second+3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds+2*controlRounds)*30*time.Second+3*time.Minute)
 	defer cancel()
 	s := sim.New(sim.Options{Seed: int64(seed)})
 	require.NoError(t, s.Start("127.0.0.1:0"))
@@ -93,16 +97,26 @@ func TestPowerCut(t *testing.T) {
 	require.Zero(t, tot.lost+tot.corrupt+tot.refused, "acknowledged receipts lost, database damaged, or start refused after a power cut")
 
 	if controlRounds == 0 {
-		t.Log("negative control skipped (" + ControlRoundsEnv + "=0)")
+		t.Log("negative controls skipped (" + ControlRoundsEnv + "=0)")
 		return
 	}
-	control := binary(ctx, t, ControlBinEnv, func(dir string) (string, error) {
-		return harness.BuildTagged(ctx, dir, "receiptd-nosync", "receiptd_nosync_unsafe")
-	})
-	ctot := newBench(ctx, t, "nosync", control, s, seed+1).run(controlRounds)
-	t.Logf("power-cut totals (negative control, NoSync, %s): %s", control, ctot)
-	require.Positive(t, ctot.lost+ctot.corrupt+ctot.refused,
-		"the NoSync control lost nothing: these rounds cannot catch a missing fsync")
+	for i, c := range controls {
+		bin := binary(ctx, t, c.env, func(dir string) (string, error) {
+			return harness.BuildTagged(ctx, dir, "receiptd-"+c.tag, c.tag)
+		})
+		tot := newBench(ctx, t, c.tag, bin, s, seed+1+uint64(i)).run(controlRounds)
+		t.Logf("power-cut totals (negative control, %s, %s): %s", c.what, bin, tot)
+		require.Positive(t, tot.lost+tot.corrupt+tot.refused,
+			"the control with %s lost nothing: these rounds cannot catch it", c.what)
+	}
+}
+
+// controls are the negative controls: builds that skip one kind of fsync
+// (build tags, never settings; see internal/store) and so must lose
+// receipts in these rounds.
+var controls = []struct{ what, tag, env string }{
+	{"bbolt NoSync (no commit fsync)", "receiptd_nosync_unsafe", ControlBinEnv},
+	{"no directory fsync", "receiptd_nodirsync_unsafe", DirControlBinEnv},
 }
 
 func binary(ctx context.Context, t *testing.T, env string, build func(dir string) (string, error)) string {

@@ -1,4 +1,4 @@
-//go:build !receiptd_nosync_unsafe
+//go:build !receiptd_nosync_unsafe && !receiptd_nodirsync_unsafe
 
 package store
 
@@ -9,10 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRealBuildsFsyncEveryCommit pins that only the unsafe build tag can
-// turn off bbolt's commit fsync.
+// TestRealBuildsFsyncEveryCommit pins that only the unsafe build tags can
+// turn off bbolt's commit fsync or the directory fsync.
 func TestRealBuildsFsyncEveryCommit(t *testing.T) {
 	require.False(t, UnsafeNoSync)
+	require.False(t, UnsafeNoDirSync)
 	require.False(t, boltOptions(Options{}).NoSync)
 	s, err := Open(filepath.Join(t.TempDir(), "r.db"), Options{})
 	require.NoError(t, err)

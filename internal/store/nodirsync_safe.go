@@ -1,0 +1,9 @@
+//go:build !receiptd_nodirsync_unsafe
+
+package store
+
+// UnsafeNoDirSync is false in every real build: SyncDir fsyncs. Only a
+// binary built with the tag receiptd_nodirsync_unsafe skips directory
+// fsyncs, for the power-cut test's second negative control
+// (internal/powercut); no setting can change it.
+const UnsafeNoDirSync = false
