@@ -132,12 +132,7 @@ func newService(lc loadedConfig) (service.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	if lc.defaulted {
-		// No file yet: "run" without -config uses the defaults until the
-		// file at the default path exists (with -config, a missing file is
-		// an error, and the service would never start).
-		sc.Arguments = []string{"run"}
-	}
+	sc.Arguments = serviceArgs(lc)
 	s, err := service.New(&program{cfg: lc.cfg}, sc)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
@@ -176,6 +171,17 @@ func prepareLinux(env *cmdEnv, lc loadedConfig) error {
 		}
 	}
 	return nil
+}
+
+// serviceArgs is the command line the service runs. With no file yet,
+// "run" without -config uses the defaults until the file at the default
+// path exists (with -config, a missing file is an error, and the service
+// would never start).
+func serviceArgs(lc loadedConfig) []string {
+	if lc.defaulted {
+		return []string{"run"}
+	}
+	return []string{"run", "-config", lc.path}
 }
 
 // configName is the config file a command reads: path, or the default.

@@ -262,3 +262,15 @@ func TestPackageRemoveSaysWhatStays(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, string(out), "an upgrade removes nothing and says nothing")
 }
+
+// TestServiceArgsWithoutAFile: install's note "the service uses the
+// defaults until it does" is true only if the service runs without
+// -config, which makes a missing file an error.
+func TestServiceArgsWithoutAFile(t *testing.T) {
+	require.Equal(t, []string{"run"}, serviceArgs(loadedConfig{path: "/etc/receiptd/config.toml", defaulted: true}))
+	require.Equal(t, []string{"run", "-config", "/srv/r.toml"}, serviceArgs(loadedConfig{path: "/srv/r.toml"}))
+	missing := filepath.Join(t.TempDir(), "config.toml")
+	code, _, stderr := runCLI(t, "run", "-config", missing)
+	require.Equal(t, exitUsage, code)
+	require.Equal(t, "receiptd run: config file "+missing+" does not exist\n", stderr)
+}
