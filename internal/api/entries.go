@@ -172,7 +172,10 @@ func (s *Server) StatusJSON(_ context.Context) (Status, error) {
 		return Status{}, fmt.Errorf("status: %w", err)
 	}
 	var age time.Duration
-	if ok {
+	switch {
+	case ok && s.d.Worker != nil:
+		age = s.d.Worker.UnsentAge(oldest) // steady across clock changes
+	case ok:
 		age = max(s.o.Now().Sub(oldest), 0)
 	}
 	st.OldestUnsentAge = int64(age / time.Second)

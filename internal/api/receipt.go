@@ -78,10 +78,15 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(nr.IdemKey, receipt.DefaultKeyPrefix) {
 		// A retry just after midnight derives today's key; the same body
 		// accepted under yesterday's key just before midnight is the same
-		// sale.
+		// sale. Just before midnight, the same holds the other way round:
+		// a till's clock put back across midnight must not make a retry of
+		// a sale accepted just after it a new sale.
 		if midnight := startOfDay(now, s.o.Location); now.Sub(midnight) < MidnightGrace {
 			nr.EarlierKey = receipt.DefaultKey(c, midnight.Add(-time.Nanosecond), s.o.Location)
 			nr.EarlierSince = midnight.Add(-MidnightGrace)
+		} else if next := startOfDay(now.Add(MidnightGrace), s.o.Location); next.After(now) {
+			nr.EarlierKey = receipt.DefaultKey(c, next, s.o.Location)
+			nr.EarlierSince = next.Add(-MidnightGrace)
 		}
 	}
 	e, replayed, err := s.d.Queue.Enqueue(r.Context(), nr)

@@ -19,6 +19,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
+	syncer "github.com/receiptd/receiptd/internal/sync"
 )
 
 func TestEntriesRoutes(t *testing.T) {
@@ -99,7 +100,10 @@ func TestStatusAgeing(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC).UnixNano())
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Now: now, UnsentWarn: time.Hour, UnsentCritical: 2 * time.Hour}})
+	// Time passes on both the wall clock and the steady one the worker
+	// ages entries on once seen.
+	e := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Now: now, Steady: now},
+		api: api.Options{Now: now, UnsentWarn: time.Hour, UnsentCritical: 2 * time.Hour}})
 	require.Equal(t, http.StatusAccepted, e.do(http.MethodPost, "/rest/receipt", receiptBody("000601"), "Prefer", "wait=0").code)
 	for _, c := range []struct {
 		after time.Duration

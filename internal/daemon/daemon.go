@@ -263,7 +263,7 @@ func (d *Daemon) queueStats() (map[string]int, time.Duration, error) {
 	if err != nil || !ok {
 		return out, 0, err
 	}
-	return out, time.Since(oldest), nil
+	return out, d.worker.UnsentAge(oldest), nil
 }
 
 // closeAll releases what New acquired when New fails.

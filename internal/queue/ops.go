@@ -23,8 +23,9 @@ type NewReceipt struct {
 	// EarlierKey, when set, is a second key under which an earlier
 	// acceptance of the same body counts as this request if it was
 	// accepted at or after EarlierSince: the previous day's derived key,
-	// for a retry that crosses midnight. Another body under EarlierKey is
-	// no conflict (a new day may reuse a billIdSuffix).
+	// for a retry that crosses midnight (or the next day's, for a retry
+	// whose clock was put back across midnight). Another body under
+	// EarlierKey is no conflict (a new day may reuse a billIdSuffix).
 	EarlierKey   string
 	EarlierSince time.Time
 }

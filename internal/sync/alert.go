@@ -78,6 +78,34 @@ func (w *Worker) alertLoop(ctx context.Context) {
 	}
 }
 
+// sighting is the oldest unsent entry as the worker first saw it; guarded
+// by Worker.mu.
+type sighting struct {
+	acceptedAt time.Time     // its acceptance time as stored (wall clock)
+	wallAge    time.Duration // its age by the wall clock when first seen
+	seen       time.Time     // when first seen, on the steady clock (Config.Steady)
+}
+
+// UnsentAge is the age of the oldest unsent entry, accepted at acceptedAt
+// (queue.OldestUnsent): its wall-clock age when the worker first saw it as
+// the oldest (the ageing check runs every Config.AlertInterval, and every
+// status read asks too), plus the time since then on the monotonic clock
+// (Config.Steady).
+// A wall clock set back or forward after that changes neither the age nor
+// the alerts: a till's clock corrected by hours neither silences an alert
+// nor raises a false one. Before the first sighting, and after a restart,
+// the wall clock is all there is.
+func (w *Worker) UnsentAge(acceptedAt time.Time) time.Duration {
+	now, wall := w.cfg.Steady(), w.wall()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := &w.oldest
+	if s.seen.IsZero() || !s.acceptedAt.Equal(acceptedAt) {
+		*s = sighting{acceptedAt: acceptedAt, wallAge: max(wall.Sub(acceptedAt), 0), seen: now}
+	}
+	return s.wallAge + now.Sub(s.seen)
+}
+
 // checkAge logs once per crossing of an ageing threshold, not every tick.
 func (w *Worker) checkAge() {
 	oldest, ok, err := w.q.OldestUnsent()
@@ -87,7 +115,7 @@ func (w *Worker) checkAge() {
 	}
 	var age time.Duration
 	if ok {
-		age = max(w.now().Sub(oldest), 0)
+		age = w.UnsentAge(oldest)
 	}
 	level := AlertLevel(age, w.cfg.UnsentWarn, w.cfg.UnsentCritical)
 	w.mu.Lock()

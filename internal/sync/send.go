@@ -55,7 +55,7 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 
 // attempt sends e once and decides what its answer means.
 func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
-	start := w.now()
+	start, at := w.now(), w.wall()
 	w.sending(e.QueueID)
 	var res attemptResult
 	if e.Kind == queue.KindDelete {
@@ -63,7 +63,7 @@ func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
 	} else {
 		res = w.sendReceipt(ctx, e)
 	}
-	res.attempt.At = start
+	res.attempt.At = at
 	res.attempt.Duration = w.now().Sub(start)
 	return res
 }
@@ -184,12 +184,12 @@ func (w *Worker) failed(e queue.Entry, err error, retry queue.State) attemptResu
 	case ok && class == client.Transient:
 		res.attempt.Result = queue.ResultTransient
 		res.retryAfter = ce.RetryAfter
-		res.nextAttemptAt = w.now().Add(w.retryDelay(n, ce.RetryAfter))
+		res.nextAttemptAt = w.wall().Add(w.retryDelay(n, ce.RetryAfter))
 	default:
 		// Ambiguous, or an error the client could not classify: the request
 		// may have been processed, so it counts as ambiguous.
 		res.attempt.Result = queue.ResultAmbiguous
-		res.nextAttemptAt = w.now().Add(w.retryDelay(n, 0))
+		res.nextAttemptAt = w.wall().Add(w.retryDelay(n, 0))
 	}
 	return res
 }
@@ -250,7 +250,7 @@ func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res
 	wait := w.newBackoff()
 	for try := 0; ; try, claim = try+1, 0 {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_, claimed, err := w.q.FinishAndClaim(wctx, e.QueueID, res.attempt, res.next, res.outcome, res.nextAttemptAt, claim, w.now())
+		_, claimed, err := w.q.FinishAndClaim(wctx, e.QueueID, res.attempt, res.next, res.outcome, res.nextAttemptAt, claim, w.wall())
 		cancel()
 		if err == nil {
 			if try > 0 {

@@ -88,6 +88,16 @@ type Config struct {
 	UnsentCritical time.Duration // oldest unsent age that is critical; zero: 72h
 	AlertInterval  time.Duration // how often the ageing is checked; zero: 30s
 	PollInterval   time.Duration // how often entries waiting out a backoff are looked for; zero: 1s
+	// Now is the wall clock of what is compared with times on disk (claims,
+	// next attempt times, attempt times, the ageing of unsent entries);
+	// nil means time.Now. Waits, pauses and in-memory lifetimes always run
+	// on the monotonic clock, so a change of the wall clock does not
+	// stretch or cut them (see UnsentAge for the ageing).
+	Now func() time.Time
+	// Steady is the clock an unsent entry's age runs on once the worker
+	// has seen it (UnsentAge); nil means time.Now, whose monotonic reading
+	// no change of the wall clock moves. Tests that age entries set both.
+	Steady func() time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -134,7 +144,9 @@ type Worker struct {
 	log *zap.Logger
 	m   *metrics.Metrics
 	cfg Config
-	now func() time.Time
+	now func() time.Time // time.Now: in-memory waits and lifetimes (monotonic)
+	// wall is Config.Now: times compared with the disk's
+	wall func() time.Time
 
 	slots chan struct{} // one token per send in flight
 	wake  chan struct{} // a slot came free or an outcome was recorded
@@ -145,6 +157,7 @@ type Worker struct {
 	link    linkState
 	alert   alertState
 	answers answers
+	oldest  sighting // the oldest unsent entry as first seen (UnsentAge)
 }
 
 // linkState is what the worker knows of the upstream; guarded by Worker.mu.
@@ -167,8 +180,14 @@ func (l *linkState) setError(msg string, at time.Time) {
 // New returns a worker; it starts nothing until Run. m may be nil.
 func New(q Queue, up Upstream, cfg Config, log *zap.Logger, m *metrics.Metrics) *Worker {
 	cfg = cfg.withDefaults()
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Steady == nil {
+		cfg.Steady = time.Now
+	}
 	w := &Worker{
-		q: q, up: up, log: log.Named("sync"), m: m, cfg: cfg, now: time.Now,
+		q: q, up: up, log: log.Named("sync"), m: m, cfg: cfg, now: time.Now, wall: cfg.Now,
 		slots: make(chan struct{}, cfg.Concurrency),
 		wake:  make(chan struct{}, 1),
 	}
@@ -292,7 +311,7 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, sends *sync.WaitGroup) b
 	if free == 0 {
 		return false
 	}
-	entries, err := w.q.Claim(ctx, free, w.now())
+	entries, err := w.q.Claim(ctx, free, w.wall())
 	if err != nil {
 		if ctx.Err() == nil {
 			w.claimErr.log(w.log, "claim entries", err, w.now())
@@ -320,7 +339,7 @@ func (w *Worker) probe(ctx, sendCtx context.Context) {
 	case <-ctx.Done():
 		return
 	}
-	entries, err := w.q.Claim(ctx, 1, w.now())
+	entries, err := w.q.Claim(ctx, 1, w.wall())
 	if err != nil || len(entries) == 0 {
 		<-w.slots
 		if err != nil && ctx.Err() == nil {
