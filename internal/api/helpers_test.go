@@ -42,6 +42,7 @@ type envOpts struct {
 	api       api.Options
 	sim       sim.Options
 	worker    syncer.Config
+	queue     queue.Options
 	noWorker  bool // the worker is built but not run until env.runWorker
 	noLookups bool
 	realCache bool // the lookup routes are served by the real lookup cache
@@ -70,7 +71,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	require.NoError(t, s.Start("127.0.0.1:0"))
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	st := storetest.Open(t)
-	q, err := queue.Open(context.Background(), st, queue.Options{})
+	q, err := queue.Open(context.Background(), st, o.queue)
 	require.NoError(t, err)
 	cl, err := client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: s.URL(), StockBaseURL: s.URL(), Timeout: 5 * time.Second})
 	require.NoError(t, err)
