@@ -135,6 +135,7 @@ func printDemoHelp(env *cmdEnv, api, simURL, sample string, o demoOptions) {
 	}
 	fmt.Fprintln(w, "(sent twice, it is answered as the first time with Idempotent-Replayed: true;")
 	fmt.Fprintln(w, " change billIdSuffix for a new receipt)")
+	fmt.Fprintf(w, "answered 202 (the tax service down), its e-barimt comes later, once, from\n  %s/receiptd/entries/<X-Queue-Id>/answer\n", api)
 	if o.outage > 0 {
 		fmt.Fprintf(w, "\nin %s the tax service goes down for %s; watch the log and the status page.\n", o.outageAfter, o.outage)
 	}
