@@ -25,7 +25,8 @@
 //     needs both fsynced.
 //   - Not modelled: timestamps (every node shows the mount time), ownership
 //     and permission bits (kept as set, never dropped), hard links and
-//     symbolic links (refused), extended attributes, sync(2)/syncfs(2)
+//     symbolic links (refused), fallocate(2) (refused, so callers fall
+//     back to writing), extended attributes, sync(2)/syncfs(2)
 //     (they make nothing durable here, so a program relying on them fails
 //     this model), and the ordering a real file system may add (ext4's
 //     data=ordered commits a new file's name with its data on many kernels;

@@ -95,6 +95,9 @@ func TestPowerCut(t *testing.T) {
 	t.Logf("power-cut totals (fsync, %s): %s", bin, tot)
 	require.Positive(t, tot.acknowledged, "no receipt was acknowledged: the rounds proved nothing")
 	require.Zero(t, tot.lost+tot.corrupt+tot.refused, "acknowledged receipts lost, database damaged, or start refused after a power cut")
+	if rounds >= 20 {
+		require.Positive(t, tot.midCommit, "no cut dropped an unsynced write: the rounds never cut inside a commit")
+	}
 
 	if controlRounds == 0 {
 		t.Log("negative controls skipped (" + ControlRoundsEnv + "=0)")
