@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"fmt"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -40,6 +41,15 @@ func logStep() step {
 		}
 	}
 	return step{Text: "receiptd's log says what each attempt got:", Command: "journalctl -u receiptd -n 50"}
+}
+
+// dirOf is the folder of a database path, in hostOS's separators (a Unix
+// path keeps its slashes even when the page is rendered on Windows).
+func dirOf(p string) string {
+	if hostOS == "windows" {
+		return filepath.Dir(p)
+	}
+	return path.Dir(p)
 }
 
 // freeSpaceCommand shows the free space of the disk holding dir.
@@ -100,7 +110,7 @@ func databaseItem(d Data) attentionItem {
 func diskFullItem(d Data) attentionItem {
 	dir := "the data directory"
 	if d.DatabasePath != "" {
-		dir = filepath.Dir(d.DatabasePath)
+		dir = dirOf(d.DatabasePath)
 	}
 	it := attentionItem{
 		ID: "disk", Level: levelCritical, Symbol: "✗",
