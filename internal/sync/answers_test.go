@@ -128,3 +128,16 @@ func TestTakeAnswerOnce(t *testing.T) {
 	_, st = w.TakeAnswer("Q3")
 	require.Equal(t, AnswerUnknown, st)
 }
+
+func TestAnswerToAWaitingRequestIsNotGivenLate(t *testing.T) {
+	w := New(nil, nil, Config{}, zap.NewNop(), nil)
+	w.mu.Lock()
+	ch := make(chan Result, 1)
+	w.answers.waiters["Q1"] = []chan Result{ch}
+	w.mu.Unlock()
+	w.sending("Q1")
+	w.publish("Q1", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{}`)})
+	require.True(t, (<-ch).Answered)
+	_, st := w.TakeAnswer("Q1")
+	require.Equal(t, AnswerAlreadyGiven, st, "given to the request that waited, before it even wrote it")
+}

@@ -54,6 +54,11 @@ func (w *Worker) publish(id string, r Result) {
 	w.mu.Lock()
 	a := &w.answers
 	dropped := a.put(id, r, now)
+	if held, ok := a.held[id]; ok && r.Answered && len(a.waiters[id]) > 0 {
+		// A waiting request gets it now (Await never drops a result sent
+		// to it), so the late-answer route must not give it as well.
+		a.deliver(held, now)
+	}
 	for _, ch := range a.waiters[id] {
 		ch <- r // buffered, one send per channel
 	}
