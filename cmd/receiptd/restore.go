@@ -75,7 +75,7 @@ func restore(ctx context.Context, cfg config.Config, src string) (restored, erro
 	tmp := db + ".restore.tmp"
 	_ = os.Remove(tmp) // left by a restore that was killed
 	var r restored
-	id, err := prepareCopy(ctx, src, tmp, &r)
+	id, tx, err := prepareCopy(ctx, src, tmp, &r)
 	if err == nil {
 		err = giveToDirOwner(tmp, dir)
 	}
@@ -95,7 +95,7 @@ func restore(ctx context.Context, cfg config.Config, src string) (restored, erro
 	if err := store.SyncDir(dir); err != nil {
 		return restored{}, fmt.Errorf("restore: %w", err)
 	}
-	if err := store.WriteMarker(dir, id); err != nil {
+	if err := store.WriteMarker(dir, id, tx); err != nil {
 		return restored{}, fmt.Errorf("restore: %w", err)
 	}
 	if err := giveToDirOwner(filepath.Join(dir, store.MarkerFile), dir); err != nil {
@@ -106,31 +106,33 @@ func restore(ctx context.Context, cfg config.Config, src string) (restored, erro
 
 // prepareCopy copies src to tmp and makes the copy a restored database: it
 // opens (which checks every page and recovers entries caught sending),
-// holds every unsent entry, and takes a new identity. It returns that id.
-func prepareCopy(ctx context.Context, src, tmp string, r *restored) (string, error) {
+// holds every unsent entry, and takes a new identity. It returns that id
+// and the copy's newest transaction, for the marker.
+func prepareCopy(ctx context.Context, src, tmp string, r *restored) (string, uint64, error) {
 	if err := copySynced(src, tmp); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	st, err := store.Open(tmp, store.Options{LockTimeout: -1, InitialMmapSize: -1})
 	if err != nil {
-		return "", fmt.Errorf("restore: the backup %s does not open: %w", src, err)
+		return "", 0, fmt.Errorf("restore: the backup %s does not open: %w", src, err)
 	}
 	defer st.Close()
 	q, err := queue.Open(ctx, st, queue.Options{})
 	if err != nil {
-		return "", fmt.Errorf("restore: the backup %s: %w", src, err)
+		return "", 0, fmt.Errorf("restore: the backup %s: %w", src, err)
 	}
 	if r.held, err = q.HoldRestored(ctx, restoredMessage); err != nil {
-		return "", fmt.Errorf("restore: %w", err)
+		return "", 0, fmt.Errorf("restore: %w", err)
 	}
 	id := store.NewID()
 	if err := st.SetID(ctx, id); err != nil {
-		return "", fmt.Errorf("restore: %w", err)
+		return "", 0, fmt.Errorf("restore: %w", err)
 	}
+	tx := st.TxID()
 	if err := st.Close(); err != nil {
-		return "", fmt.Errorf("restore: %w", err)
+		return "", 0, fmt.Errorf("restore: %w", err)
 	}
-	return id, nil
+	return id, tx, nil
 }
 
 // copySynced copies src to dst and fsyncs dst.

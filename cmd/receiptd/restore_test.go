@@ -43,6 +43,19 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 	require.Contains(t, stderr, "stop it first")
 	d.stop()
 
+	// The old way, the backup copied over the database, is refused: it is
+	// an older copy and would send the 3 receipts again.
+	db := filepath.Join(dir, store.DBFile)
+	raw, err := os.ReadFile(backup)
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(db, db+".current"))
+	require.NoError(t, os.WriteFile(db, raw, 0o600))
+	refusedCode, refused := runRefused(t, dataDirConfig(dir))
+	require.Equal(t, exitFailure, refusedCode, refused)
+	require.Contains(t, refused, "older copy")
+	require.Contains(t, refused, "receiptd restore FILE")
+	require.Len(t, up.Receipts(), 3)
+
 	code, out, stderr = runCLI(t, "restore", "-config", d.cfg, backup)
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, out, "3 entries unsent in the backup are held")

@@ -105,6 +105,7 @@ func (s *Store) commitGroup(group []*call) {
 	for len(live) > 0 {
 		failed, fnErr := -1, error(nil)
 		start := time.Now()
+		txid := 0
 		err := s.db.Update(func(tx *bbolt.Tx) error {
 			for i, c := range live {
 				if err := runFn(c.fn, tx); err != nil {
@@ -112,6 +113,7 @@ func (s *Store) commitGroup(group []*call) {
 					return errFnFailed
 				}
 			}
+			txid = tx.ID()
 			return nil
 		})
 		if failed >= 0 && errors.Is(err, errFnFailed) {
@@ -121,6 +123,7 @@ func (s *Store) commitGroup(group []*call) {
 		}
 		err = s.commitError(err)
 		if err == nil {
+			s.lastTx.Store(uint64(txid)) // durable: Update returned after the fsyncs
 			s.commits.Add(1)
 			s.updates.Add(uint64(len(live)))
 			if s.onCommit != nil {

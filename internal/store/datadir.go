@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -65,15 +67,15 @@ const recovery = "put the right file back, restore a backup with `receiptd resto
 // which cannot fsync a directory; NTFS journals the names itself).
 func OpenDir(dir string, opts Options) (*Store, error) {
 	path := filepath.Join(dir, DBFile)
-	markID, err := readMarker(dir)
+	mk, err := readMarker(dir)
 	if err != nil {
 		return nil, err
 	}
 	fi, err := os.Stat(path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && markID != "":
+	case errors.Is(err, fs.ErrNotExist) && mk.id != "":
 		return nil, fmt.Errorf("open database %s: %w: the data directory's marker %s says it held database %s; %s",
-			path, ErrMissing, filepath.Join(dir, MarkerFile), markID, recovery)
+			path, ErrMissing, filepath.Join(dir, MarkerFile), mk.id, recovery)
 	case errors.Is(err, fs.ErrNotExist):
 		return createDir(dir, opts)
 	case err != nil:
@@ -85,7 +87,7 @@ func OpenDir(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.adopt(dir, markID); err != nil {
+	if err := s.adopt(dir, mk); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -93,27 +95,31 @@ func OpenDir(dir string, opts Options) (*Store, error) {
 }
 
 // adopt checks the open database against the marker, giving a database
-// from before markers its id and marker.
-func (s *Store) adopt(dir, markID string) error {
+// from before markers its id, and records the marker for SaveMarker.
+func (s *Store) adopt(dir string, mk markerFile) error {
 	id, err := s.ID()
 	if err != nil {
 		return err
 	}
 	switch {
-	case markID != "" && id != markID:
+	case mk.id != "" && id != mk.id:
 		if id == "" {
 			id = "none"
 		}
 		return fmt.Errorf("open database %s: %w: its id is %s, but the data directory's marker %s says %s; %s",
-			s.path, ErrReplaced, id, filepath.Join(dir, MarkerFile), markID, recovery)
-	case markID != "":
-		return nil
-	case id == "":
+			s.path, ErrReplaced, id, filepath.Join(dir, MarkerFile), mk.id, recovery)
+	case mk.id != "" && s.openedTx < mk.tx:
+		return fmt.Errorf("open database %s: %w: it is an older copy of this data directory's database "+
+			"(transaction %d; the directory has seen %d), such as a backup copied into place, and would send again "+
+			"what was sent since; put a backup back with `receiptd restore FILE`, which holds what may have been sent",
+			s.path, ErrReplaced, s.openedTx, mk.tx)
+	case mk.id == "" && id == "":
 		if id, err = s.setNewID(); err != nil {
 			return err
 		}
 	}
-	return WriteMarker(dir, id)
+	s.marker = &marker{dir: dir, id: id, tx: mk.tx}
+	return s.saveMarker(mk.id == "") // a missing marker is written now
 }
 
 // createDir creates a new database and its marker in dir.
@@ -139,7 +145,8 @@ func createDir(dir string, opts Options) (*Store, error) {
 	if err := SyncDir(dir); err != nil {
 		return fail(fmt.Errorf("open database %s: %w", path, err))
 	}
-	if err := WriteMarker(dir, id); err != nil {
+	s.marker = &marker{dir: dir, id: id}
+	if err := s.saveMarker(true); err != nil {
 		return fail(err)
 	}
 	return s, nil
@@ -224,36 +231,88 @@ func NewID() string {
 
 const markerHead = "# receiptd: this data directory holds the database " + DBFile + " with the id below. Do not delete.\n"
 
-// readMarker returns the id in dir's marker, "" when there is none.
-func readMarker(dir string) (string, error) {
+// marker is a data directory's marker: the database's id, and the newest
+// transaction id the directory is known to have made durable (0 when
+// unknown). A database file whose own newest transaction is older is a
+// copy put back, not the directory's database.
+type marker struct {
+	dir string
+	id  string
+	mu  sync.Mutex // serializes saves; guards tx
+	tx  uint64
+}
+
+// markerFile is what a marker file says.
+type markerFile struct {
+	id string // "" when there is no marker
+	tx uint64
+}
+
+// readMarker returns what dir's marker says.
+func readMarker(dir string) (markerFile, error) {
 	path := filepath.Join(dir, MarkerFile)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return markerFile{}, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read marker %s: %w", path, err)
+		return markerFile{}, fmt.Errorf("read marker %s: %w", path, err)
 	}
 	defer f.Close()
+	var mk markerFile
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if id, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "id "); ok && strings.TrimSpace(id) != "" {
-			return strings.TrimSpace(id), nil
+		key, val, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		switch val = strings.TrimSpace(val); key {
+		case "id":
+			mk.id = val
+		case "tx":
+			if mk.tx, err = strconv.ParseUint(val, 10, 64); err != nil {
+				return markerFile{}, fmt.Errorf("read marker %s: %w: tx %q", path, ErrCorrupt, val)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read marker %s: %w", path, err)
+		return markerFile{}, fmt.Errorf("read marker %s: %w", path, err)
 	}
-	return "", fmt.Errorf("read marker %s: %w: no id line; %s", path, ErrCorrupt, recovery)
+	if mk.id == "" {
+		return markerFile{}, fmt.Errorf("read marker %s: %w: no id line; %s", path, ErrCorrupt, recovery)
+	}
+	return mk, nil
 }
 
-// WriteMarker replaces dir's marker with one naming id, durably: a
-// temporary file, fsynced, renamed over the marker, then the directory
-// fsynced.
-func WriteMarker(dir, id string) error {
+// SaveMarker records the newest durable transaction in the data
+// directory's marker when it has moved on since the last save (see
+// marker). The daemon calls it every few seconds and Close calls it last.
+// It does nothing for a store not opened by OpenDir, or once the file was
+// moved away (ErrMoved).
+func (s *Store) SaveMarker() error { return s.saveMarker(false) }
+
+func (s *Store) saveMarker(always bool) error {
+	m := s.marker
+	if m == nil || errors.Is(s.Err(), ErrMoved) {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tx := s.lastTx.Load()
+	if tx <= m.tx && !always {
+		return nil
+	}
+	if err := WriteMarker(m.dir, m.id, tx); err != nil {
+		return err
+	}
+	m.tx = tx
+	return nil
+}
+
+// WriteMarker replaces dir's marker with one naming id and transaction tx,
+// durably: a temporary file, fsynced, renamed over the marker, then the
+// directory fsynced.
+func WriteMarker(dir, id string, tx uint64) error {
 	path := filepath.Join(dir, MarkerFile)
 	tmp := path + ".tmp"
-	err := writeSynced(tmp, []byte(markerHead+"id "+id+"\n"))
+	err := writeSynced(tmp, []byte(markerHead+"id "+id+"\ntx "+strconv.FormatUint(tx, 10)+"\n"))
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}

@@ -1,10 +1,12 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -220,4 +222,40 @@ func TestOpenOptionsPinned(t *testing.T) {
 	require.False(t, db.IsReadOnly())
 	require.Zero(t, db.MmapFlags, "MAP_POPULATE and friends are not used")
 	require.False(t, db.StrictMode)
+}
+
+// TestOpenDirRefusesOlderCopy: a copy of the data directory's own database
+// taken earlier (a backup) and put back in place has the right id but an
+// older newest transaction than the marker records: it would send again
+// what was sent since, so it is refused.
+func TestOpenDirRefusesOlderCopy(t *testing.T) {
+	dir := newDataDir(t)
+	path := filepath.Join(dir, store.DBFile)
+	s := openDir(t, dir)
+	var copied bytes.Buffer
+	_, err := s.Backup(&copied)
+	require.NoError(t, err)
+	put(t, s, "sent since", "yes")
+	require.NoError(t, s.Close()) // records the newest transaction
+	require.NoError(t, os.WriteFile(path, copied.Bytes(), 0o600))
+
+	_, err = store.OpenDir(dir, store.Options{})
+	require.ErrorIs(t, err, store.ErrReplaced)
+	require.ErrorContains(t, err, "older copy")
+	require.ErrorContains(t, err, "receiptd restore")
+}
+
+// TestSaveMarkerFollowsCommits: the marker's transaction moves with durable
+// commits, and a database reopened after them is accepted.
+func TestSaveMarkerFollowsCommits(t *testing.T) {
+	dir := newDataDir(t)
+	s := openDir(t, dir)
+	put(t, s, "a", "1")
+	require.NoError(t, s.SaveMarker())
+	b, err := os.ReadFile(filepath.Join(dir, store.MarkerFile))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "tx "+strconv.FormatUint(s.TxID(), 10)+"\n")
+	put(t, s, "b", "2")
+	require.NoError(t, s.Close())
+	openDir(t, dir) // kill -9 or not, the file is never older than the marker
 }

@@ -147,7 +147,12 @@ type Store struct {
 	onCommit func(d time.Duration, updates int)
 
 	commits atomic.Uint64 // successful group commits
-	updates atomic.Uint64 // Update calls made durable
+	lastTx  atomic.Uint64 // id of the newest durable transaction
+	// openedTx is the newest transaction id in the file as opened, before
+	// any migration; OpenDir compares it with the marker.
+	openedTx uint64
+	marker   *marker       // the data directory's marker; nil unless opened by OpenDir
+	updates  atomic.Uint64 // Update calls made durable
 
 	mu      sync.Mutex
 	pending []*call
@@ -193,6 +198,11 @@ func Open(path string, opts Options) (s *Store, err error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	_ = db.View(func(tx *bbolt.Tx) error {
+		s.openedTx = uint64(tx.ID())
+		return nil
+	})
+	s.lastTx.Store(s.openedTx)
 	if s.maxGroup <= 0 {
 		s.maxGroup = defaultMaxGroup
 	}
@@ -262,11 +272,15 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	merr := s.SaveMarker() // no commit runs any more: the last one is recorded
 	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("close database %s: %w", s.path, err)
+		return errors.Join(fmt.Errorf("close database %s: %w", s.path, err), merr)
 	}
-	return nil
+	return merr
 }
+
+// TxID is the id of the newest durable transaction (bbolt's txid).
+func (s *Store) TxID() uint64 { return s.lastTx.Load() }
 
 // View runs fn in a read-only transaction. Values read inside fn are valid
 // only until fn returns.
