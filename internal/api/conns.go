@@ -30,8 +30,9 @@ const DefaultMaxConns = 256
 // idle one costs a well-behaved client at most a reconnect.
 type connLimit struct {
 	net.Listener
-	max int
-	log *zap.Logger
+	max     int
+	log     *zap.Logger
+	onClose func(busy bool) // counts a connection closed at the cap
 
 	mu      sync.Mutex
 	open    map[*limitedConn]struct{}
@@ -39,8 +40,8 @@ type connLimit struct {
 	logged  time.Time // when the cap was last logged
 }
 
-func newConnLimit(ln net.Listener, max int, log *zap.Logger) *connLimit {
-	return &connLimit{Listener: ln, max: max, log: log, open: make(map[*limitedConn]struct{}, max)}
+func newConnLimit(ln net.Listener, max int, log *zap.Logger, onClose func(allBusy bool)) *connLimit {
+	return &connLimit{Listener: ln, max: max, log: log, onClose: onClose, open: make(map[*limitedConn]struct{}, max)}
 }
 
 // limitedConn is one connection of a connLimit; its fields are guarded
@@ -73,11 +74,13 @@ func (l *connLimit) Accept() (net.Conn, error) {
 		victim, ok := l.admit(c)
 		if victim != nil {
 			_ = victim.Close()
+			l.onClose(false)
 		}
 		if ok {
 			return c, nil
 		}
 		_ = nc.Close()
+		l.onClose(true)
 	}
 }
 

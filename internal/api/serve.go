@@ -54,7 +54,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ConnContext:       connContext(unix),
 		ConnState:         connState,
 	}
-	ln = newConnLimit(ln, s.o.MaxConns, s.log.Named("http"))
+	ln = newConnLimit(ln, s.o.MaxConns, s.log.Named("http"), s.d.Metrics.ConnClosedAtCap)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -86,6 +86,12 @@ func TestConnectionFloodDoesNotLockOutThePOS(t *testing.T) {
 	require.NotEmpty(t, resp.Header.Get("X-Queue-Id"))
 	t.Logf("POS answered in %s with %d flood connections opened", time.Since(start).Round(time.Millisecond), len(conns))
 	require.Contains(t, readLog(t, p.LogPath()), "connection cap reached")
+	mresp, err := pos.Get(p.URL() + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	require.NoError(t, err)
+	require.Regexp(t, `receiptd_connections_closed_at_cap_total\{which="idle"\} [1-9]`, string(metrics))
 }
 
 // flood opens floodConns connections to addr: a third idle, a third

@@ -20,6 +20,7 @@
 //	http_requests_total{route,code}       counter   local API
 //	http_request_duration_seconds{route}  histogram local API latency
 //	auth_failures_total{reason}           counter   local API requests refused 401 (missing, malformed, wrong)
+//	connections_closed_at_cap_total{which} counter  local API connections closed at max_connections (idle: the oldest idle; new: all were busy)
 //	queue_entries{state}                  gauge     read at scrape time (WatchQueue)
 //	oldest_unsent_age_seconds             gauge     read at scrape time (WatchQueue)
 //	queue_stats_ok                        gauge     1 if the last scrape could read the queue
@@ -79,6 +80,7 @@ type Metrics struct {
 	httpRequests   *prometheus.CounterVec
 	httpDuration   *prometheus.HistogramVec
 	authFailures   *prometheus.CounterVec
+	capClosed      *prometheus.CounterVec
 	queue          *queueCollector
 	store          *storeCollector
 	answers        *answersCollector
@@ -142,6 +144,10 @@ func New() *Metrics {
 			Namespace: namespace, Name: "auth_failures_total",
 			Help: "Local API requests refused for a missing, malformed or wrong bearer token.",
 		}, []string{"reason"}),
+		capClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "connections_closed_at_cap_total",
+			Help: "Local API connections closed at max_connections: the oldest idle one (idle), or the new one when all were busy (new).",
+		}, []string{"which"}),
 		queue:   newQueueCollector(),
 		store:   newStoreCollector(),
 		answers: newAnswersCollector(),
@@ -153,7 +159,7 @@ func New() *Metrics {
 	m.reg.MustRegister(
 		m.sendAttempts, m.sendDuration, m.ambiguous, m.upstreamUp, m.alertLevel,
 		m.commitDuration, m.commitBatch, m.cacheRequests, m.httpRequests,
-		m.httpDuration, m.authFailures, m.queue, m.store, m.answers, m.answersDropped,
+		m.httpDuration, m.authFailures, m.capClosed, m.queue, m.store, m.answers, m.answersDropped,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -272,6 +278,19 @@ func (m *Metrics) AuthFailure(reason string) {
 		return
 	}
 	m.authFailures.WithLabelValues(labelValue(reason)).Inc()
+}
+
+// ConnClosedAtCap counts one local API connection closed at the
+// connection cap: the oldest idle one, or, when allBusy, the new one.
+func (m *Metrics) ConnClosedAtCap(allBusy bool) {
+	if m == nil {
+		return
+	}
+	which := "idle"
+	if allBusy {
+		which = "new"
+	}
+	m.capClosed.WithLabelValues(which).Inc()
 }
 
 func (m *Metrics) boundedRoute(route string) string {
