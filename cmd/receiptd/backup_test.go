@@ -64,3 +64,18 @@ func TestKilledBackupLeavesNoPartialCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryOfPaymentNamesTheEarlierID: the retry of a payment entry prints
+// that its first upstream id stays in the entry's attempts.
+func TestRetryOfPaymentNamesTheEarlierID(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"queueId":"Q000000000007","kind":"receipt","state":"queued","attempts":[` +
+			`{"result":"payment","httpStatus":200},` +
+			`{"result":"operator_retry","error":"put back in the queue by an operator from payment","upstreamId":"000000000000000000000000000000777"}]}`))
+	}))
+	defer srv.Close()
+	code, stdout, stderr := runCLI(t, "retry", "-addr", srv.URL, "-token", "t", "Q000000000007")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "Q000000000007: queued\n")
+	require.Contains(t, stdout, "the earlier upstream id 000000000000000000000000000000777 stays in the entry's attempts")
+}

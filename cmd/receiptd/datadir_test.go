@@ -166,6 +166,19 @@ func TestRunStopsAcknowledgingWhenDatabaseMoved(t *testing.T) {
 			require.Equal(t, http.StatusServiceUnavailable, postSample(t, base, "000001"), "not even a replay")
 			require.Contains(t, logs.String(), "moved, deleted or replaced")
 			require.Contains(t, logs.String(), "receiptd backup FILE")
+
+			// The rescue the log advises: the open file still holds the receipt.
+			rescue := filepath.Join(t.TempDir(), "rescue.db")
+			code, out, stderr := runCLI(t, "backup", "-addr", base, "-token", "unused", rescue)
+			require.Equal(t, exitOK, code, "%s%s", out, stderr)
+			st, err := store.Open(rescue, store.Options{})
+			require.NoError(t, err)
+			defer st.Close()
+			q, err := queue.Open(context.Background(), st, queue.Options{})
+			require.NoError(t, err)
+			e, err := q.Get("Q000000000001")
+			require.NoError(t, err, "the acknowledged receipt is in the rescued copy")
+			require.Equal(t, queue.StateQueued, e.State)
 		})
 	}
 }

@@ -72,6 +72,10 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 		require.Contains(t, e.Outcome.Message, "restored from a backup")
 	}
 
+	code, out, stderr = runCLI(t, "entries", "-addr", d.base, "-token", "unused", "-state", "held")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "answer lost: check with the tax service before retry -force")
+
 	code, _, stderr = runCLI(t, "retry", "-addr", d.base, "-token", "unused", "Q000000000001")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "check with the tax service")

@@ -147,12 +147,12 @@ type Store struct {
 	onCommit func(d time.Duration, updates int)
 
 	commits atomic.Uint64 // successful group commits
+	updates atomic.Uint64 // Update calls made durable
 	lastTx  atomic.Uint64 // id of the newest durable transaction
 	// openedTx is the newest transaction id in the file as opened, before
 	// any migration; OpenDir compares it with the marker.
 	openedTx uint64
-	marker   *marker       // the data directory's marker; nil unless opened by OpenDir
-	updates  atomic.Uint64 // Update calls made durable
+	marker   *marker // the data directory's marker; nil unless opened by OpenDir
 
 	mu      sync.Mutex
 	pending []*call
