@@ -61,9 +61,8 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 			d.closeAll()
 		}
 	}()
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
-	}
+	// store.OpenDir creates a missing data directory, fsyncing each new
+	// directory's parent so that its name survives a power cut.
 	m := metrics.New()
 	path := filepath.Join(cfg.DataDir, DBFile)
 	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path)})

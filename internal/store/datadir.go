@@ -126,7 +126,7 @@ func (s *Store) adopt(dir string, mk markerFile) error {
 func createDir(dir string, opts Options) (*Store, error) {
 	path := filepath.Join(dir, DBFile)
 	if err := mkdirSynced(dir); err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return nil, fmt.Errorf("open database %s: create the data directory: %w", path, err)
 	}
 	s, err := Open(path, opts)
 	if err != nil {
