@@ -2,6 +2,7 @@ package powercut
 
 import (
 	"maps"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"syscall"
@@ -35,17 +36,18 @@ type Disk struct {
 	lastCut Stats         // what the cut that turned the power off dropped
 	armAt   uint64        // Writes count at which the power fails; 0: not armed
 	armed   chan struct{} // closed when the armed cut happens
+	keep    *rand.Rand    // the next cut keeps some unsynced writes; nil: none
 }
 
 // Stats counts what programs did to a Disk and what power cuts dropped.
 type Stats struct {
-	Writes     uint64 // write calls
-	FileSyncs  uint64 // fsync/fdatasync of a file
-	DirSyncs   uint64 // fsync of a directory
-	Cuts       uint64 // PowerOff calls
-	LostPages  uint64 // unsynced dirty pages dropped by cuts
-	LostSizes  uint64 // files whose unsynced size change was dropped
-	LostDirOps uint64 // directories whose unsynced entry changes were dropped
+	Writes        uint64 // write calls
+	FileSyncs     uint64 // fsync/fdatasync of a file
+	DirSyncs      uint64 // fsync of a directory
+	Cuts          uint64 // power cuts
+	UnsyncedPages uint64 // pages with unsynced writes at a cut
+	UnsyncedSizes uint64 // files with an unsynced size change at a cut
+	UnsyncedDirs  uint64 // directories with unsynced entry changes at a cut
 }
 
 // Node is a file or a directory of a Disk.
@@ -74,6 +76,22 @@ func (p pages) clone() pages {
 		c.p[i] = append([]byte(nil), b...)
 	}
 	return c
+}
+
+// trim zeroes what lies past the size, so that growing the file later
+// reads zeros there.
+func (p pages) trim() {
+	last := (p.size + PageSize - 1) / PageSize
+	for i := range p.p {
+		if i >= last {
+			delete(p.p, i)
+		}
+	}
+	if in := p.size % PageSize; in != 0 {
+		if b, ok := p.p[p.size/PageSize]; ok {
+			clear(b[in:])
+		}
+	}
 }
 
 // NewDisk returns an empty Disk whose root directory is durable.
@@ -160,16 +178,29 @@ func (d *Disk) PowerOffAtWrite(n uint64) <-chan struct{} {
 	return d.armed
 }
 
+// KeepAtNextCut makes the next cut keep a random part of what is unsynced,
+// as a disk with a volatile write cache may have written any of it, in any
+// order, before the power went: each unsynced 512-byte sector, each
+// unsynced size change and each directory's unsynced entry changes (as a
+// whole, as a journal commits them) survive with probability 1/2, drawn
+// from rng. Without it a cut keeps nothing unsynced.
+func (d *Disk) KeepAtNextCut(rng *rand.Rand) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.keep = rng
+}
+
 func (d *Disk) powerOffLocked() {
 	before := d.stats
 	d.off = true
 	d.stats.Cuts++
 	d.revert(d.root, map[*Node]bool{})
+	d.keep = nil
 	d.lastCut = Stats{
-		Cuts:       1,
-		LostPages:  d.stats.LostPages - before.LostPages,
-		LostSizes:  d.stats.LostSizes - before.LostSizes,
-		LostDirOps: d.stats.LostDirOps - before.LostDirOps,
+		Cuts:          1,
+		UnsyncedPages: d.stats.UnsyncedPages - before.UnsyncedPages,
+		UnsyncedSizes: d.stats.UnsyncedSizes - before.UnsyncedSizes,
+		UnsyncedDirs:  d.stats.UnsyncedDirs - before.UnsyncedDirs,
 	}
 	if d.armed != nil {
 		close(d.armed)
@@ -178,27 +209,66 @@ func (d *Disk) powerOffLocked() {
 }
 
 // revert restores n (and, for a directory, everything durably reachable
-// from it) to its durable version. Nodes no longer reachable are gone.
+// from it) to its durable version, after letting the cut keep part of the
+// unsynced changes (KeepAtNextCut). Nodes no longer reachable are gone.
 func (d *Disk) revert(n *Node, seen map[*Node]bool) {
 	if seen[n] {
 		return
 	}
 	seen[n] = true
 	if !n.dir {
-		d.stats.LostPages += uint64(len(n.dirty))
+		d.stats.UnsyncedPages += uint64(len(n.dirty))
 		if n.cur.size != n.dur.size {
-			d.stats.LostSizes++
+			d.stats.UnsyncedSizes++
+		}
+		if d.keep != nil {
+			d.keepSome(n)
 		}
 		n.cur, n.dirty = n.dur.clone(), map[int64]bool{}
 		return
 	}
 	if !maps.Equal(n.kids, n.durKids) {
-		d.stats.LostDirOps++
+		d.stats.UnsyncedDirs++
+		if d.keep != nil && d.keep.IntN(2) == 0 {
+			n.durKids = maps.Clone(n.kids)
+		}
 	}
 	n.kids = maps.Clone(n.durKids)
 	for _, k := range n.kids {
 		d.revert(k, seen)
 	}
+}
+
+// sector is the unit a partial cut keeps or drops: a disk writes 512-byte
+// sectors whole, but a 4 KiB page may be torn between them.
+const sector = 512
+
+// keepSome copies a random part of file n's unsynced changes into its
+// durable version.
+func (d *Disk) keepSome(n *Node) {
+	for i := range n.dirty {
+		p, ok := n.cur.p[i]
+		if !ok { // cut off by a truncation: the page goes or stays whole
+			if d.keep.IntN(2) == 0 {
+				delete(n.dur.p, i)
+			}
+			continue
+		}
+		dp, ok := n.dur.p[i]
+		if !ok {
+			dp = make([]byte, PageSize)
+		}
+		for s := 0; s < PageSize; s += sector {
+			if d.keep.IntN(2) == 0 {
+				copy(dp[s:s+sector], p[s:s+sector])
+			}
+		}
+		n.dur.p[i] = dp
+	}
+	if d.keep.IntN(2) == 0 {
+		n.dur.size = n.cur.size
+	}
+	n.dur.trim()
 }
 
 // PowerOn lets operations through again, on what survived the cut.

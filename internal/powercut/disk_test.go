@@ -2,6 +2,7 @@ package powercut
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,8 +36,8 @@ func TestDiskKeepsOnlySyncedData(t *testing.T) {
 	require.Equal(t, make([]byte, 10), now[2*PageSize:2*PageSize+10], "a hole reads as zeros")
 
 	lost := d.PowerOff()
-	require.Equal(t, uint64(3), lost.LostPages)
-	require.Equal(t, uint64(1), lost.LostSizes)
+	require.Equal(t, uint64(3), lost.UnsyncedPages)
+	require.Equal(t, uint64(1), lost.UnsyncedSizes)
 	_, err = d.ReadAt(f, make([]byte, 1), 0)
 	require.ErrorIs(t, err, errOff, "nothing works until the power is back")
 	d.PowerOn()
@@ -143,8 +144,47 @@ func TestDiskPowerOffAtWrite(t *testing.T) {
 	_, err = d.WriteAt(f, []byte("x"), 100)
 	require.ErrorIs(t, err, errOff, "the power fails during the second")
 	<-cut
-	require.Equal(t, Stats{Cuts: 1, LostPages: 1}, d.PowerOff(), "a second PowerOff reports the cut that happened")
+	require.Equal(t, Stats{Cuts: 1, UnsyncedPages: 1}, d.PowerOff(), "a second PowerOff reports the cut that happened")
 	require.Equal(t, uint64(1), d.Stats().Cuts)
 	d.PowerOn()
 	require.Equal(t, []byte("synced"), read(t, d, f))
+}
+
+// TestDiskPartialCutKeepsWholeSectorsOfOldOrNew: with KeepAtNextCut every
+// unsynced sector ends up either as it was at the last fsync or as last
+// written, never anything else, and both happen.
+func TestDiskPartialCutKeepsWholeSectorsOfOldOrNew(t *testing.T) {
+	d := NewDisk()
+	f, err := d.Create(d.Root(), "f", false, 0o600)
+	require.NoError(t, err)
+	require.NoError(t, d.Sync(d.Root()))
+	old := bytes.Repeat([]byte("o"), 8*PageSize)
+	_, err = d.WriteAt(f, old, 0)
+	require.NoError(t, err)
+	require.NoError(t, d.Sync(f))
+	_, err = d.WriteAt(f, bytes.Repeat([]byte("n"), 10*PageSize), 0) // also grows
+	require.NoError(t, err)
+	_, err = d.Create(d.Root(), "g", false, 0o600)
+	require.NoError(t, err)
+
+	d.KeepAtNextCut(rand.New(rand.NewPCG(1, 2)))
+	d.PowerOff()
+	d.PowerOn()
+	got := read(t, d, f)
+	require.Contains(t, []int{8 * PageSize, 10 * PageSize}, len(got), "the size is the old or the new one")
+	kept := map[byte]int{}
+	for s := 0; s < len(got); s += sector {
+		b := got[s : s+sector]
+		require.True(t, bytes.Equal(b, bytes.Repeat(b[:1], sector)), "sector %d is torn inside", s/sector)
+		require.Contains(t, []byte("on"), b[0], "sector %d holds neither old nor new data", s/sector)
+		kept[b[0]]++
+	}
+	require.Positive(t, kept['o'], "some sectors dropped")
+	require.Positive(t, kept['n'], "some sectors kept")
+
+	_, err = d.WriteAt(f, bytes.Repeat([]byte("x"), 10*PageSize), 0)
+	require.NoError(t, err)
+	d.PowerOff() // the keeping applied to one cut only
+	d.PowerOn()
+	require.Equal(t, got, read(t, d, f))
 }

@@ -15,8 +15,15 @@
 //     alike), but only fsync(2) or fdatasync(2) of that file makes it
 //     durable. Both count the same: the size is metadata the data needs, so
 //     fdatasync persists it too. PowerOff reverts each file's data and size
-//     to its last fsync, entirely; there are no torn pages (each write
-//     either survives whole through a later fsync or is dropped with it).
+//     to its last fsync, entirely.
+//   - Or, after KeepAtNextCut, the cut keeps a random part of what was
+//     unsynced, as a disk with a volatile write cache may have written any
+//     of it, in any order: each unsynced 512-byte sector holds either its
+//     last fsynced or its last written bytes (so a 4 KiB page can be torn
+//     between sectors, never inside one), each unsynced size change and
+//     each directory's unsynced entry changes (as a whole) survive or not.
+//     A program that orders its writes without an fsync between them
+//     (a commit record written with, not after, its data) fails here.
 //   - Directory entries: creating, removing or renaming a name changes the
 //     directory at once, but only fsync of that directory makes the change
 //     durable. A new file whose data was fsynced but whose directory was not
@@ -54,7 +61,8 @@
 // and the simulator as upstream, down in even rounds (receipts only queue)
 // and up in odd ones (receipts are sent, so pages are freed and reused).
 // Each round cuts the power at a random time or during a random write
-// (PowerOffAtWrite, which lands inside a commit), SIGKILLs the daemon,
+// (PowerOffAtWrite, which lands inside a commit), half of the cuts keeping
+// a random part of the unsynced writes, SIGKILLs the daemon,
 // unmounts, mounts what survived, runs bbolt's check in a child process
 // and restarts the daemon, which must list every receipt it answered 2xx
 // and replay the last round's by Idempotency-Key. Every fifth round starts

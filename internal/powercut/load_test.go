@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -60,7 +61,15 @@ func (b *bench) round(r int) {
 // random time, half during a random write (inside a commit, between its
 // writes and its fsync, which a random time mostly misses). An armed cut
 // that no write reaches comes at maxLoad.
+//
+// Independently, half the cuts keep a random part of the unsynced writes
+// (Disk.KeepAtNextCut) instead of none.
 func (b *bench) cutMoment() (wait <-chan struct{}, d time.Duration, when string) {
+	if b.rng.IntN(2) == 0 {
+		b.disk.KeepAtNextCut(rand.New(rand.NewPCG(b.rng.Uint64(), 0)))
+		b.tot.partial++
+		defer func() { when += ", keeping part of the unsynced writes" }()
+	}
 	if b.rng.IntN(2) == 0 {
 		d = minLoad + time.Duration(b.rng.Int64N(int64(maxLoad-minLoad)))
 		return nil, d, "after " + d.Round(time.Millisecond).String()

@@ -139,15 +139,16 @@ func binary(ctx context.Context, t *testing.T, env string, build func(dir string
 // totals are a run's figures.
 type totals struct {
 	rounds, firstStarts, startupCuts, acknowledged, verified, replayed, lost, corrupt, refused int
+	partial                                                                                    int // cuts that kept part of the unsynced writes
 	midCommit                                                                                  int // cuts that dropped unsynced pages
 	cut                                                                                        powercut.Stats
 }
 
 func (x totals) String() string {
 	return fmt.Sprintf("rounds=%d first-starts=%d startup-cuts=%d acknowledged=%d checks=%d replayed=%d lost=%d corrupt=%d refused=%d "+
-		"cuts-with-unsynced-writes=%d dropped-at-cuts: pages=%d sizes=%d directories=%d",
-		x.rounds, x.firstStarts, x.startupCuts, x.acknowledged, x.verified, x.replayed, x.lost, x.corrupt, x.refused, x.midCommit,
-		x.cut.LostPages, x.cut.LostSizes, x.cut.LostDirOps)
+		"partial-cuts=%d cuts-with-unsynced-writes=%d unsynced-at-cuts: pages=%d sizes=%d directories=%d",
+		x.rounds, x.firstStarts, x.startupCuts, x.acknowledged, x.verified, x.replayed, x.lost, x.corrupt, x.refused, x.partial, x.midCommit,
+		x.cut.UnsyncedPages, x.cut.UnsyncedSizes, x.cut.UnsyncedDirs)
 }
 
 // bench runs rounds against one binary.
@@ -249,12 +250,12 @@ func (b *bench) cutPower(p *harness.Process) {
 	b.m = nil
 	b.disk.PowerOn()
 	b.mount()
-	if lost.LostPages > 0 {
+	if lost.UnsyncedPages > 0 {
 		b.tot.midCommit++
 	}
-	b.tot.cut.LostPages += lost.LostPages
-	b.tot.cut.LostSizes += lost.LostSizes
-	b.tot.cut.LostDirOps += lost.LostDirOps
+	b.tot.cut.UnsyncedPages += lost.UnsyncedPages
+	b.tot.cut.UnsyncedSizes += lost.UnsyncedSizes
+	b.tot.cut.UnsyncedDirs += lost.UnsyncedDirs
 }
 
 // checkFile runs bbolt's check on the database, read-only, in a child
