@@ -66,7 +66,8 @@
 // unmounts, mounts what survived, runs bbolt's check in a child process
 // and restarts the daemon, which must list every receipt it answered 2xx
 // and replay the last round's by Idempotency-Key. Every fifth round starts
-// on a fresh data directory, sometimes cut during the daemon's first start.
+// on a fresh disk, with an empty data directory or none (the daemon makes
+// it), sometimes cut during the daemon's first start.
 // Two more sets of rounds are the negative controls and must lose
 // receipts: a binary built with the tag receiptd_nosync_unsafe (bbolt
 // NoSync) and one built with receiptd_nodirsync_unsafe (no directory

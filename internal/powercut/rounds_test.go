@@ -139,15 +139,16 @@ func binary(ctx context.Context, t *testing.T, env string, build func(dir string
 // totals are a run's figures.
 type totals struct {
 	rounds, firstStarts, startupCuts, acknowledged, verified, replayed, lost, corrupt, refused int
+	daemonMadeDir                                                                              int // fresh disks whose data directory the daemon created
 	partial                                                                                    int // cuts that kept part of the unsynced writes
 	midCommit                                                                                  int // cuts that dropped unsynced pages
 	cut                                                                                        powercut.Stats
 }
 
 func (x totals) String() string {
-	return fmt.Sprintf("rounds=%d first-starts=%d startup-cuts=%d acknowledged=%d checks=%d replayed=%d lost=%d corrupt=%d refused=%d "+
+	return fmt.Sprintf("rounds=%d first-starts=%d (data directory made by receiptd: %d) startup-cuts=%d acknowledged=%d checks=%d replayed=%d lost=%d corrupt=%d refused=%d "+
 		"partial-cuts=%d cuts-with-unsynced-writes=%d unsynced-at-cuts: pages=%d sizes=%d directories=%d",
-		x.rounds, x.firstStarts, x.startupCuts, x.acknowledged, x.verified, x.replayed, x.lost, x.corrupt, x.refused, x.partial, x.midCommit,
+		x.rounds, x.firstStarts, x.daemonMadeDir, x.startupCuts, x.acknowledged, x.verified, x.replayed, x.lost, x.corrupt, x.refused, x.partial, x.midCommit,
 		x.cut.UnsyncedPages, x.cut.UnsyncedSizes, x.cut.UnsyncedDirs)
 }
 
@@ -199,8 +200,9 @@ func (b *bench) run(n int) totals {
 	return b.tot
 }
 
-// freshDisk replaces the disk with an empty one holding an empty data
-// directory, as an installer leaves it (created and its parent fsynced).
+// freshDisk replaces the disk with an empty one: half the time holding an
+// empty data directory, as an installer leaves it (created and its parent
+// fsynced), else without one, for the daemon to create.
 func (b *bench) freshDisk() {
 	if b.m != nil {
 		require.NoError(b.t, b.m.Unmount())
@@ -208,12 +210,16 @@ func (b *bench) freshDisk() {
 	}
 	b.disk, b.acks, b.last = powercut.NewDisk(), nil, 0
 	b.mount()
-	require.NoError(b.t, os.Mkdir(b.dataDir(), 0o750))
-	dir, err := os.Open(b.mnt)
-	require.NoError(b.t, err)
-	require.NoError(b.t, dir.Sync())
-	require.NoError(b.t, dir.Close())
 	b.tot.firstStarts++
+	if b.rng.IntN(2) == 0 {
+		b.tot.daemonMadeDir++
+	} else {
+		require.NoError(b.t, os.Mkdir(b.dataDir(), 0o750))
+		dir, err := os.Open(b.mnt)
+		require.NoError(b.t, err)
+		require.NoError(b.t, dir.Sync())
+		require.NoError(b.t, dir.Close())
+	}
 	if b.rng.IntN(2) == 0 {
 		b.startupCut()
 		b.tot.startupCuts++
