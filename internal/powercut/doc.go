@@ -14,8 +14,10 @@
 //     every reader sees at once (read(2) and mmap(2) through the page cache
 //     alike), but only fsync(2) or fdatasync(2) of that file makes it
 //     durable. Both count the same: the size is metadata the data needs, so
-//     fdatasync persists it too. PowerOff reverts each file's data and size
-//     to its last fsync, entirely.
+//     fdatasync persists it too; a write to an O_SYNC or O_DSYNC
+//     descriptor is followed by the kernel's own fsync, so it is durable
+//     when it returns. PowerOff reverts each file's data and size to its
+//     last fsync, entirely.
 //   - Or, after KeepAtNextCut, the cut keeps a random part of what was
 //     unsynced, as a disk with a volatile write cache may have written any
 //     of it, in any order: each unsynced 512-byte sector holds either its

@@ -175,3 +175,22 @@ func TestOperationsFailOnceThePowerIsOff(t *testing.T) {
 	require.NoError(t, r.m.Unmount())
 	r.m = nil
 }
+
+// TestDsyncWritesAreDurableWhenTheyReturn: the kernel follows a write to
+// an O_DSYNC descriptor with an fsync, so a write-ahead log opened that way
+// is modelled as durable per write.
+func TestDsyncWritesAreDurableWhenTheyReturn(t *testing.T) {
+	r := newRig(t)
+	f, err := os.OpenFile(r.path("wal"), os.O_RDWR|os.O_CREATE|syscall.O_DSYNC, 0o600)
+	require.NoError(t, err)
+	syncDir(t, r.m.Dir)
+	syncs := r.disk.Stats().FileSyncs
+	_, err = f.Write([]byte("record 1;"))
+	require.NoError(t, err)
+	require.Greater(t, r.disk.Stats().FileSyncs, syncs, "the write was followed by an fsync")
+	require.NoError(t, f.Close())
+	r.cut()
+	got, err := os.ReadFile(r.path("wal"))
+	require.NoError(t, err)
+	require.Equal(t, "record 1;", string(got))
+}
