@@ -62,10 +62,10 @@ func (b *bench) round(r int) {
 // writes and its fsync, which a random time mostly misses). An armed cut
 // that no write reaches comes at maxLoad.
 //
-// Independently, half the cuts keep a random part of the unsynced writes
-// (Disk.KeepAtNextCut) instead of none.
+// Independently, with b.partial, half the cuts keep a random part of the
+// unsynced writes (Disk.KeepAtNextCut) instead of none.
 func (b *bench) cutMoment() (wait <-chan struct{}, d time.Duration, when string) {
-	if b.rng.IntN(2) == 0 {
+	if b.partial && b.rng.IntN(2) == 0 {
 		b.disk.KeepAtNextCut(rand.New(rand.NewPCG(b.rng.Uint64(), 0)))
 		b.tot.partial++
 		defer func() { when += ", keeping part of the unsynced writes" }()
@@ -136,12 +136,15 @@ func (b *bench) abandon() {
 
 // verify counts acknowledged receipts that the daemon no longer has.
 func (b *bench) verify(r int, p *harness.Process) {
-	listed, err := listQueueIDs(b.ctx, p.URL())
+	listed, err := listEntries(b.ctx, p.URL())
 	require.NoError(b.t, err)
 	for i, a := range b.acks {
-		if !listed[a.queueID] {
+		// The receipt's billIdSuffix is its key: a queueId now held by
+		// another receipt (a lost commit's sequence number issued again)
+		// is a loss too.
+		if suffix, ok := listed[a.queueID]; !ok || suffix != a.key {
 			b.tot.lost++
-			b.t.Logf("round %d: LOST %s (key %s)", r, a.queueID, a.key)
+			b.t.Logf("round %d: LOST %s (key %s; that queueId now holds %q)", r, a.queueID, a.key, suffix)
 			continue
 		}
 		b.tot.verified++
@@ -228,13 +231,14 @@ func post(ctx context.Context, base, key string, body []byte) (answer, error) {
 	return answer{queueID: qid, replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, nil
 }
 
-// listQueueIDs reads every entry's queueId, page by page.
-func listQueueIDs(ctx context.Context, base string) (map[string]bool, error) {
-	all := map[string]bool{}
+// listEntries reads every entry, page by page: queueId → billIdSuffix.
+func listEntries(ctx context.Context, base string) (map[string]string, error) {
+	all := map[string]string{}
 	for after := ""; ; {
 		var page struct {
 			Entries []struct {
-				QueueID string `json:"queueId"`
+				QueueID      string `json:"queueId"`
+				BillIDSuffix string `json:"billIdSuffix"`
 			} `json:"entries"`
 			Next string `json:"next"`
 		}
@@ -242,7 +246,7 @@ func listQueueIDs(ctx context.Context, base string) (map[string]bool, error) {
 			return nil, err
 		}
 		for _, e := range page.Entries {
-			all[e.QueueID] = true
+			all[e.QueueID] = e.BillIDSuffix
 		}
 		if page.Next == "" {
 			return all, nil
