@@ -32,7 +32,7 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	if err == nil && *initDB {
 		err = store.InitDir(lc.cfg.DataDir, store.Options{})
 	}
-	if !service.Interactive() {
+	if !service.Interactive() || startedBySCM() {
 		if err != nil {
 			eventLogError(err)
 			return err

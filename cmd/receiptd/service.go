@@ -195,12 +195,12 @@ func runAsService(ctx context.Context, lc loadedConfig) error {
 		return fmt.Errorf("service: %w", err)
 	}
 	if runtime.GOOS == "windows" {
-		if p.slog, err = s.Logger(nil); err != nil {
+		if p.slog, err = eventLogger(s); err != nil {
 			log.Warn("no Windows Event Log; logging to the file only", zap.Error(err))
 			p.slog = nil
 		}
 	}
-	if err := s.Run(); err != nil {
+	if err := runService(s, p); err != nil {
 		return fmt.Errorf("service: %w", err)
 	}
 	return nil
@@ -225,7 +225,7 @@ func eventLogError(err error) {
 	if serr != nil {
 		return
 	}
-	if l, lerr := s.Logger(nil); lerr == nil {
+	if l, lerr := eventLogger(s); lerr == nil {
 		_ = l.Errorf("receiptd cannot start: %v", err)
 	}
 }
