@@ -12,13 +12,13 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -99,9 +99,6 @@ func TestRunRefusesLostDatabase(t *testing.T) {
 // TestRunInitStartsOver: `run -init` is the explicit way to start with an
 // empty queue where the database was lost.
 func TestRunInitStartsOver(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("SIGTERM")
-	}
 	dir := dataDirWith(t, 1)
 	db := filepath.Join(dir, store.DBFile)
 	require.NoError(t, os.Remove(db))
@@ -114,7 +111,7 @@ func TestRunInitStartsOver(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, run.Start())
 	waitForLine(t, stderr, "receiptd ready")
-	require.NoError(t, run.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, harness.AskToStop(run.Process))
 	_, _ = io.Copy(io.Discard, stderr)
 	require.NoError(t, run.Wait())
 	require.FileExists(t, db)
@@ -276,10 +273,8 @@ func startBinary(t *testing.T, dir, upstream string) runningBinary {
 	var once sync.Once
 	d.stop = func() {
 		once.Do(func() {
-			if runtime.GOOS != "windows" {
-				require.NoError(t, run.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, run.Wait(), "clean exit; log: %s", d.logs)
-			}
+			require.NoError(t, harness.AskToStop(run.Process))
+			require.NoError(t, run.Wait(), "clean exit; log: %s", d.logs)
 			cancel()
 			_ = run.Wait()
 		})
