@@ -91,9 +91,9 @@ func TestPowerCut(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 
 	bin := binary(ctx, t, BinEnv, func(dir string) (string, error) { return harness.Build(ctx, dir) })
-	real := newBench(ctx, t, "fsync", bin, s, seed)
-	real.partial = true
-	tot := real.run(rounds)
+	fs := newBench(ctx, t, "fsync", bin, s, seed)
+	fs.partial = true
+	tot := fs.run(rounds)
 	t.Logf("power-cut totals (fsync, %s): %s", bin, tot)
 	require.Positive(t, tot.acknowledged, "no receipt was acknowledged: the rounds proved nothing")
 	require.Zero(t, tot.lost+tot.corrupt+tot.refused, "acknowledged receipts lost, database damaged, or start refused after a power cut")
