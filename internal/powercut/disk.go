@@ -3,6 +3,7 @@ package powercut
 import (
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -234,8 +235,8 @@ func (d *Disk) revert(n *Node, seen map[*Node]bool) {
 		}
 	}
 	n.kids = maps.Clone(n.durKids)
-	for _, k := range n.kids {
-		d.revert(k, seen)
+	for _, name := range slices.Sorted(maps.Keys(n.kids)) { // sorted: a seeded cut repeats
+		d.revert(n.kids[name], seen)
 	}
 }
 
@@ -246,7 +247,7 @@ const sector = 512
 // keepSome copies a random part of file n's unsynced changes into its
 // durable version.
 func (d *Disk) keepSome(n *Node) {
-	for i := range n.dirty {
+	for _, i := range slices.Sorted(maps.Keys(n.dirty)) { // sorted: a seeded cut repeats
 		p, ok := n.cur.p[i]
 		if !ok { // cut off by a truncation: the page goes or stays whole
 			if d.keep.IntN(2) == 0 {
