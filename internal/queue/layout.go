@@ -118,14 +118,31 @@ type bkts struct {
 	entries, idem, upstream, deletes, pending, bystate, counts *bbolt.Bucket
 }
 
+// appendFill is the fill percent of the buckets keyed by seq (entries,
+// pending), whose new keys always come last. bbolt splits a page once it
+// is FillPercent full, by default half: on append-only keys the left
+// half is never written again, so the entries bucket's pages stayed about
+// half full (2 receipts a page; 3 at 0.9). Not 1.0: an entry grows when it
+// is sent (its attempts and outcome are written into it), and a full page
+// then splits into a full one and an almost empty one. The idempotency
+// index keeps bbolt's default: a POS's own keys may come in any order, and
+// on random keys 0.9 leaves its pages about 36% full against 68% at 0.5
+// (measured with 20,000 random keys). FillPercent is not stored in the
+// file, so buckets sets it on every write transaction.
+const appendFill = 0.9
+
 func buckets(tx *bbolt.Tx) bkts {
 	root := tx.Bucket(store.BucketQueue)
-	return bkts{
+	b := bkts{
 		root: root, entries: root.Bucket(bucketEntries), idem: root.Bucket(bucketIdem),
 		upstream: root.Bucket(bucketUpstream), deletes: root.Bucket(bucketDeletes),
 		pending: root.Bucket(bucketPending), bystate: root.Bucket(bucketByState),
 		counts: root.Bucket(bucketCounts),
 	}
+	if tx.Writable() {
+		b.entries.FillPercent, b.pending.FillPercent = appendFill, appendFill
+	}
+	return b
 }
 
 func encode(e *Entry) ([]byte, error) {
