@@ -178,11 +178,18 @@ func TestMetricsCountRoutes(t *testing.T) {
 	e.base = "http://" + ln.Addr().String()
 	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/receiptd/entries/Q000000000077", "").code)
 	require.Equal(t, http.StatusForbidden, e.do(http.MethodGet, "/healthz", "", "Host", "evil.example").code)
+	for range 2 { // stored, then replayed
+		c := e.do(http.MethodPost, "/rest/receipt", receiptBody("000901"), "Prefer", "wait=0")
+		require.Equal(t, http.StatusAccepted, c.code, "%s", c.body)
+	}
+	require.Equal(t, http.StatusBadRequest, e.do(http.MethodPost, "/rest/receipt", "{}").code)
 	r := e.do(http.MethodGet, "/metrics", "")
 	require.Equal(t, http.StatusOK, r.code)
 	require.Contains(t, string(r.body), `receiptd_http_requests_total{code="404",route="GET /receiptd/entries/{queueId}"} 1`)
 	require.Contains(t, string(r.body), `receiptd_http_requests_total{code="403",route="refused"} 1`)
 	require.NotContains(t, string(r.body), "Q000000000077", "never the raw path")
+	require.Contains(t, string(r.body), `receiptd_receipts_accepted_total{replayed="false"} 1`)
+	require.Contains(t, string(r.body), `receiptd_receipts_accepted_total{replayed="true"} 1`, "a refused body counts in neither")
 }
 
 func TestShutdownAnswersWaitingRequests(t *testing.T) {

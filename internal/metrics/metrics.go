@@ -21,6 +21,7 @@
 //	http_request_duration_seconds{route}  histogram local API latency
 //	auth_failures_total{reason}           counter   local API requests refused 401 (missing, malformed, wrong)
 //	connections_closed_at_cap_total{which} counter  local API connections closed at max_connections (idle: the oldest idle; new: all were busy)
+//	receipts_accepted_total{replayed}     counter   creates stored (false) or answered from an earlier one (true)
 //	queue_entries{state}                  gauge     read at scrape time (WatchQueue)
 //	oldest_unsent_age_seconds             gauge     read at scrape time (WatchQueue)
 //	queue_stats_ok                        gauge     1 if the last scrape could read the queue
@@ -81,6 +82,7 @@ type Metrics struct {
 	httpDuration   *prometheus.HistogramVec
 	authFailures   *prometheus.CounterVec
 	capClosed      *prometheus.CounterVec
+	accepted       [2]prometheus.Counter // [0] new, [1] replayed
 	queue          *queueCollector
 	store          *storeCollector
 	answers        *answersCollector
@@ -156,7 +158,12 @@ func New() *Metrics {
 			Help: "Upstream answers no POS had received yet, pushed out of memory by accept.answer_count or accept.answer_mb.",
 		}),
 	}
-	m.reg.MustRegister(
+	accepted := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "receipts_accepted_total",
+		Help: "Receipt creates made durable (replayed=false) or answered from an earlier acceptance of the same receipt (replayed=true).",
+	}, []string{"replayed"})
+	m.accepted = [2]prometheus.Counter{accepted.WithLabelValues("false"), accepted.WithLabelValues("true")}
+	m.reg.MustRegister(accepted,
 		m.sendAttempts, m.sendDuration, m.ambiguous, m.upstreamUp, m.alertLevel,
 		m.commitDuration, m.commitBatch, m.cacheRequests, m.httpRequests,
 		m.httpDuration, m.authFailures, m.capClosed, m.queue, m.store, m.answers, m.answersDropped,
@@ -291,6 +298,20 @@ func (m *Metrics) ConnClosedAtCap(allBusy bool) {
 		which = "new"
 	}
 	m.capClosed.WithLabelValues(which).Inc()
+}
+
+// ReceiptAccepted counts one create answered from the queue: stored now,
+// or a replay of an earlier acceptance. It stands in for a log line per
+// receipt, which the API writes at debug level only.
+func (m *Metrics) ReceiptAccepted(replayed bool) {
+	if m == nil {
+		return
+	}
+	if replayed {
+		m.accepted[1].Inc()
+	} else {
+		m.accepted[0].Inc()
+	}
 }
 
 func (m *Metrics) boundedRoute(route string) string {

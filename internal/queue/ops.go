@@ -28,6 +28,10 @@ type NewReceipt struct {
 	// EarlierKey is no conflict (a new day may reuse a billIdSuffix).
 	EarlierKey   string
 	EarlierSince time.Time
+	// BodyParsed says the caller has already parsed Body as JSON (the API
+	// runs receipt.ParseCreate on every create); Enqueue then does not
+	// check it again. False: Enqueue refuses a body that is not JSON.
+	BodyParsed bool
 }
 
 // Enqueue stores a receipt durably and returns its entry. The same IdemKey
@@ -37,7 +41,7 @@ type NewReceipt struct {
 // is a correction and takes the key; a rejected first entry becomes
 // cancelled, naming its replacement. On any error nothing is stored.
 func (q *Queue) Enqueue(ctx context.Context, r NewReceipt) (Entry, bool, error) {
-	if r.IdemKey == "" || r.BodyHash == "" || !json.Valid(r.Body) {
+	if r.IdemKey == "" || r.BodyHash == "" || len(r.Body) == 0 || !r.BodyParsed && !json.Valid(r.Body) {
 		return Entry{}, false, fmt.Errorf("enqueue: %w: key, hash and a JSON body are required", ErrInvalid)
 	}
 	now := r.Now
