@@ -158,6 +158,9 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 	if max <= 0 {
 		return nil, nil
 	}
+	if idle, err := q.nothingToClaim(max, now); err != nil || idle {
+		return nil, err
+	}
 	var out []Entry
 	err := q.st.Update(ctx, func(tx *bbolt.Tx) (err error) {
 		out, err = claimTx(buckets(tx), max, now)
@@ -167,6 +170,31 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	return out, nil
+}
+
+// nothingToClaim reports, from a read transaction, that a claim at now
+// would change nothing: no unindexed tail, and no due pending row to send
+// or to finish as delete_rejected. A commit writes and fsyncs the meta
+// page even when it changes nothing, so without this check the worker's
+// poll of an idle queue cost a disk write every second. Something that
+// becomes claimable after the check signals Notify, so the worker claims
+// again.
+func (q *Queue) nothingToClaim(max int, now time.Time) (bool, error) {
+	var idle bool
+	err := q.st.View(func(tx *bbolt.Tx) error {
+		b := buckets(tx)
+		lo, hi, err := b.tail()
+		if err != nil || lo <= hi {
+			return err
+		}
+		picked, err := pickClaimable(b, max, now)
+		idle = len(picked) == 0
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("claim: %w", err)
+	}
+	return idle, nil
 }
 
 // claimTx is Claim inside a write transaction.
