@@ -1,3 +1,10 @@
+// The runtime re-reads the cgroup CPU limit every second to adjust
+// GOMAXPROCS (Go 1.25 and later): an idle daemon's only wake-up besides
+// its own once-a-second database check. A till's CPU limit does not change
+// while receiptd runs, so it is read once at start. GOMAXPROCS in the
+// environment still wins.
+//go:debug updatemaxprocs=0
+
 package main
 
 import (

@@ -295,13 +295,27 @@ func (w *Worker) drainLoop(ctx, sendCtx context.Context, sends *sync.WaitGroup) 
 		if w.dispatch(ctx, sendCtx, sends) {
 			continue // there may be more to claim right away
 		}
+		// Poll only while something waits out a backoff or for its
+		// receipt: new work signals Notify. An idle daemon then has no
+		// timer here (a ticker not received from does not fire).
+		var pollC <-chan time.Time
+		if w.unsentWaits() {
+			pollC = poll.C
+		}
 		select {
 		case <-ctx.Done():
 		case <-w.q.Notify():
 		case <-w.wake:
-		case <-poll.C:
+		case <-pollC:
 		}
 	}
+}
+
+// unsentWaits reports whether the queue holds unsent entries (or cannot
+// be read), which may become claimable with time alone.
+func (w *Worker) unsentWaits() bool {
+	_, found, err := w.q.OldestUnsent()
+	return found || err != nil
 }
 
 // dispatch claims as many entries as there are free slots and starts a
