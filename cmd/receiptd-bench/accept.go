@@ -15,7 +15,16 @@ import (
 type acceptResult struct {
 	clients int
 	lat     sample
-	rate    float64 // accepted receipts per second
+	rate    float64       // accepted receipts per second
+	cpu     time.Duration // the daemon's CPU time over the window; -1: not measured
+}
+
+// cpuPerReceipt is the daemon's CPU time per accepted receipt, or -1.
+func (a acceptResult) cpuPerReceipt() time.Duration {
+	if a.cpu < 0 || len(a.lat) == 0 {
+		return -1
+	}
+	return a.cpu / time.Duration(len(a.lat))
 }
 
 // newClient is an HTTP client that keeps a connection per concurrent client.

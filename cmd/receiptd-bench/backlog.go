@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -11,18 +10,18 @@ import (
 	"github.com/receiptd/receiptd/internal/harness"
 )
 
-// startResult is a daemon's time to ready and its peak RSS while idle.
+// startResult is a daemon's time to ready and its peak memory while idle.
 type startResult struct {
 	entries int
 	ready   time.Duration
-	rss     int64 // peak over the sampling window after ready
+	mem     memory // peak over the sampling window after ready
 	dbSize  int64
 	written time.Duration // time to write the backlog (not part of start)
 }
 
 // runStart writes a backlog of n receipts (none when n is 0), starts the
 // daemon with the upstream unreachable so the backlog stays, and measures
-// time to /readyz and the peak RSS over the next settle period.
+// time to /readyz and the peak memory over the next settle period.
 func (b *bench) runStart(ctx context.Context, n int, settle time.Duration) (startResult, error) {
 	down, err := harness.FreeAddr() // nobody listens: the upstream is down
 	if err != nil {
@@ -46,30 +45,9 @@ func (b *bench) runStart(ctx context.Context, n int, settle time.Duration) (star
 		return r, err
 	}
 	r.ready = ready
-	if r.rss, err = peakRSS(ctx, p, settle); err != nil {
+	if r.mem, err = peakMemory(ctx, p, settle); err != nil {
 		_ = p.Kill()
 		return r, err
 	}
 	return r, stop(ctx, p)
-}
-
-// peakRSS samples the process's RSS every 50 ms for d.
-func peakRSS(ctx context.Context, p *harness.Process, d time.Duration) (int64, error) {
-	var peak int64
-	deadline := time.Now().Add(d)
-	for {
-		rss, err := p.RSS()
-		if err != nil {
-			return 0, fmt.Errorf("rss: %w", err)
-		}
-		peak = max(peak, rss)
-		if !time.Now().Before(deadline) {
-			return peak, nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

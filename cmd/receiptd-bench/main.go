@@ -37,6 +37,7 @@ type options struct {
 	lookups    int
 	backlog    int
 	settle     time.Duration
+	idleFor    time.Duration
 	drainConcs []int
 }
 
@@ -50,11 +51,13 @@ func parseFlags() options {
 	flag.DurationVar(&o.drainFor, "drain-for", 5*time.Second, "capacity window, and the backlog size in seconds of capacity, per drain level")
 	flag.DurationVar(&o.latency, "latency", 20*time.Millisecond, "fixed simulator latency for the drain benchmark")
 	flag.IntVar(&o.lookups, "lookups", 2000, "timed cached lookups")
-	flag.IntVar(&o.backlog, "backlog", 100000, "receipts in the backlog for RSS and time to ready")
-	flag.DurationVar(&o.settle, "settle", 3*time.Second, "RSS sampling window after ready")
+	flag.IntVar(&o.backlog, "backlog", 100000, "receipts posted for bytes on disk, memory and time to ready")
+	flag.DurationVar(&o.settle, "settle", 3*time.Second, "memory sampling window after a fill or a start")
+	flag.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "window over which an idle daemon's CPU and wake-ups are counted")
 	flag.Parse()
 	if *quick {
 		o.acceptFor, o.fsyncN, o.drainFor, o.lookups, o.settle = 1500*time.Millisecond, 100, 1500*time.Millisecond, 500, time.Second
+		o.backlog, o.idleFor = 20000, 10*time.Second
 	}
 	o.drainConcs = []int{1, 2, 8}
 	return o
@@ -105,12 +108,15 @@ func run(ctx context.Context, o options) error {
 // results is everything measured.
 type results struct {
 	fsync   rawFsync
-	enqueue sample // queue.Enqueue without HTTP, one writer
+	naive1  acceptResult // the naive durable server at 1 client: the floor
+	naive64 acceptResult // and at 64 clients
+	enqueue sample       // queue.Enqueue without HTTP, one writer
 	accept  []acceptResult
 	drain   []drainResult
 	lookup  lookupResult
 	empty   startResult
-	backlog startResult
+	fill    fillResult
+	idle    idleResult
 }
 
 func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
@@ -119,6 +125,10 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 	step := func(name string) { fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), name) }
 	step("raw fsync reference")
 	if r.fsync, err = measureFsync(b.dir, o.fsyncN); err != nil {
+		return r, err
+	}
+	step("naive durable server (append + fdatasync under a mutex) at 1 and 64 clients")
+	if r.naive1, r.naive64, err = runNaive(ctx, b.dir, o.acceptFor); err != nil {
 		return r, err
 	}
 	step("queue.Enqueue reference")
@@ -145,7 +155,11 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 	if r.empty, err = b.runStart(ctx, 0, o.settle); err != nil {
 		return r, err
 	}
-	step(fmt.Sprintf("start with a %d-receipt backlog", o.backlog))
-	r.backlog, err = b.runStart(ctx, o.backlog, o.settle)
+	step(fmt.Sprintf("post %d receipts from 64 clients, restart", o.backlog))
+	if r.fill, err = b.runFill(ctx, o.backlog, o.settle); err != nil {
+		return r, err
+	}
+	step(fmt.Sprintf("idle daemon, upstream up, %s", o.idleFor))
+	r.idle, err = b.runIdle(ctx, 5*time.Second, o.idleFor)
 	return r, err
 }

@@ -41,10 +41,15 @@ func (b *bench) runAccept(ctx context.Context, d time.Duration) ([]acceptResult,
 			_ = p.Kill()
 			return nil, err
 		}
+		cpu0, cpuErr := procCPU(p.PID)
 		r, err := measureAccept(ctx, c, p.URL(), n, d, fmt.Sprintf("c%d", n))
 		if err != nil {
 			_ = p.Kill()
 			return nil, err
+		}
+		cpu1, err := procCPU(p.PID)
+		if r.cpu = -1; cpuErr == nil && err == nil {
+			r.cpu = cpu1 - cpu0
 		}
 		out = append(out, r)
 	}
