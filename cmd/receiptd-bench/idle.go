@@ -10,7 +10,7 @@ import (
 // idleResult is what a daemon with nothing to do costs.
 type idleResult struct {
 	window   time.Duration
-	cpu      time.Duration // CPU used over window
+	cpu      time.Duration // CPU used over window (schedstat run time)
 	switches int64         // context switches over window, all threads
 }
 
@@ -42,7 +42,7 @@ func (b *bench) runIdle(ctx context.Context, settle, window time.Duration) (idle
 	if !sleepCtx(ctx, settle) {
 		return fail(ctx.Err())
 	}
-	cpu0, err := procCPU(p.PID)
+	cpu0, err := procRunTime(p.PID)
 	if err != nil {
 		return fail(err)
 	}
@@ -53,7 +53,7 @@ func (b *bench) runIdle(ctx context.Context, settle, window time.Duration) (idle
 	if !sleepCtx(ctx, window) {
 		return fail(ctx.Err())
 	}
-	cpu1, err := procCPU(p.PID)
+	cpu1, err := procRunTime(p.PID)
 	if err != nil {
 		return fail(err)
 	}

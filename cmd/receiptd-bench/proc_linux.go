@@ -43,6 +43,37 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * clockTick, nil
 }
 
+// procRunTime is the time the process's threads have run on a CPU, in
+// nanoseconds, summed over /proc/PID/task/*/schedstat (its first field):
+// precise where utime and stime count 10 ms ticks, which an idle daemon
+// uses less than one of in a minute. Threads that ended are not counted.
+func procRunTime(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("run time of %d: no tasks (%v)", pid, err)
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if os.IsNotExist(err) {
+			continue // the thread ended meanwhile
+		}
+		if err != nil {
+			return 0, fmt.Errorf("run time of %d: %w", pid, err)
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, fmt.Errorf("run time of %d: empty %s", pid, t)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("run time of %d: %w", pid, err)
+		}
+		sum += ns
+	}
+	return time.Duration(sum), nil
+}
+
 // statusFields returns the kB values of the named lines of a
 // /proc/.../status file, in bytes (or counts, for lines without a unit).
 func statusFields(path string, names ...string) (map[string]int64, error) {

@@ -14,9 +14,10 @@ var errNoProc = errors.New("measured from /proc, on Linux only (this is " + runt
 
 type memory struct{ anon, file int64 }
 
-func procCPU(int) (time.Duration, error) { return 0, errNoProc }
-func procMemory(int) (memory, error)     { return memory{}, errNoProc }
-func procSwitches(int) (int64, error)    { return 0, errNoProc }
+func procCPU(int) (time.Duration, error)     { return 0, errNoProc }
+func procRunTime(int) (time.Duration, error) { return 0, errNoProc }
+func procMemory(int) (memory, error)         { return memory{}, errNoProc }
+func procSwitches(int) (int64, error)        { return 0, errNoProc }
 func diskBytes(path string) (int64, error) {
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -96,7 +96,7 @@ func (r results) idleRows() []row {
 	return []row{
 		{figure: "idle: CPU per hour (empty queue, upstream up)",
 			measured:  fmt.Sprintf("%.2f s", i.cpuPerHour().Seconds()),
-			reference: fmt.Sprintf("%s over %s", i.cpu, i.window),
+			reference: fmt.Sprintf("%s over %s", i.cpu.Round(time.Microsecond), i.window),
 			target:    fmt.Sprintf("< %s", idleCPUPerHour), result: verdict(i.cpuPerHour() < idleCPUPerHour)},
 		{figure: "idle: wake-ups per second (context switches)",
 			measured:  fmt.Sprintf("%.2f/s", i.wakeupsPerSec()),
@@ -122,8 +122,8 @@ func (r results) notes(o options) string {
 	fmt.Fprintf(&b, "- fill: %d receipts posted from 64 clients in %s, upstream unreachable; bytes on disk = the database\n", r.fill.n, r.fill.took.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  file's allocated blocks after stop / receipts. Memory: peak RssAnon (private) and RssFile (mapped database\n")
 	fmt.Fprintf(&b, "  pages) of /proc/PID/status over %s after the fill, and again after a restart on the same data.\n", o.settle)
-	fmt.Fprintf(&b, "- idle: a new daemon, simulator up, 5 s to settle, then CPU (utime+stime) and context switches\n")
-	fmt.Fprintf(&b, "  (voluntary+nonvoluntary, summed over /proc/PID/task/*/status) over %s.\n", r.idle.window)
+	fmt.Fprintf(&b, "- idle: a new daemon, simulator up, 5 s to settle, then CPU (run time summed over /proc/PID/task/*/schedstat)\n")
+	fmt.Fprintf(&b, "  and context switches (voluntary+nonvoluntary, summed over /proc/PID/task/*/status) over %s.\n", r.idle.window)
 	fmt.Fprintf(&b, "- cached lookup: %d sequential keep-alive GETs after warm-up, all X-Cache: HIT.", o.lookups)
 	return b.String()
 }
