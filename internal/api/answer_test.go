@@ -135,3 +135,29 @@ func TestLateAnswersAreBoundedInBytes(t *testing.T) {
 	require.Contains(t, late.json(t)["message"], "no longer held")
 	require.Contains(t, e.logText(), "dropped from memory to stay within its bounds; the late-answer route will say 410 queueId="+qid)
 }
+
+// TestRetriedEntryForgetsItsOldAnswer: an operator's retry of a rejected
+// receipt makes its kept refusal stale. Neither the late-answer route nor a
+// replay may give that refusal while the receipt waits to be sent again (a
+// POS told "refused" would ring the sale anew, and the retry may issue it).
+func TestRetriedEntryForgetsItsOldAnswer(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	qid, _ := e.queuedWhileDown("000104")
+	require.NoError(t, e.sim.SetFaults(sim.Faults{RejectNext: 1, RejectMessage: "districtCode: unknown"}))
+	e.waitState(qid, queue.StateRejected)
+
+	require.NoError(t, e.sim.SetFaults(sim.Faults{Down: true}))
+	retried := e.do(http.MethodPost, "/receiptd/entries/"+qid+"/retry", "")
+	require.Equal(t, http.StatusOK, retried.code, "%s", retried.body)
+
+	late := e.do(http.MethodGet, "/receiptd/entries/"+qid+"/answer", "")
+	require.Equal(t, http.StatusAccepted, late.code, "the refusal before the retry is no answer now: %s", late.body)
+	rep := e.do(http.MethodPost, "/rest/receipt", receiptBody("000104"))
+	require.Equal(t, http.StatusAccepted, rep.code, "%s", rep.body)
+	require.Equal(t, "true", rep.h.Get(api.HeaderReplayed))
+
+	require.NoError(t, e.sim.SetFaults(sim.Faults{}))
+	now := e.lateAnswer(qid)
+	require.Equal(t, http.StatusOK, now.code, "%s", now.body)
+	require.Equal(t, "SUCCESS", now.json(t)["status"], "the retry's own answer")
+}

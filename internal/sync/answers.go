@@ -28,6 +28,7 @@ type answers struct {
 	held     map[string]*heldAnswer
 	order    []*heldAnswer // publication order, oldest first; removed records are skipped
 	bytes    int64
+	seq      uint64 // answers put so far: heldAnswer.seq, mark
 	inflight map[string]struct{}
 	waiters  map[string][]chan Result
 }
@@ -37,8 +38,9 @@ type heldAnswer struct {
 	r         Result
 	expires   time.Time
 	size      int64
-	delivered bool // given in full to a POS: a waiting request, a replay or the late route
-	fetched   bool // given by the late-answer route
+	seq       uint64 // when it was put, in answers.seq
+	delivered bool   // given in full to a POS: a waiting request, a replay or the late route
+	fetched   bool   // given by the late-answer route
 	removed   bool
 }
 
@@ -55,7 +57,8 @@ func newAnswers(c Config) answers {
 func (a *answers) put(id string, r Result, now time.Time) (dropped []string) {
 	delete(a.inflight, id)
 	a.remove(id)
-	h := &heldAnswer{id: id, r: r, size: int64(len(r.Body)+len(id)) + answerOverhead, expires: now.Add(a.replayTTL)}
+	a.seq++
+	h := &heldAnswer{id: id, r: r, size: int64(len(r.Body)+len(id)) + answerOverhead, expires: now.Add(a.replayTTL), seq: a.seq}
 	if r.Answered {
 		h.expires = now.Add(a.answerTTL)
 	}

@@ -141,3 +141,22 @@ func TestAnswerToAWaitingRequestIsNotGivenLate(t *testing.T) {
 	_, st := w.TakeAnswer("Q1")
 	require.Equal(t, AnswerAlreadyGiven, st, "given to the request that waited, before it even wrote it")
 }
+
+func TestForgetKeepsWhatCameAfterTheMark(t *testing.T) {
+	w := New(nil, nil, Config{}, zap.NewNop(), nil)
+	rejected := Result{State: "rejected", Answered: true, StatusCode: 400, Body: []byte(`{"status":"ERROR"}`)}
+	w.publish("Q1", rejected)
+	w.publish("Q2", rejected)
+	mark := w.AnswerMark()
+	w.publish("Q2", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
+	w.Forget("Q1", mark)
+	w.Forget("Q2", mark)
+	_, st := w.TakeAnswer("Q1")
+	require.Equal(t, AnswerUnknown, st, "published before the mark: stale")
+	r, st := w.TakeAnswer("Q2")
+	require.Equal(t, AnswerGiven, st, "published after the mark: the retry's own answer")
+	require.JSONEq(t, `{"status":"SUCCESS"}`, string(r.Body))
+	n, size := w.HeldAnswers()
+	require.Equal(t, 1, n)
+	require.Equal(t, int64(len(`{"status":"SUCCESS"}`)+2+answerOverhead), size)
+}

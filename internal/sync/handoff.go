@@ -174,3 +174,25 @@ func (w *Worker) TakeAnswer(queueID string) (Result, AnswerStatus) {
 	w.answers.deliver(held, now)
 	return held.r, AnswerGiven
 }
+
+// AnswerMark marks the answers published so far, for Forget.
+func (w *Worker) AnswerMark() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.answers.seq
+}
+
+// Forget drops what is held for queueID if it was published no later than
+// mark (taken before the entry was put back in the queue): an operator's
+// retry makes an earlier answer stale, and neither a replay nor the
+// late-answer route may give a refusal or PAYMENT the retry may turn into
+// an issued receipt. An answer of the retry's own attempt, published after
+// mark, is kept.
+func (w *Worker) Forget(queueID string, mark uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h, ok := w.answers.held[queueID]; ok && h.seq <= mark {
+		w.answers.remove(queueID)
+		w.answers.compact()
+	}
+}
