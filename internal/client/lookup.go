@@ -49,7 +49,13 @@ func (c *Client) Get(ctx context.Context, op Op, query url.Values, segments ...s
 	if err != nil {
 		return nil, &Error{Op: op, Class: NotSent, Err: err}
 	}
-	raw, err := c.exchange(ctx, op, target, nil)
+	return c.call(ctx, op, target, nil)
+}
+
+// call is exchange with a non-2xx answer made an *Error too: the *Raw and
+// the *Error both come back, so a pass-through can hand the answer on.
+func (c *Client) call(ctx context.Context, op Op, target string, body []byte) (*Raw, error) {
+	raw, err := c.exchange(ctx, op, target, body)
 	if err != nil {
 		return raw, err
 	}
@@ -71,14 +77,7 @@ func (c *Client) SaveOprMerchants(ctx context.Context, body []byte) (*Raw, error
 	if body == nil {
 		body = []byte{}
 	}
-	raw, err := c.exchange(ctx, OpSaveMerchants, target, body)
-	if err != nil {
-		return raw, err
-	}
-	if _, bad := statusClass(raw.StatusCode); bad {
-		return raw, statusError(OpSaveMerchants, raw.StatusCode, raw.Header, raw.Body)
-	}
-	return raw, nil
+	return c.call(ctx, OpSaveMerchants, target, body)
 }
 
 // decodeError wraps a decoder's failure of a 2xx lookup answer: an
