@@ -107,14 +107,14 @@ build_linux_packages() { # goarch binary
 }
 
 build_msi() { # goarch binary
-	local goarch=$1 bin=$2 wixl arch win64 pfdir out msiver
+	local goarch=$1 bin=$2 wixl arch win64 pfdir sysdir out msiver
 	wixl=$(find_tool wixl "${WIXL:-}")
 	# An assignment of its own: msi_version's die inside wixl's arguments
 	# would be lost, and wixl would run with an empty version.
 	msiver=$(msi_version "$VERSION")
 	case $goarch in
-	amd64) arch=x64 win64=yes pfdir=ProgramFiles64Folder ;;
-	386) arch=x86 win64=no pfdir=ProgramFilesFolder ;;
+	amd64) arch=x64 win64=yes pfdir=ProgramFiles64Folder sysdir=System64Folder ;;
+	386) arch=x86 win64=no pfdir=ProgramFilesFolder sysdir=SystemFolder ;;
 	*) die "no MSI for windows/$goarch" ;;
 	esac
 	out="$DIST/receiptd-$VERSION-$arch.msi"
@@ -124,7 +124,7 @@ build_msi() { # goarch binary
 		-D "Exe=$rel_dist/$(basename "$bin")" \
 		-D "Config=config.example.toml" \
 		-D "Readme=packaging/README.md" \
-		-D "Win64=$win64" -D "ProgramFilesDir=$pfdir" \
+		-D "Win64=$win64" -D "ProgramFilesDir=$pfdir" -D "SystemDir=$sysdir" \
 		-o "$out" packaging/windows/receiptd.wxs >&2
 }
 
