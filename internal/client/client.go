@@ -224,15 +224,9 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	paths := DefaultPaths()
-	for op, p := range cfg.Paths {
-		if !op.known() {
-			return nil, fmt.Errorf("client: path for unknown operation %q: %w", op, ErrConfig)
-		}
-		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#") {
-			return nil, fmt.Errorf("client: path %q of %s must start with / and have no query: %w", p, op, ErrConfig)
-		}
-		paths[op] = p
+	paths, err := pathsOf(cfg.Paths)
+	if err != nil {
+		return nil, err
 	}
 	lookupProxy, err := proxyFunc(cfg.Proxy)
 	if err != nil {
@@ -246,12 +240,9 @@ func New(cfg Config) (*Client, error) {
 	lookupTr.Proxy = lookupProxy
 	sendTr := posTr.Clone()
 	sendTr.DisableKeepAlives = true
-	maxAnswer := cfg.MaxAnswer
-	switch {
-	case maxAnswer == 0:
-		maxAnswer = DefaultMaxAnswer
-	case maxAnswer < 0 || maxAnswer > MaxMaxAnswer:
-		return nil, fmt.Errorf("client: max answer %d bytes, want 1 to %d: %w", maxAnswer, MaxMaxAnswer, ErrConfig)
+	maxAnswer, err := maxAnswerOf(cfg.MaxAnswer)
+	if err != nil {
+		return nil, err
 	}
 	timeout, queryTimeout := cfg.Timeout, cfg.QueryTimeout
 	if timeout <= 0 {
@@ -270,6 +261,32 @@ func New(cfg Config) (*Client, error) {
 		transports: []*http.Transport{lookupTr, posTr, sendTr},
 	}
 	return c, nil
+}
+
+// pathsOf is DefaultPaths with the overrides of Config.Paths, checked.
+func pathsOf(over map[Op]string) (map[Op]string, error) {
+	paths := DefaultPaths()
+	for op, p := range over {
+		if !op.known() {
+			return nil, fmt.Errorf("client: path for unknown operation %q: %w", op, ErrConfig)
+		}
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#") {
+			return nil, fmt.Errorf("client: path %q of %s must start with / and have no query: %w", p, op, ErrConfig)
+		}
+		paths[op] = p
+	}
+	return paths, nil
+}
+
+// maxAnswerOf is Config.MaxAnswer with its default, checked.
+func maxAnswerOf(n int64) (int64, error) {
+	switch {
+	case n == 0:
+		return DefaultMaxAnswer, nil
+	case n < 0 || n > MaxMaxAnswer:
+		return 0, fmt.Errorf("client: max answer %d bytes, want 1 to %d: %w", n, MaxMaxAnswer, ErrConfig)
+	}
+	return n, nil
 }
 
 // httpClient returns the client that carries op: the upstream is chosen by

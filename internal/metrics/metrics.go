@@ -133,23 +133,6 @@ func New() *Metrics {
 			Namespace: namespace, Name: "cache_requests_total",
 			Help: "Lookup cache requests by lookup kind and result (hit, miss, stale).",
 		}, []string{"kind", "result"}),
-		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "http_requests_total",
-			Help: "Local API requests by route pattern and status code.",
-		}, []string{"route", "code"}),
-		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "http_request_duration_seconds",
-			Help:    "Local API request duration by route pattern.",
-			Buckets: httpBuckets,
-		}, []string{"route"}),
-		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "auth_failures_total",
-			Help: "Local API requests refused for a missing, malformed or wrong bearer token.",
-		}, []string{"reason"}),
-		capClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "connections_closed_at_cap_total",
-			Help: "Local API connections closed at max_connections: the oldest idle one (idle), or the new one when all were busy (new).",
-		}, []string{"which"}),
 		queue:   newQueueCollector(),
 		store:   newStoreCollector(),
 		answers: newAnswersCollector(),
@@ -158,6 +141,7 @@ func New() *Metrics {
 			Help: "Upstream answers no POS had received yet, pushed out of memory by accept.answer_count or accept.answer_mb.",
 		}),
 	}
+	m.initHTTP()
 	accepted := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "receipts_accepted_total",
 		Help: "Receipt creates made durable (replayed=false) or answered from an earlier acceptance of the same receipt (replayed=true).",
@@ -334,4 +318,26 @@ func labelValue(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// initHTTP builds the local API's series: requests, their duration,
+// refused authentication and connections closed at the cap.
+func (m *Metrics) initHTTP() {
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "http_requests_total",
+		Help: "Local API requests by route pattern and status code.",
+	}, []string{"route", "code"})
+	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "http_request_duration_seconds",
+		Help:    "Local API request duration by route pattern.",
+		Buckets: httpBuckets,
+	}, []string{"route"})
+	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "auth_failures_total",
+		Help: "Local API requests refused for a missing, malformed or wrong bearer token.",
+	}, []string{"reason"})
+	m.capClosed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "connections_closed_at_cap_total",
+		Help: "Local API connections closed at max_connections: the oldest idle one (idle), or the new one when all were busy (new).",
+	}, []string{"which"})
 }
