@@ -12,7 +12,15 @@ fail() { echo "msi-check: $*" >&2; exit 1; }
 # program runs: keep one running for the length of the check.
 wine ping -n 300 127.0.0.1 >/dev/null 2>&1 &
 keep=$!
-trap 'kill $keep 2>/dev/null' EXIT
+# msiexec /x also deletes the key EventLog\Application when receiptd's
+# source was its only subkey (as in a fresh Wine prefix; never on Windows,
+# where other sources live there), and kardianos/service's install then
+# fails ("SetupEventLogSource() failed: File not found"): put it back.
+restore_eventlog() {
+  wine reg add 'HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application' /f >/dev/null 2>&1
+  kill $keep 2>/dev/null
+}
+trap restore_eventlog EXIT
 rm -rf "$C/ProgramData/receiptd"
 wine msiexec /i "$msi" /qn /l*v 'C:\receiptd-msi-install.log' 2>/dev/null \
   || { tr -d '\0' < "$C/receiptd-msi-install.log" | tail -20; fail "msiexec /i failed"; }
