@@ -40,7 +40,6 @@ type heldAnswer struct {
 	size      int64
 	seq       uint64 // when it was put, in answers.seq
 	delivered bool   // given in full to a POS: a waiting request, a replay or the late route
-	fetched   bool   // given by the late-answer route
 	removed   bool
 }
 

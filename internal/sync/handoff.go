@@ -167,10 +167,9 @@ func (w *Worker) TakeAnswer(queueID string) (Result, AnswerStatus) {
 		return Result{}, AnswerUnknown
 	case !held.r.Answered:
 		return Result{State: held.r.State}, AnswerPending
-	case held.fetched || held.delivered:
+	case held.delivered:
 		return Result{State: held.r.State}, AnswerAlreadyGiven
 	}
-	held.fetched = true
 	w.answers.deliver(held, now)
 	return held.r, AnswerGiven
 }
