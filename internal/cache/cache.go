@@ -230,12 +230,15 @@ type Cache struct {
 
 	flights flightGroup
 
-	warmedAt  time.Time   // the last warm-up's end; under mu
-	refreshCh chan lookup // STALE hits ask Run's refresh workers here
-	tinMu     sync.Mutex
-	tins      map[string]struct{} // merchant TINs seen, for warm-up
-	tinCh     chan struct{}       // a new TIN was noted
-	runOnce   sync.Once
+	warmedAt time.Time // the last warm-up's end; under mu
+	// warmFailing: the last warm-up could not fetch everything (warmLoop's
+	// goroutine only).
+	warmFailing bool
+	refreshCh   chan lookup // STALE hits ask Run's refresh workers here
+	tinMu       sync.Mutex
+	tins        map[string]struct{} // merchant TINs seen, for warm-up
+	tinCh       chan struct{}       // a new TIN was noted
+	runOnce     sync.Once
 }
 
 // maxNotedTINs bounds the warm-up set; a till sees few merchants.

@@ -150,14 +150,27 @@ func (c *Cache) warmUp(ctx context.Context) bool {
 	c.mu.Lock()
 	c.warmedAt = c.now()
 	c.mu.Unlock()
+	c.logWarmUp(fetched, failed, lastErr)
+	return failed == 0
+}
+
+// logWarmUp says at Info when the warm-up starts failing and when it is
+// complete again; the rounds in between (every refreshRetry while
+// offline, the normal case) are Debug.
+func (c *Cache) logWarmUp(fetched, failed int, lastErr error) {
+	was := c.warmFailing
+	c.warmFailing = failed > 0
 	switch {
-	case failed > 0:
-		c.log.Info("cache warm-up incomplete; serving what is cached",
+	case failed > 0 && !was:
+		c.log.Info("cache warm-up incomplete; serving what is cached, retrying quietly until it is complete",
 			zap.Int("fetched", fetched), zap.Int("failed", failed), zap.Error(lastErr))
+	case failed > 0:
+		c.log.Debug("cache warm-up still incomplete", zap.Int("fetched", fetched), zap.Int("failed", failed), zap.Error(lastErr))
+	case was:
+		c.log.Info("cache warm-up complete", zap.Int("fetched", fetched))
 	case fetched > 0:
 		c.log.Debug("cache warm-up done", zap.Int("fetched", fetched))
 	}
-	return failed == 0
 }
 
 // Warmth is whether the till could work offline now.

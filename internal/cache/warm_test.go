@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/receiptd/receiptd/internal/sim"
 )
@@ -43,4 +45,28 @@ func TestWarmthNamesWhatIsMissing(t *testing.T) {
 	require.Equal(t, 2, s.Requests(sim.RouteBankAccounts), "the two merchants of /rest/info")
 	require.True(t, e.c.indexed(lookup{op: "bank_accounts", param: sim.SampleMerchantTin}.key()))
 	require.True(t, e.c.indexed(lookup{op: "merchant_info", param: "30000000000"}.key()), "a customer of /rest/info")
+}
+
+// TestWarmUpLogsAnOutageOnce: offline is the normal case, and a failed
+// warm-up is retried every 30 s; the log says so once when it starts
+// failing and once when it is complete again, not on every round.
+func TestWarmUpLogsAnOutageOnce(t *testing.T) {
+	s := startSim(t)
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	core, logs := observer.New(zap.InfoLevel)
+	c, err := New(context.Background(), openStore(t), newClient(t, s.URL()), Config{}, zap.New(core), nil)
+	require.NoError(t, err)
+	for range 3 {
+		require.False(t, c.warmUp(context.Background()))
+	}
+	require.Equal(t, 1, logs.FilterMessageSnippet("warm-up incomplete").Len(), "one line for the outage")
+
+	require.NoError(t, s.SetFaults(sim.Faults{}))
+	c.mu.Lock()
+	c.lookupDown, c.posDown = downState{}, downState{} // the known-down windows would wait a minute
+	c.mu.Unlock()
+	require.True(t, c.warmUp(context.Background()))
+	require.True(t, c.warmUp(context.Background()))
+	require.Equal(t, 1, logs.FilterMessageSnippet("warm-up complete").Len(), "one line when it recovers")
+	require.Equal(t, 1, logs.FilterMessageSnippet("warm-up incomplete").Len())
 }
