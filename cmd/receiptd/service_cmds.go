@@ -66,6 +66,11 @@ func runInstall(_ context.Context, env *cmdEnv, args []string) error {
 			return err
 		}
 	}
+	if runtime.GOOS == "windows" {
+		if err := prepareWindows(env, lc); err != nil {
+			return err
+		}
+	}
 	if err := s.Install(); err != nil {
 		return fmt.Errorf("install service %s: %w", serviceName, err)
 	}
