@@ -117,11 +117,15 @@ func (s *Server) getAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(HeaderQueueID, id)
 	w.Header().Set("Cache-Control", "no-store")
+	// Pending because of a failed attempt's marker (its State is set), yet
+	// finished on disk: finished without the worker (a delete cancelled
+	// it), so there is no answer to wait for.
+	markerOnly := st == syncer.AnswerPending && res.State != "" && !unsent(e.State)
 	switch {
 	case st == syncer.AnswerGiven:
 		w.Header().Set(HeaderUpstreamStatus, strconv.Itoa(res.StatusCode))
 		writeUpstream(w, id, res, http.StatusOK)
-	case st == syncer.AnswerPending || (st == syncer.AnswerUnknown && unsent(e.State)):
+	case (st == syncer.AnswerPending && !markerOnly) || (st == syncer.AnswerUnknown && unsent(e.State)):
 		if res.State != "" {
 			e.State = res.State
 		}

@@ -161,3 +161,19 @@ func TestRetriedEntryForgetsItsOldAnswer(t *testing.T) {
 	require.Equal(t, http.StatusOK, now.code, "%s", now.body)
 	require.Equal(t, "SUCCESS", now.json(t)["status"], "the retry's own answer")
 }
+
+// TestLateAnswerOfACancelledReceipt: a receipt cancelled by a delete while
+// its last attempt's failure is still remembered is gone (410, state
+// cancelled), not "queued, ask again later".
+func TestLateAnswerOfACancelledReceipt(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	qid, _ := e.queuedWhileDown("000105")
+	require.Eventually(t, func() bool { return len(e.entry(qid)["attempts"].([]any)) > 0 }, 10*time.Second, 10*time.Millisecond)
+	e.waitState(qid, queue.StateQueued)
+	c := e.do(http.MethodDelete, "/rest/receipt", deleteBody(qid, ""))
+	require.Equal(t, http.StatusOK, c.code, "%s", c.body)
+
+	late := e.do(http.MethodGet, "/receiptd/entries/"+qid+"/answer", "")
+	require.Equal(t, http.StatusGone, late.code, "%s", late.body)
+	require.Equal(t, string(queue.StateCancelled), late.json(t)["state"])
+}
