@@ -311,7 +311,9 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	if !s.ready.Load() {
+	// A database file moved, deleted or replaced fails /readyz at once:
+	// nothing else looks at the file while nothing is committed.
+	if !s.ready.Load() || s.d.Store != nil && s.d.Store.CheckIdentity() != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
 		return
 	}

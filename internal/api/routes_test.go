@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -294,4 +295,18 @@ func TestStockQrAndSaveMerchantsRoutes(t *testing.T) {
 		"Authorization", "Bearer local-secret")
 	require.Equal(t, http.StatusUnauthorized, r.code, "receiptd's token is not the stock API's: %s", r.body)
 	require.Contains(t, string(r.body), "bearer token is required", "the simulator's refusal: nothing was forwarded")
+}
+
+// TestReadyzFailsWhenDatabaseMoved: /readyz looks at the database file
+// itself, so a file moved while nothing is committed (no timer looks at
+// it while the daemon is idle) fails readiness at once.
+func TestReadyzFailsWhenDatabaseMoved(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows does not let an open database file be renamed")
+	}
+	e := newEnv(t, envOpts{noWorker: true})
+	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/readyz", "").code)
+	require.NoError(t, os.Rename(e.st.Path(), e.st.Path()+".moved"))
+	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodGet, "/readyz", "").code)
+	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", receiptBody("000902")).code)
 }

@@ -7,48 +7,60 @@ import (
 	"go.uber.org/zap"
 )
 
-// identityEvery is how often identityLoop looks at the database file;
-// markerEvery how often it records the newest transaction in the marker
-// (store.SaveMarker: three fsyncs when anything was committed since).
-const (
-	identityEvery = time.Second
-	markerEvery   = 10 * time.Second
-)
+// markerEvery is how long after a commit identityLoop records the newest
+// transaction in the data directory's marker (store.SaveMarker: three
+// fsyncs) and looks at the database file.
+const markerEvery = 10 * time.Second
 
-// identityLoop checks every second that the database path still names the
-// file the daemon opened. Once it does not (the file was moved, deleted or
-// replaced), the store refuses every write, so nothing more is
-// acknowledged (503), /readyz fails, and the log says how to recover; the
-// daemon keeps running so that what the old file holds can still be
-// copied out with `receiptd backup`. Every markerEvery it also records the
-// newest transaction in the data directory's marker, so that an older copy
-// put back in place (a backup copied over the database) is refused at the
-// next start.
+// identityLoop stops the daemon's acknowledgements for good once the
+// database path no longer names the file the daemon opened (it was moved,
+// deleted or replaced). The store refuses every write from then on: each
+// commit looks at the file when its last look is a second old, and so
+// does each GET /readyz, so nothing more is acknowledged (503) and
+// /readyz fails; this loop says in the log how to recover as soon as
+// either finds it (the store's Moved channel). The daemon keeps running so
+// that what the old file holds can still be copied out with `receiptd
+// backup`. markerEvery after a commit it records the newest transaction
+// in the data directory's marker, so that an older copy put back in place
+// (a backup copied over the database) is refused at the next start.
+// Nothing here runs on a timer while nothing is committed: an idle daemon
+// sleeps.
 func (d *Daemon) identityLoop(ctx context.Context) {
-	t := time.NewTicker(identityEvery)
-	defer t.Stop()
-	lastSave, saveFailed := time.Now(), false
+	var (
+		moved, committed = d.st.Moved(), d.st.Committed()
+		save             = time.NewTimer(markerEvery)
+		saveC            <-chan time.Time // nil while nothing waits to be saved
+		saveFailed       bool
+	)
+	save.Stop()
+	defer save.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		if time.Since(lastSave) >= markerEvery {
-			lastSave = time.Now()
+		case <-committed:
+			if saveC == nil {
+				save.Reset(markerEvery)
+				saveC = save.C
+			}
+		case <-saveC:
+			saveC = nil
 			err := d.st.SaveMarker()
 			if err != nil && !saveFailed {
 				d.log.Warn("cannot record the newest transaction in the data directory's marker; will retry", zap.Error(err))
 			}
-			saveFailed = err != nil
-		}
-		if err := d.st.CheckIdentity(); err != nil {
+			if saveFailed = err != nil; saveFailed {
+				save.Reset(markerEvery)
+				saveC = save.C
+			}
+			_ = d.st.CheckIdentity() // closes moved when it finds the file gone
+		case <-moved:
 			d.api.SetReady(false)
 			d.log.Error("the database file was moved, deleted or replaced while receiptd was running: "+
 				"receiptd accepts no more receipts and sends nothing. To recover: while receiptd still runs, "+
 				"copy what it holds with `receiptd backup FILE`; then stop receiptd, put the original file back "+
 				"or run `receiptd restore FILE`, and start it again",
-				zap.String("db", d.st.Path()), zap.Error(err))
+				zap.String("db", d.st.Path()), zap.Error(d.st.Err()))
 			return
 		}
 	}

@@ -102,6 +102,14 @@ func (s *Store) commitGroup(group []*call) {
 		}
 		live = append(live, c)
 	}
+	if len(live) > 0 {
+		if err := s.identityBeforeCommit(); err != nil {
+			for _, c := range live {
+				c.done <- err
+			}
+			return
+		}
+	}
 	for len(live) > 0 {
 		failed, fnErr := -1, error(nil)
 		start := time.Now()
@@ -126,6 +134,10 @@ func (s *Store) commitGroup(group []*call) {
 			s.lastTx.Store(uint64(txid)) // durable: Update returned after the fsyncs
 			s.commits.Add(1)
 			s.updates.Add(uint64(len(live)))
+			select {
+			case s.committed <- struct{}{}:
+			default:
+			}
 			if s.onCommit != nil {
 				s.onCommit(time.Since(start), len(live))
 			}
@@ -135,6 +147,21 @@ func (s *Store) commitGroup(group []*call) {
 		}
 		return
 	}
+}
+
+// identityStale is how old the last identity check may be when a commit
+// begins.
+const identityStale = time.Second
+
+// identityBeforeCommit runs CheckIdentity when the last check by a commit
+// is identityStale old or more: one stat a second at most under load.
+func (s *Store) identityBeforeCommit() error {
+	now := time.Now().UnixNano()
+	if now-s.identityAt.Load() < int64(identityStale) {
+		return nil
+	}
+	s.identityAt.Store(now)
+	return s.CheckIdentity()
 }
 
 func runFn(fn func(tx *bbolt.Tx) error, tx *bbolt.Tx) (err error) {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
@@ -207,6 +208,37 @@ func TestCheckIdentity(t *testing.T) {
 			require.ErrorIs(t, err, store.ErrMoved)
 			require.Equal(t, "v", get(t, s, "k"))
 		})
+	}
+}
+
+// TestCommitFindsMovedFile: with no other caller of CheckIdentity (the
+// daemon looks only every 10 s), commits look at the file themselves: an
+// Update within about a second of the move fails with ErrMoved, and Moved
+// is closed for the daemon to say so.
+func TestCommitFindsMovedFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows does not let an open database file be renamed")
+	}
+	s := openDir(t, newDataDir(t))
+	put := func() error {
+		return s.Update(context.Background(), func(tx *bbolt.Tx) error {
+			return tx.Bucket(store.BucketMeta).Put([]byte("k2"), []byte("v"))
+		})
+	}
+	require.NoError(t, put())
+	select {
+	case <-s.Moved():
+		t.Fatal("Moved closed before anything moved")
+	default:
+	}
+	require.NoError(t, os.Rename(s.Path(), s.Path()+".moved"))
+	var err error
+	require.Eventually(t, func() bool { err = put(); return err != nil }, 3*time.Second, 20*time.Millisecond)
+	require.ErrorIs(t, err, store.ErrMoved)
+	select {
+	case <-s.Moved():
+	case <-time.After(time.Second):
+		t.Fatal("Moved not closed")
 	}
 }
 

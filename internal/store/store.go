@@ -146,9 +146,11 @@ type Store struct {
 	maxGroup int
 	onCommit func(d time.Duration, updates int)
 
-	commits atomic.Uint64 // successful group commits
-	updates atomic.Uint64 // Update calls made durable
-	lastTx  atomic.Uint64 // id of the newest durable transaction
+	// identityAt is when a commit last ran CheckIdentity (unix ns).
+	identityAt atomic.Int64
+	commits    atomic.Uint64 // successful group commits
+	updates    atomic.Uint64 // Update calls made durable
+	lastTx     atomic.Uint64 // id of the newest durable transaction
 	// openedTx is the newest transaction id in the file as opened, before
 	// any migration; OpenDir compares it with the marker.
 	openedTx uint64
@@ -163,6 +165,8 @@ type Store struct {
 	diskFull      error
 	diskFullSince time.Time
 	closed        bool
+	movedCh       chan struct{} // closed once CheckIdentity finds ErrMoved; made on first use
+	committed     chan struct{} // capacity 1: signalled after commits (Committed)
 }
 
 // Open opens or creates the database at path, creating its directory if
@@ -191,7 +195,8 @@ func Open(path string, opts Options) (s *Store, err error) {
 	if err != nil {
 		return nil, classifyOpenError(path, err)
 	}
-	s = &Store{db: db, path: path, maxGroup: opts.MaxGroup, onCommit: opts.OnCommit}
+	s = &Store{db: db, path: path, maxGroup: opts.MaxGroup, onCommit: opts.OnCommit,
+		committed: make(chan struct{}, 1)}
 	// bbolt holds the file open from here on, so its identity (device and
 	// inode) cannot be reused by another file while the Store lives.
 	if s.opened, err = os.Stat(path); err != nil {
@@ -403,9 +408,14 @@ func readSchema(tx *bbolt.Tx) (uint64, error) {
 // that was opened: it was moved, deleted or replaced. From then on every
 // Update fails with that error (nothing can be acknowledged into a file
 // nobody will open again); reads still work, so the data can be rescued
-// with a backup while the process lives. It is cheap (one stat) and meant
-// to be called every few seconds.
+// with a backup while the process lives. It is cheap (one stat). Every
+// commit calls it when the last call is a second old or more, so nothing
+// is acknowledged into a file moved more than a second before, without a
+// timer that would wake an idle daemon every second.
 func (s *Store) CheckIdentity() error {
+	if s.opened == nil {
+		return nil // read-only (OpenReadOnly): no write to guard
+	}
 	s.mu.Lock()
 	failed := s.failed
 	s.mu.Unlock()
@@ -424,11 +434,34 @@ func (s *Store) CheckIdentity() error {
 	s.mu.Lock()
 	if s.failed == nil || !errors.Is(s.failed, ErrMoved) {
 		s.failed = moved
+		close(s.movedLocked())
 	}
 	failed = s.failed
 	s.mu.Unlock()
 	return failed
 }
+
+// Moved returns a channel that is closed once CheckIdentity has found
+// that the path no longer names the opened file, whoever called it (a
+// commit checks at most a second after the last check: commit.go).
+func (s *Store) Moved() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.movedLocked()
+}
+
+func (s *Store) movedLocked() chan struct{} {
+	if s.movedCh == nil {
+		s.movedCh = make(chan struct{})
+	}
+	return s.movedCh
+}
+
+// Committed returns a channel that receives a value after a commit made
+// something durable. It never holds up a commit: several commits may
+// share one value, and nothing is sent while one waits unread. A read-only
+// store never sends.
+func (s *Store) Committed() <-chan struct{} { return s.committed }
 
 // Err returns the error every Update now fails with (ErrFailed, ErrMoved),
 // or nil while writes work.
