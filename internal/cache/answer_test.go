@@ -44,21 +44,6 @@ func kindOf(t *testing.T, c *Cache, op client.Op) KindStatus {
 	return KindStatus{}
 }
 
-// runCache runs c's background work until the test ends.
-func runCache(t *testing.T, c *Cache) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
-
 // TestFailureInside200KeepsGoodData: for every kind, an upstream that
 // answers well, then with the lookup API's error envelope (HTTP 200), then
 // not at all: the good answer stays, served STALE, also after a restart.

@@ -340,16 +340,7 @@ func TestClassificationSegmentRules(t *testing.T) {
 func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
 	s := startSim(t)
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.c.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	stop := runCache(t, e.c)
 	stored := func(lks ...lookup) bool {
 		for _, lk := range lks {
 			if rec, err := e.c.read(lk); err != nil || rec == nil {
@@ -398,13 +389,7 @@ func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
 	fr := e.c.Freshness()[2]
 	require.Equal(t, tins, fr.Entries)
 	require.Equal(t, e.clk.Now(), fr.LastRefresh)
-
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
+	stop()
 }
 
 func TestStaleRefreshFailureIsNotRetriedPerHit(t *testing.T) {
@@ -413,16 +398,7 @@ func TestStaleRefreshFailureIsNotRetriedPerHit(t *testing.T) {
 	const path = "/api/info/check/getInfo?tin=5317878"
 	require.Equal(t, Miss, e.get(t, path).cache())
 	require.NoError(t, s.SetFaults(sim.Faults{ErrorRate: 1}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.c.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	runCache(t, e.c)
 	e.clk.Advance(2 * time.Hour)
 	require.Equal(t, Stale, e.get(t, path).cache())
 	require.Eventually(t, func() bool { return s.Requests(sim.RouteMerchantInfo) == 2 }, 5*time.Second, 5*time.Millisecond)

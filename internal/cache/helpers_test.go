@@ -135,3 +135,25 @@ func (f *fakeUpstream) count(path string) int {
 }
 
 func openStore(t testing.TB) *store.Store { return storetest.Open(t) }
+
+// runCache runs c's background work until the test ends; stop ends it
+// sooner, and fails the test when Run does not return within 5 s.
+func runCache(t *testing.T, c *Cache) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx)
+	}()
+	stop = func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return after cancel")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}

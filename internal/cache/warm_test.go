@@ -25,16 +25,7 @@ func TestWarmthNamesWhatIsMissing(t *testing.T) {
 	require.Equal(t, []string{"branch_info", "product_tax_code", "info", "classification"}, w.Missing)
 	require.True(t, w.LastRun.IsZero())
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.c.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runCache(t, e.c)
 	require.Eventually(t, func() bool { return !e.c.Warmth().LastRun.IsZero() }, 5*time.Second, 5*time.Millisecond)
 	require.Len(t, e.c.Warmth().Missing, 4, "down: nothing fetched")
 

@@ -54,30 +54,7 @@ func TestWarmBeforeTheFirstOutage(t *testing.T) {
 		require.Contains(t, []string{"HIT", "STALE"}, resp.Header.Get("X-Cache"), path)
 		return body
 	}
-	var info struct {
-		Merchants []struct {
-			TIN       string `json:"tin"`
-			Customers []struct {
-				TIN string `json:"tin"`
-			} `json:"customers"`
-		} `json:"merchants"`
-	}
-	require.NoError(t, json.Unmarshal(cached("/rest/info"), &info))
-	require.NotEmpty(t, info.Merchants)
-	var top [][]string
-	require.NoError(t, json.Unmarshal(cached("/api/info/check/barcode/v2"), &top))
-	require.NotEmpty(t, top)
-	paths := []string{"/api/info/check/getBranchInfo", "/api/receipt/receipt/getProductTaxCode"}
-	for _, row := range top {
-		paths = append(paths, "/api/info/check/barcode/v2/"+row[0])
-	}
-	for _, m := range info.Merchants {
-		paths = append(paths, "/rest/bankAccounts?tin="+m.TIN, "/api/info/check/getInfo?tin="+m.TIN)
-		for _, c := range m.Customers {
-			paths = append(paths, "/api/info/check/getInfo?tin="+c.TIN)
-		}
-	}
-	for _, p := range paths {
+	for _, p := range warmPaths(t, cached) {
 		cached(p)
 	}
 
@@ -103,4 +80,34 @@ func TestWarmBeforeTheFirstOutage(t *testing.T) {
 	require.NoError(t, s.SetFaults(sim.Faults{}))
 	require.Eventually(t, func() bool { return len(s.Receipts()) == 1 }, 20*time.Second, 20*time.Millisecond,
 		"the queued sale is issued once the tax service is back")
+}
+
+// warmPaths lists the lookups of the warm set as the cached /rest/info and
+// classification top level name them (cached answers one from the cache).
+func warmPaths(t *testing.T, cached func(path string) []byte) []string {
+	t.Helper()
+	var info struct {
+		Merchants []struct {
+			TIN       string `json:"tin"`
+			Customers []struct {
+				TIN string `json:"tin"`
+			} `json:"customers"`
+		} `json:"merchants"`
+	}
+	require.NoError(t, json.Unmarshal(cached("/rest/info"), &info))
+	require.NotEmpty(t, info.Merchants)
+	var top [][]string
+	require.NoError(t, json.Unmarshal(cached("/api/info/check/barcode/v2"), &top))
+	require.NotEmpty(t, top)
+	paths := []string{"/api/info/check/getBranchInfo", "/api/receipt/receipt/getProductTaxCode"}
+	for _, row := range top {
+		paths = append(paths, "/api/info/check/barcode/v2/"+row[0])
+	}
+	for _, m := range info.Merchants {
+		paths = append(paths, "/rest/bankAccounts?tin="+m.TIN, "/api/info/check/getInfo?tin="+m.TIN)
+		for _, c := range m.Customers {
+			paths = append(paths, "/api/info/check/getInfo?tin="+c.TIN)
+		}
+	}
+	return paths
 }
