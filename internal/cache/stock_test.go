@@ -89,3 +89,27 @@ func TestSaveOprMerchantsPassedThrough(t *testing.T) {
 	a = e.do(t, "POST", path, body, key)
 	requireEnvelope(t, a, http.StatusServiceUnavailable)
 }
+
+// TestStockQrFetchNotSharedAcrossCredentials: a fetch under way for a
+// request without the stock API's token is not shared with a request that
+// brings one (it would get the first one's refusal); requests with the
+// same token share one fetch.
+func TestStockQrFetchNotSharedAcrossCredentials(t *testing.T) {
+	s := startSim(t)
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
+	require.NoError(t, s.SetFaults(sim.Faults{Latency: 300 * time.Millisecond}))
+	auth := map[string]string{"Authorization": "Bearer pos-token"}
+
+	answers := make(chan answer, 3)
+	go func() { answers <- e.do(t, "GET", stockPath, "", nil) }()
+	time.Sleep(100 * time.Millisecond) // the refused fetch is under way
+	for range 2 {
+		go func() { answers <- e.do(t, "GET", stockPath, "", auth) }()
+	}
+	codes := map[int]int{}
+	for range 3 {
+		codes[(<-answers).status]++
+	}
+	require.Equal(t, map[int]int{http.StatusUnauthorized: 1, http.StatusOK: 2}, codes)
+	require.Equal(t, 2, s.Requests(sim.RouteStockQr), "one fetch per set of credentials")
+}
