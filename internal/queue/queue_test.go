@@ -245,3 +245,31 @@ func TestBackoffDoesNotOutlastAClockPutBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 1, "due at once, not in two hours")
 }
+
+// TestRecoveryHoldsAtMaxAmbiguous: each restart that finds a receipt in
+// sending counts an ambiguous attempt; the one that reaches
+// MaxAmbiguous (3 by default) holds it instead of queueing it again, so
+// a daemon that crashes mid-send again and again cannot issue one sale
+// again and again.
+func TestRecoveryHoldsAtMaxAmbiguous(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	q, st := openQueue(t, path)
+	r := enqueue(t, q, 1)
+	for round := 1; round <= 3; round++ {
+		claimOne(t, q, r.QueueID)
+		require.NoError(t, st.Close()) // the crash mid-send
+		q, st = openQueue(t, path)
+		e, err := q.Get(r.QueueID)
+		require.NoError(t, err)
+		require.Equal(t, round, e.Ambiguous)
+		if round < 3 {
+			require.Equal(t, queue.StateQueued, e.State, "round %d", round)
+			continue
+		}
+		require.Equal(t, queue.StateHeld, e.State)
+		require.Contains(t, e.Outcome.Message, "held after 3 ambiguous attempts")
+	}
+	got, err := q.Claim(ctx, 1, t0.Add(48*time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, got, "a held receipt is not sent")
+}
