@@ -87,16 +87,17 @@ func (p pos) sell(ctx context.Context, body []byte) int {
 			fmt.Fprintln(p.out, "FAILED", err, "- send the same receipt again; never under a new bill number")
 			return 1
 		}
-		switch a.code {
-		case http.StatusOK, http.StatusBadRequest, http.StatusConflict:
+		switch {
+		case a.code == http.StatusOK, a.code == http.StatusBadRequest, a.code == http.StatusConflict,
+			a.code/100 == 4 && a.queueID != "" && a.Status == "ERROR": // the tax service's refusal, whatever its 4xx
 			if a.Status == "ERROR" && a.code == http.StatusOK {
 				a.code = http.StatusBadRequest
 			}
 			return p.final(a)
-		case http.StatusAccepted:
+		case a.code == http.StatusAccepted:
 			fmt.Fprintln(p.out, "QUEUED", a.queueID, "- print a provisional slip; the e-barimt follows")
 			return p.awaitLate(ctx, a.queueID)
-		case http.StatusServiceUnavailable:
+		case a.code == http.StatusServiceUnavailable:
 			if a.queueID == "" {
 				fmt.Fprintln(p.out, "FAILED not stored:", a.Message)
 				return 1

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -96,4 +98,32 @@ func TestPOSClientLateAnswerIsGivenOnce(t *testing.T) {
 	var third lockedBuffer
 	require.Equal(t, 1, run(context.Background(), []string{"-url", d.URL(), "-answer", qid}, &third))
 	require.Contains(t, third.String(), fmt.Sprintf("STORED %s - HTTP %d", qid, http.StatusGone))
+}
+
+// TestPOSClientReadsAnyRefusal: the tax service refuses with a 4xx other
+// than 400 (here 403); the client reports the refusal, not a failure of
+// its own.
+func TestPOSClientReadsAnyRefusal(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"status":"ERROR","message":"merchantTin: not registered"}`)
+	}))
+	t.Cleanup(up.Close)
+	cfg := config.Default()
+	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
+	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = up.URL, up.URL
+	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	var out lockedBuffer
+	require.Equal(t, 1, run(context.Background(), []string{"-url", d.URL(), "receipt.json"}, &out))
+	require.Contains(t, out.String(), "REJECTED merchantTin: not registered", out.String())
 }
