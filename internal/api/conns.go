@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -23,7 +24,10 @@ const DefaultMaxConns = 256
 // sending its headers or body) is closed to make room. A connection is
 // busy from the moment its request has been read whole until its answer
 // has been written, so a request that has arrived is always answered. Only
-// when every connection is busy is the new one closed at once.
+// when every connection is busy is the new one closed at once. A
+// connection chosen to be closed is closing from that moment, under the
+// same lock as busy: a request whose body arrives whole after that fails
+// to read (errClosedAtCap), so nothing it asks is carried out unanswered.
 //
 // Blocking Accept at the cap (netutil.LimitListener's way) would let
 // anyone holding idle connections lock the POS out; closing the oldest
@@ -48,10 +52,13 @@ func newConnLimit(ln net.Listener, max int, log *zap.Logger, onClose func(allBus
 // by the connLimit's mu.
 type limitedConn struct {
 	net.Conn
-	l     *connLimit
-	busy  bool
-	since time.Time // accepted, or last answer written: the age of its idleness
-	once  sync.Once
+	l    *connLimit
+	busy bool
+	// closing: chosen to be closed for a new connection; it never turns
+	// busy again.
+	closing bool
+	since   time.Time // accepted, or last answer written: the age of its idleness
+	once    sync.Once
 }
 
 func (c *limitedConn) Close() error {
@@ -105,18 +112,29 @@ func (l *connLimit) admit(c *limitedConn) (victim *limitedConn, ok bool) {
 			return nil, false
 		}
 		delete(l.open, victim) // its Close finds it gone
+		victim.closing = true
 	}
 	l.open[c] = struct{}{}
 	return victim, true
 }
 
-func (l *connLimit) setBusy(c *limitedConn, busy bool) {
+// errClosedAtCap is what reading a request's body gives on a connection
+// chosen to be closed at the cap.
+var errClosedAtCap = errors.New("connection closed at the connection cap (max_connections)")
+
+// setBusy marks c busy or idle; it reports false, and leaves c as it is,
+// when c is closing.
+func (l *connLimit) setBusy(c *limitedConn, busy bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if c.closing {
+		return false
+	}
 	if c.busy && !busy {
 		c.since = time.Now()
 	}
 	c.busy = busy
+	return true
 }
 
 // connState is the http.Server's ConnState hook: an answer written
@@ -138,7 +156,9 @@ func markBusy(next http.Handler) http.Handler {
 		switch {
 		case c == nil:
 		case r.Body == nil || r.Body == http.NoBody:
-			c.l.setBusy(c, true)
+			if !c.l.setBusy(c, true) {
+				return // closing: no answer could be written
+			}
 		default:
 			r.Body = &busyAtEOF{ReadCloser: r.Body, c: c}
 		}
@@ -156,8 +176,11 @@ type busyAtEOF struct {
 func (b *busyAtEOF) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && b.c != nil {
-		b.c.l.setBusy(b.c, true)
+		ok := b.c.l.setBusy(b.c, true)
 		b.c = nil
+		if !ok {
+			return n, errClosedAtCap
+		}
 	}
 	return n, err
 }
