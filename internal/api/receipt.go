@@ -76,18 +76,7 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.HasPrefix(nr.IdemKey, receipt.DefaultKeyPrefix) {
-		// A retry just after midnight derives today's key; the same body
-		// accepted under yesterday's key just before midnight is the same
-		// sale. Just before midnight, the same holds the other way round:
-		// a till's clock put back across midnight must not make a retry of
-		// a sale accepted just after it a new sale.
-		if midnight := startOfDay(now, s.o.Location); now.Sub(midnight) < MidnightGrace {
-			nr.EarlierKey = receipt.DefaultKey(c, midnight.Add(-time.Nanosecond), s.o.Location)
-			nr.EarlierSince = midnight.Add(-MidnightGrace)
-		} else if next := startOfDay(now.Add(MidnightGrace), s.o.Location); next.After(now) {
-			nr.EarlierKey = receipt.DefaultKey(c, next, s.o.Location)
-			nr.EarlierSince = next.Add(-MidnightGrace)
-		}
+		nr.EarlierKey, nr.EarlierSince = s.neighbourDayKey(c, now)
 	}
 	e, replayed, err := s.d.Queue.Enqueue(r.Context(), nr)
 	if err != nil {
@@ -193,6 +182,23 @@ func (s *Server) fail(w http.ResponseWriter, op string, err error) {
 	if writeFailure(w, err, s.o.MaxBody) {
 		s.log.Error(op+" failed", zap.Error(err))
 	}
+}
+
+// neighbourDayKey is the derived key of the day next to now's, when now
+// is within MidnightGrace of midnight, and since when an acceptance under
+// it counts. A retry just after midnight derives today's key; the same
+// body accepted under yesterday's key just before midnight is the same
+// sale. Just before midnight, the same holds the other way round: a till's
+// clock put back across midnight must not make a retry of a sale accepted
+// just after it a new sale.
+func (s *Server) neighbourDayKey(c *receipt.Create, now time.Time) (string, time.Time) {
+	if midnight := startOfDay(now, s.o.Location); now.Sub(midnight) < MidnightGrace {
+		return receipt.DefaultKey(c, midnight.Add(-time.Nanosecond), s.o.Location), midnight.Add(-MidnightGrace)
+	}
+	if next := startOfDay(now.Add(MidnightGrace), s.o.Location); next.After(now) {
+		return receipt.DefaultKey(c, next, s.o.Location), next.Add(-MidnightGrace)
+	}
+	return "", time.Time{}
 }
 
 // idempotencyKey is the Idempotency-Key header, else the key derived from
