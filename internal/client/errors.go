@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Sentinel errors. They are wrapped, so test with errors.Is.
@@ -138,9 +139,33 @@ func statusError(op Op, code int, h http.Header, body []byte) *Error {
 	return e
 }
 
+// MaxMessage bounds, in bytes, an upstream message the client hands on
+// (Error.Message, Receipt.Message): receiptd keeps them on disk in every
+// attempt's history and outcome, and a broken upstream's 1 MiB message
+// must not grow a receipt by that much at each attempt. Real messages are
+// a sentence.
+const MaxMessage = 1024
+
+// clipMessage cuts s to MaxMessage bytes at a rune boundary, marking the
+// cut with "…".
+func clipMessage(s string) string {
+	if len(s) <= MaxMessage {
+		return s
+	}
+	n := MaxMessage
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // bodyMessage returns the "message" (PosAPI) or "msg" (lookup envelope) of
-// a JSON body, or "" when there is none.
+// a JSON body, clipped to MaxMessage, or "" when there is none.
 func bodyMessage(body []byte) string {
+	return clipMessage(rawBodyMessage(body))
+}
+
+func rawBodyMessage(body []byte) string {
 	var m struct {
 		Message *string `json:"message"`
 		Msg     *string `json:"msg"`

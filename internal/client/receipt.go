@@ -111,7 +111,7 @@ func DecodeReceipt(body []byte) (*Receipt, error) {
 		return nil, fmt.Errorf("receipt: %w: %w", ErrDecode, err)
 	}
 	r := &Receipt{Status: string(w.Status), ID: string(w.ID), Date: string(w.Date),
-		Message: string(w.Message), SubReceipts: w.Receipts, Body: body}
+		Message: clipMessage(string(w.Message)), SubReceipts: w.Receipts, Body: body}
 	if isNumber(string(w.PosID)) {
 		r.PosID = json.Number(w.PosID)
 	}
@@ -161,7 +161,7 @@ func (c *Client) CreateReceipt(ctx context.Context, body []byte) (*Receipt, erro
 		return rec, &Error{Op: op, Class: Rejected, StatusCode: raw.StatusCode, Body: raw.Body, Message: rec.Message}
 	case rec.Status != StatusSuccess && rec.Status != StatusPayment:
 		return rec, &Error{Op: op, Class: Ambiguous, StatusCode: raw.StatusCode, Body: raw.Body,
-			Err: fmt.Errorf("unknown receipt status %q: %w", rec.Status, ErrDecode)}
+			Err: fmt.Errorf("unknown receipt status %.64q: %w", rec.Status, ErrDecode)}
 	case strings.TrimSpace(rec.ID) == "":
 		// Issued, says the answer, but under no id: the entry could never
 		// be deleted, and what was issued is unknown.
