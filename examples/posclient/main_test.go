@@ -46,11 +46,24 @@ func startDaemon(t *testing.T, queuedAnswer string) (*daemon.Daemon, *sim.Sim) {
 	require.NoError(t, s.Start("127.0.0.1:0"))
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	cfg := daemonConfig(t, s.URL())
+	cfg.Accept.QueuedAnswer = queuedAnswer
+	return runDaemon(t, cfg), s
+}
+
+// daemonConfig is the configuration of a daemon in a temporary directory
+// whose tax service is at upstream.
+func daemonConfig(t *testing.T, upstream string) config.Config {
 	cfg := config.Default()
 	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
-	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = s.URL(), s.URL()
+	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = upstream, upstream
 	cfg.Sync.MinBackoff, cfg.Sync.MaxBackoff = config.Dur(20*time.Millisecond), config.Dur(100*time.Millisecond)
-	cfg.Accept.QueuedAnswer = queuedAnswer
+	return cfg
+}
+
+// runDaemon runs the real daemon until the test ends.
+func runDaemon(t *testing.T, cfg config.Config) *daemon.Daemon {
+	t.Helper()
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -60,7 +73,7 @@ func startDaemon(t *testing.T, queuedAnswer string) (*daemon.Daemon, *sim.Sim) {
 		cancel()
 		require.NoError(t, <-done)
 	})
-	return d, s
+	return d
 }
 
 func TestPOSClientThroughAnOutage(t *testing.T) {
@@ -111,18 +124,7 @@ func TestPOSClientReadsAnyRefusal(t *testing.T) {
 		_, _ = io.WriteString(w, `{"status":"ERROR","message":"merchantTin: not registered"}`)
 	}))
 	t.Cleanup(up.Close)
-	cfg := config.Default()
-	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
-	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = up.URL, up.URL
-	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	d := runDaemon(t, daemonConfig(t, up.URL))
 	var out lockedBuffer
 	require.Equal(t, 1, run(context.Background(), []string{"-url", d.URL(), "receipt.json"}, &out))
 	require.Contains(t, out.String(), "REJECTED merchantTin: not registered", out.String())
