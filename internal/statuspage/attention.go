@@ -156,8 +156,8 @@ func ageingItem(d Data, waiting int) attentionItem {
 	case !d.UpstreamUp:
 		it.Steps = []step{{Text: "Bring the tax service back within reach (see above); the queue is sent as soon as it answers."}}
 	case waiting == 0:
-		// Held, refused and payment entries count as unsent too.
-		it.Steps = []step{{Text: "Nothing is waiting to be sent: the oldest unsent receipts are the ones waiting for a person, listed on this page. Settle them and this clears."}}
+		// Held entries count as unsent (refused and payment ones do not).
+		it.Steps = []step{{Text: "Nothing is waiting to be sent: the oldest unsent receipts are the held ones, waiting for a person (see above). Settle those and this clears."}}
 	default:
 		it.Steps = []step{{Text: "The tax service answers, so something holds the oldest receipts back; list them and read their last attempt:", Command: "receiptd entries -state queued -limit 5"}, logStep()}
 	}

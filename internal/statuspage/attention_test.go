@@ -109,6 +109,24 @@ var attentionCases = []struct {
 	},
 	absent: []string{"3 days", "72h"},
 }, {
+	name: "critical with only held receipts unsent",
+	data: func() Data {
+		d := emptyData()
+		d.Alert, d.OldestUnsentAge = AlertCritical, 80*time.Hour
+		d.Counts["held"], d.Counts["rejected"] = 1, 1
+		d.Failures = []Failure{
+			{QueueID: "Q000000000012", State: "held", At: now.Add(-80 * time.Hour), Message: "held after 3 ambiguous attempts"},
+			{QueueID: "Q000000000013", State: "rejected", At: now.Add(-time.Hour), Message: "merchantTin: not registered"},
+		}
+		return d
+	},
+	want: []string{
+		"✗ The oldest unsent receipt is",
+		"Nothing is waiting to be sent: the oldest unsent receipts are the held ones",
+		"⚠ 1 receipt held",
+	},
+	absent: []string{"receiptd entries -state queued"},
+}, {
 	name: "payment and disk full and database, most urgent first",
 	data: func() Data {
 		d := emptyData()
