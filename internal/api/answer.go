@@ -129,9 +129,13 @@ func (s *Server) getAnswer(w http.ResponseWriter, r *http.Request) {
 		if res.State != "" {
 			e.State = res.State
 		}
+		msg := "no answer from the tax service yet: ask again later"
+		if e.State == queue.StateHeld {
+			// No answer comes by itself: an operator must act first.
+			msg = "no answer from the tax service, and none comes until an operator acts; " + heldNote(id)
+		}
 		w.Header().Set(HeaderRetryAfter, s.retryAfter())
-		writeJSON(w, http.StatusAccepted, accepted{QueueID: id, State: e.State,
-			Message: "no answer from the tax service yet: ask again later"})
+		writeJSON(w, http.StatusAccepted, accepted{QueueID: id, State: e.State, Message: msg})
 	case st == syncer.AnswerAlreadyGiven:
 		writeJSON(w, http.StatusGone, accepted{QueueID: id, State: e.State, Outcome: e.Outcome,
 			Message: "the tax service's answer was already given (by this route, or in the answer to the request itself); it is given once"})

@@ -104,4 +104,5 @@ func TestQueuedAnswerErrorForAHeldReceipt(t *testing.T) {
 	late := e.do(http.MethodGet, "/receiptd/entries/"+qid+"/answer", "")
 	require.Equal(t, http.StatusAccepted, late.code, "%s", late.body)
 	require.Equal(t, "held", late.json(t)["state"])
+	require.Contains(t, late.json(t)["message"], "none comes until an operator acts", "not \"ask again later\" alone")
 }
