@@ -21,7 +21,8 @@ func (r idleResult) cpuPerHour() time.Duration {
 func (r idleResult) wakeupsPerSec() float64 { return float64(r.switches) / r.window.Seconds() }
 
 // runIdle starts a daemon on an empty database with the simulator up,
-// lets it settle (start-up and the lookup cache's warm-up), then reads its
+// lets it settle (start-up, the lookup cache's warm-up, the marker saved
+// after its commit), then reads its
 // CPU time and context switches before and after window.
 func (b *bench) runIdle(ctx context.Context, settle, window time.Duration) (idleResult, error) {
 	r := idleResult{window: window}

@@ -160,6 +160,6 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 		return r, err
 	}
 	step(fmt.Sprintf("idle daemon, upstream up, %s", o.idleFor))
-	r.idle, err = b.runIdle(ctx, 5*time.Second, o.idleFor)
+	r.idle, err = b.runIdle(ctx, 15*time.Second, o.idleFor)
 	return r, err
 }
