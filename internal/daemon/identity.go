@@ -12,6 +12,12 @@ import (
 // fsyncs) and looks at the database file.
 const markerEvery = 10 * time.Second
 
+// lookEvery is how often identityLoop looks at the database file when
+// neither a commit nor GET /readyz has: a file moved while the daemon is
+// idle and nobody asks is in the log (and receiptd_store_failed) within a
+// minute, at the cost of one wake-up a minute.
+const lookEvery = time.Minute
+
 // identityLoop stops the daemon's acknowledgements for good once the
 // database path no longer names the file the daemon opened (it was moved,
 // deleted or replaced). The store refuses every write from then on: each
@@ -23,8 +29,7 @@ const markerEvery = 10 * time.Second
 // backup`. markerEvery after a commit it records the newest transaction
 // in the data directory's marker, so that an older copy put back in place
 // (a backup copied over the database) is refused at the next start.
-// Nothing here runs on a timer while nothing is committed: an idle daemon
-// sleeps.
+// While nothing is committed its only timer is lookEvery's.
 func (d *Daemon) identityLoop(ctx context.Context) {
 	var (
 		moved, committed = d.st.Moved(), d.st.Committed()
@@ -34,10 +39,14 @@ func (d *Daemon) identityLoop(ctx context.Context) {
 	)
 	save.Stop()
 	defer save.Stop()
+	look := time.NewTicker(lookEvery)
+	defer look.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-look.C:
+			_ = d.st.CheckIdentity() // closes moved when it finds the file gone
 		case <-committed:
 			if saveC == nil {
 				save.Reset(markerEvery)
