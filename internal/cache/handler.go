@@ -304,12 +304,13 @@ const maxPassBody = 1 << 20
 // a 503 envelope. Never cached.
 func (c *Cache) serveSaveMerchants(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxPassBody+1))
-	if err != nil {
-		writeEnvelope(w, http.StatusBadRequest, fmt.Sprintf("read body: %v", err))
+	var mbe *http.MaxBytesError // the API's own bound on every body
+	switch {
+	case errors.As(err, &mbe) || err == nil && len(body) > maxPassBody:
+		writeEnvelope(w, http.StatusRequestEntityTooLarge, "body too large")
 		return
-	}
-	if len(body) > maxPassBody {
-		writeEnvelope(w, http.StatusRequestEntityTooLarge, "body larger than 1 MiB")
+	case err != nil:
+		writeEnvelope(w, http.StatusBadRequest, fmt.Sprintf("read body: %v", err))
 		return
 	}
 	raw, err := c.up.SaveOprMerchants(client.WithForward(r.Context(), forwardOf(r)), body)

@@ -3,6 +3,7 @@ package cache
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +113,18 @@ func TestStockQrFetchNotSharedAcrossCredentials(t *testing.T) {
 	}
 	require.Equal(t, map[int]int{http.StatusUnauthorized: 1, http.StatusOK: 2}, codes)
 	require.Equal(t, 2, s.Requests(sim.RouteStockQr), "one fetch per set of credentials")
+}
+
+// TestSaveOprMerchantsTooLargeIs413: a body over the API's own bound (its
+// http.MaxBytesReader) is 413 as for every other route, not a 400.
+func TestSaveOprMerchantsTooLargeIs413(t *testing.T) {
+	s := startSim(t)
+	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/api/tpi/receipt/saveOprMerchants", strings.NewReader(`{"posNo":"10005299"}`))
+	r.Header.Set("Content-Type", "application/json")
+	r.Body = http.MaxBytesReader(w, r.Body, 8)
+	e.c.Handler().ServeHTTP(w, r)
+	require.Equal(t, http.StatusRequestEntityTooLarge, w.Code, w.Body.String())
+	require.Zero(t, s.Requests(sim.RouteSaveMerchants))
 }
