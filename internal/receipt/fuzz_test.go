@@ -1,6 +1,9 @@
 package receipt
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -114,6 +117,26 @@ func FuzzParseTree(f *testing.F) {
 			if !strings.HasPrefix(problem, "nesting deeper") && problem != "duplicate key" {
 				t.Fatalf("invalid JSON %q refused for another reason: %v", body, err)
 			}
+		}
+	})
+}
+
+// FuzzFingerprint: the shortcut for a body without whitespace outside its
+// strings gives the fingerprint json.Compact gives, valid JSON or not.
+func FuzzFingerprint(f *testing.F) {
+	for _, seed := range []string{`{"a":"b c","d":[1, 2]}`, `{"a":"x\\"}`, `{"a":"\\" "}`, `{ }`, `{"a":"\\"}`,
+		`not json`, `"\t"`, `{"a":"b\"c"}`, "{\"a\":\"\t\"}", `{"a":1}` + "\n", `"unterminated`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var buf bytes.Buffer
+		want := body
+		if err := json.Compact(&buf, body); err == nil {
+			want = buf.Bytes()
+		}
+		sum := sha256.Sum256(want)
+		if got := Fingerprint(body); got != hex.EncodeToString(sum[:]) {
+			t.Fatalf("Fingerprint(%q) = %s, json.Compact gives %x", body, got, sum)
 		}
 	})
 }

@@ -31,6 +31,13 @@ func DefaultKey(c *Create, now time.Time, loc *time.Location) string {
 // spelling still count: they change what is forwarded. A body that is not
 // valid JSON is hashed as it is.
 func Fingerprint(body []byte) string {
+	if !spaceOutsideStrings(body) {
+		// Already compact (as most POS software sends it): json.Compact
+		// would copy it unchanged, and invalid JSON is hashed as it is
+		// either way.
+		sum := sha256.Sum256(body)
+		return hex.EncodeToString(sum[:])
+	}
 	var buf bytes.Buffer
 	buf.Grow(len(body))
 	if err := json.Compact(&buf, body); err == nil {
@@ -38,4 +45,21 @@ func Fingerprint(body []byte) string {
 	}
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:])
+}
+
+// spaceOutsideStrings reports whether body has a JSON whitespace byte
+// outside its strings, which json.Compact would drop.
+func spaceOutsideStrings(body []byte) bool {
+	in := false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case in && c == '\\':
+			i++ // the escaped byte cannot end the string
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return true
+		}
+	}
+	return false
 }
