@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -91,4 +93,22 @@ func TestDiskFullAnswers507(t *testing.T) {
 	s.fail(rec, "create", fmt.Errorf("enqueue: %w", queue.ErrConflict))
 	require.Equal(t, http.StatusConflict, rec.Code)
 	require.Equal(t, 1, logs.Len(), "a client's mistake is answered, not logged")
+}
+
+// TestReadAllWithSize: the body is read whole whatever the size says
+// (exact, short, long, unknown), in one allocation when it is exact.
+func TestReadAllWithSize(t *testing.T) {
+	body := strings.Repeat("receipt ", 100)
+	for _, size := range []int64{0, -1, 1, 100, int64(len(body)), int64(len(body)) + 7, 10000} {
+		got, err := readAll(iotest.OneByteReader(strings.NewReader(body)), size)
+		require.NoError(t, err, "size %d", size)
+		require.Equal(t, body, string(got), "size %d", size)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		_, _ = readAll(strings.NewReader(body), int64(len(body)))
+	})
+	require.LessOrEqual(t, allocs, 2.0, "an exact size reads into one buffer")
+	failing := iotest.TimeoutReader(strings.NewReader(body)) // fails on its second read
+	_, err := readAll(failing, int64(len(body))+1)
+	require.ErrorIs(t, err, iotest.ErrTimeout)
 }

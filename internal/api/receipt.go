@@ -147,7 +147,11 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // parser ignore it), so neither the parser nor the tax service sees it. On
 // failure it has answered.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(r.Body)
+	size := r.ContentLength
+	if size > s.o.MaxBody {
+		size = 0 // never allocate on a client's word beyond the limit
+	}
+	body, err := readAll(r.Body, size)
 	if err == nil {
 		return bytes.TrimPrefix(body, utf8BOM), true
 	}
@@ -158,6 +162,30 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		writeFieldError(w, http.StatusBadRequest, receipt.BodyField, "could not be read")
 	}
 	return nil, false
+}
+
+// readAll is io.ReadAll with a first buffer of size+1 bytes when the
+// request says its size (secure refused a size above MaxBody), so that a
+// body is read into one allocation instead of a growing series; the
+// extra byte lets the last Read see the end without growing it.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // a body longer than it said: grow
+		}
+	}
 }
 
 // storeBroken answers 503 when the database refuses every write (its file
