@@ -10,7 +10,7 @@ import (
 // markerEvery is how long after a commit identityLoop records the newest
 // transaction in the data directory's marker (store.SaveMarker: three
 // fsyncs) and looks at the database file.
-const markerEvery = 10 * time.Second
+var markerEvery = 10 * time.Second // a variable only so tests can make it short
 
 // lookEvery is how often identityLoop looks at the database file when
 // neither a commit nor GET /readyz has: a file moved while the daemon is

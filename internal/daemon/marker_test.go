@@ -1,0 +1,77 @@
+package daemon_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// markerTx is the transaction the data directory's marker records.
+func markerTx(t *testing.T, dir string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, store.MarkerFile))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "tx "); ok {
+			n, err := strconv.ParseUint(v, 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatalf("no tx line in the marker: %q", b)
+	return 0
+}
+
+// TestMarkerSavedAfterCommits: the marker follows the receipts committed
+// while the daemon runs (markerEvery after a commit), not only at stop, and
+// is not rewritten while nothing is committed.
+func TestMarkerSavedAfterCommits(t *testing.T) {
+	defer daemon.SetMarkerEvery(50 * time.Millisecond)()
+	s := sim.New(sim.Options{Seed: 3})
+	require.NoError(t, s.Start("127.0.0.1:0"))
+	defer s.Close()
+	cfg := testConfig(t, s.URL())
+	d, err := daemon.New(cfg, zap.NewNop(), "test")
+	require.NoError(t, err)
+	stop := run(t, d)
+	defer func() { require.NoError(t, stop()) }()
+
+	// settled waits until the marker stays put for 300 ms (six intervals):
+	// start-up, sending and the cache's warm-up have stopped committing.
+	settled := func() uint64 {
+		var last uint64
+		require.Eventually(t, func() bool {
+			n := markerTx(t, cfg.DataDir)
+			still := n == last
+			last = n
+			return still
+		}, 10*time.Second, 300*time.Millisecond)
+		return last
+	}
+	before := settled()
+	for i := range 3 {
+		resp, b := post(t, d.URL(), fmt.Sprintf(sample, fmt.Sprintf("mk%04d", i)))
+		require.Equal(t, 2, resp.StatusCode/100, "%s", b) // the answer itself (200) or 202
+	}
+	require.Eventually(t, func() bool { return markerTx(t, cfg.DataDir) > before }, 5*time.Second, 10*time.Millisecond,
+		"the marker records the receipts' commits while running")
+	after := settled()
+	info, err := os.Stat(filepath.Join(cfg.DataDir, store.MarkerFile))
+	require.NoError(t, err)
+	time.Sleep(300 * time.Millisecond) // six marker intervals without a commit
+	again, err := os.Stat(filepath.Join(cfg.DataDir, store.MarkerFile))
+	require.NoError(t, err)
+	require.Equal(t, after, markerTx(t, cfg.DataDir))
+	require.Equal(t, info.ModTime(), again.ModTime(), "not rewritten while nothing is committed")
+}
