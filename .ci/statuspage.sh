@@ -202,7 +202,7 @@ states() {
   wait_status '"held":1'
   faults '{}'
   shoot held
-  fold_has "⚠ 1 receipt held: the answer was lost" "the held receipt's heading"
+  fold_has "⚠ 1 receipt held: check before sending again" "the held receipt's heading"
   fold_has "Look each one up at the tax service" "the check to make first"
   fold_has "receiptd retry -force $hid" "the deliberate retry of the held receipt"
   fold_has "The request may have reached the tax service, but its answer was lost" "the held receipt's error in words"

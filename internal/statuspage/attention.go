@@ -182,9 +182,10 @@ func entriesItem(state string, n int, failures []failureRow) attentionItem {
 	}
 	switch state {
 	case "held":
-		it.Title = count(n, "receipt held", "receipts held") + ": the answer was lost"
-		it.Why = pick(n, "receiptd sent it, but the tax service's answer never came: the tax service may already have issued it.",
-			"receiptd sent them, but the tax service's answer never came: the tax service may already have issued them.") +
+		it.Title = count(n, "receipt held", "receipts held") + ": check before sending again"
+		it.Why = pick(n, "receiptd cannot tell whether the tax service may already have issued it:",
+			"receiptd cannot tell whether the tax service may already have issued them:") +
+			" an answer was lost, the receipt came back from a backup, or its stored copy is damaged (the message below says which)." +
 			" Sending again without checking could register the same sale twice."
 		it.Steps = []step{
 			{Text: "Look each one up at the tax service (its portal, or PosAPI's receipt list) by bill number and date."},

@@ -86,8 +86,9 @@ var attentionCases = []struct {
 		return d
 	},
 	want: []string{
-		"⚠ 1 receipt held: the answer was lost",
+		"⚠ 1 receipt held: check before sending again",
 		"may already have issued it",
+		"an answer was lost, the receipt came back from a backup, or its stored copy is damaged",
 		"Look each one up at the tax service",
 		"Not there: send it again, deliberately: receiptd retry -force Q000000000012",
 		"There: do not send it again",
