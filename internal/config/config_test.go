@@ -62,8 +62,14 @@ func TestExampleDocumentsEveryDefault(t *testing.T) {
 	for _, key := range leafKeys(reflect.TypeOf(Config{}), "") {
 		require.True(t, md.IsDefined(strings.Split(key, ".")...), "key %s is not in config.example.toml", key)
 	}
-	if runtime.GOOS == "linux" {
+	switch runtime.GOOS {
+	case "linux":
 		require.Equal(t, "/var/lib/receiptd", Default().DataDir)
+	case "windows":
+		pd := os.Getenv("ProgramData")
+		require.True(t, filepath.IsAbs(pd), "ProgramData=%q", pd)
+		require.Equal(t, filepath.Join(pd, "receiptd", "data"), Default().DataDir)
+		require.Equal(t, filepath.Join(pd, "receiptd", "config.toml"), DefaultPath())
 	}
 }
 
