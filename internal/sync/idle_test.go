@@ -10,6 +10,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/store"
 	syncer "github.com/receiptd/receiptd/internal/sync"
 )
 
@@ -43,4 +44,64 @@ func TestIdleWorkerDoesNotPoll(t *testing.T) {
 
 	e = r.enqueue(receiptBody("idle2"))
 	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSent }, 5*time.Second, time.Millisecond)
+}
+
+// TestIdleWorkerWakesForOperatorWork: with a poll of an hour, only the
+// wake-ups can start a send. What an operator makes sendable while the
+// worker sleeps (a restored, held receipt retried with force, a rejected
+// one retried, a delete of a sent one, a delete waiting behind its
+// create) and what a restart finds queued are each sent without a POS
+// posting anything new.
+func TestIdleWorkerWakesForOperatorWork(t *testing.T) {
+	ctx := context.Background()
+	cfg := fastConfig()
+	cfg.PollInterval = time.Hour
+	r := newRig(t, cfg, sim.Options{Seed: 7})
+	restored := r.enqueue(receiptBody("restored1"))
+	n, err := r.q.HoldRestored(ctx, "restored from a backup")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, r.sim.SetFaults(sim.Faults{RejectNext: 1}))
+	rejected := r.enqueue(receiptBody("rejected1"))
+	r.start()
+	reaches := func(id string, s queue.State, what string) {
+		t.Helper()
+		require.Eventually(t, func() bool { return r.get(id).State == s }, 5*time.Second, 5*time.Millisecond, what)
+	}
+	reaches(rejected.QueueID, queue.StateRejected, "the rejection")
+	time.Sleep(50 * time.Millisecond) // the worker goes to sleep
+
+	_, err = r.q.Retry(ctx, restored.QueueID, true)
+	require.NoError(t, err)
+	reaches(restored.QueueID, queue.StateSent, "a restored receipt retried with force")
+	_, err = r.q.Retry(ctx, rejected.QueueID, false)
+	require.NoError(t, err)
+	reaches(rejected.QueueID, queue.StateSent, "a rejected receipt retried")
+	d, action, err := r.q.RequestDelete(ctx, rejected.QueueID, "", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, queue.DeleteQueued, action)
+	reaches(d.QueueID, queue.StateDeleted, "a delete of a sent receipt")
+
+	// A delete requested while its receipt is in flight waits for it.
+	require.NoError(t, r.sim.SetFaults(sim.Faults{Latency: 300 * time.Millisecond}))
+	behind := r.enqueue(receiptBody("behind1"))
+	reaches(behind.QueueID, queue.StateSending, "the create in flight")
+	d, action, err = r.q.RequestDelete(ctx, behind.QueueID, "", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, queue.DeleteQueued, action)
+	reaches(d.QueueID, queue.StateDeleted, "a delete waiting behind its create")
+	reaches(behind.QueueID, queue.StateSent, "the create")
+	require.NoError(t, r.sim.SetFaults(sim.Faults{}))
+
+	// Queued when the daemon stops; a new queue and worker find it.
+	r.stop()
+	left := r.enqueue(receiptBody("left1"))
+	require.NoError(t, r.st.Close())
+	r.st, err = store.Open(r.dbPath, store.Options{})
+	require.NoError(t, err)
+	r.q, err = queue.Open(ctx, r.st, queue.Options{})
+	require.NoError(t, err)
+	r.w = syncer.New(r.q, r.c, cfg, r.logger(), nil)
+	r.start()
+	reaches(left.QueueID, queue.StateSent, "a receipt left queued at a restart")
 }
