@@ -310,3 +310,27 @@ func TestReadyzFailsWhenDatabaseMoved(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodGet, "/readyz", "").code)
 	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", receiptBody("000902")).code)
 }
+
+// TestReplayAfterDatabaseMovedIs503: a replay commits nothing new, yet it
+// is not acknowledged from a file that was moved: with nothing else
+// looking at the file (no /readyz, no worker), the replay's own commit
+// finds the move within about a second, and from then on the replay and
+// a new receipt are 503, never 2xx.
+func TestReplayAfterDatabaseMovedIs503(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows does not let an open database file be renamed")
+	}
+	e := newEnv(t, envOpts{noWorker: true})
+	body := receiptBody("000903")
+	first := e.do(http.MethodPost, "/rest/receipt", body)
+	require.Less(t, first.code, 300, "%s", first.body)
+	require.NoError(t, os.Rename(e.st.Path(), e.st.Path()+".moved"))
+	var code int
+	require.Eventually(t, func() bool {
+		code = e.do(http.MethodPost, "/rest/receipt", body).code
+		return code >= 300
+	}, 5*time.Second, 50*time.Millisecond, "a replay is still acknowledged")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", body).code, "the replay again")
+	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", receiptBody("000904")).code)
+}
