@@ -90,8 +90,16 @@ func backup(ctx context.Context, c *apiClient, path string) (n int64, err error)
 }
 
 // checkDatabase opens the copy, which walks every page (store.Open's
-// consistency check), and closes it again.
+// consistency check), and closes it again. An empty copy is refused
+// first: bbolt would make it a new, empty database.
 func checkDatabase(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if fi.Size() == 0 {
+		return fmt.Errorf("backup: the copy does not open: %w: it is empty (0 bytes)", store.ErrCorrupt)
+	}
 	st, err := store.Open(path, store.Options{LockTimeout: -1, InitialMmapSize: -1})
 	if err != nil {
 		return fmt.Errorf("backup: the copy does not open: %w", err)

@@ -90,20 +90,28 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 }
 
 // TestRestoreRefusesDamagedBackup: a backup that does not open as a
-// consistent database leaves the data directory as it was.
+// consistent database, or an empty file (a copy that failed: bbolt would
+// make it a new, empty database), leaves the data directory as it was.
 func TestRestoreRefusesDamagedBackup(t *testing.T) {
-	dir := dataDirWith(t, 1)
-	bad := writeFile(t, "bad.db", "not a database at all, but long enough to have a meta page...............")
-	cfg := writeFile(t, "c.toml", dataDirConfig(dir))
-	before, err := os.ReadFile(filepath.Join(dir, store.DBFile))
-	require.NoError(t, err)
-	code, _, stderr := runCLI(t, "restore", "-config", cfg, bad)
-	require.Equal(t, exitFailure, code)
-	require.Contains(t, stderr, "does not open")
-	after, err := os.ReadFile(filepath.Join(dir, store.DBFile))
-	require.NoError(t, err)
-	require.Equal(t, before, after)
-	require.NoFileExists(t, filepath.Join(dir, store.DBFile+".restore.tmp"))
+	for name, content := range map[string]string{
+		"not a database": "not a database at all, but long enough to have a meta page...............",
+		"empty":          "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := dataDirWith(t, 1)
+			bad := writeFile(t, "bad.db", content)
+			cfg := writeFile(t, "c.toml", dataDirConfig(dir))
+			before, err := os.ReadFile(filepath.Join(dir, store.DBFile))
+			require.NoError(t, err)
+			code, stdout, stderr := runCLI(t, "restore", "-config", cfg, bad)
+			require.Equal(t, exitFailure, code, stdout)
+			require.Contains(t, stderr, "does not open")
+			after, err := os.ReadFile(filepath.Join(dir, store.DBFile))
+			require.NoError(t, err)
+			require.Equal(t, before, after)
+			require.NoFileExists(t, filepath.Join(dir, store.DBFile+".restore.tmp"))
+		})
+	}
 }
 
 // TestReplayOfRejectedReceiptAfterRestart: the tax service's refusal is
