@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -70,6 +71,24 @@ func TestRecordRoundTrip(t *testing.T) {
 	for _, bad := range [][]byte{nil, {2}, in.encode()[:recordHeader-1], append([]byte{1}, make([]byte, 13)...)} {
 		_, err := decodeRecord(bad, true)
 		require.ErrorIs(t, err, ErrBadRecord)
+	}
+}
+
+// TestNoteTINKeepsItsOwnCopy: the receipt parser's strings are slices of
+// one copy of the whole body, so a noted TIN that kept its string would
+// keep that body in memory for the daemon's life (up to maxNotedTINs of
+// them, each as large as accept.max_body allows).
+func TestNoteTINKeepsItsOwnCopy(t *testing.T) {
+	c, err := New(context.Background(), openStore(t), nil, Config{}, nil, nil)
+	require.NoError(t, err)
+	body := `{"merchantTin":"5317878","pad":"` + strings.Repeat("x", 1<<20) + `"}`
+	tin := body[len(`{"merchantTin":"`) : len(`{"merchantTin":"`)+7]
+	require.Equal(t, "5317878", tin)
+	c.NoteTIN(tin)
+	require.Len(t, c.tins, 1)
+	for k := range c.tins {
+		require.Equal(t, tin, k)
+		require.NotSame(t, unsafe.StringData(tin), unsafe.StringData(k), "the noted TIN shares the body's memory")
 	}
 }
 

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,7 +120,9 @@ func (c *Cache) NoteTIN(tin string) {
 	c.tinMu.Lock()
 	_, known := c.tins[tin]
 	if !known && len(c.tins) < maxNotedTINs {
-		c.tins[tin] = struct{}{}
+		// Its own copy: a receipt's strings are slices of one copy of the
+		// whole body (package receipt), which the set would keep alive.
+		c.tins[strings.Clone(tin)] = struct{}{}
 	} else {
 		known = true
 	}
