@@ -15,7 +15,9 @@ const holdBatch = 1000
 // held, and every delete waiting to be sent becomes delete_rejected, each
 // with msg as its outcome's message and a "restored" record in its history.
 // Any of them may have reached the tax service after the backup was taken,
-// so none is sent again until an operator has checked (Retry with checked).
+// so none is sent again until an operator acts: a held receipt only with
+// Retry's checked (it could be a second sale), a stopped delete with any
+// Retry (a delete sent twice issues nothing).
 // It returns how many entries it held or stopped.
 func (q *Queue) HoldRestored(ctx context.Context, msg string) (int, error) {
 	if err := q.indexTailInSlices(ctx); err != nil {
