@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -111,4 +112,22 @@ func TestReadAllWithSize(t *testing.T) {
 	failing := iotest.TimeoutReader(strings.NewReader(body)) // fails on its second read
 	_, err := readAll(failing, int64(len(body))+1)
 	require.ErrorIs(t, err, iotest.ErrTimeout)
+}
+
+// TestReadAllTakesNotTheClientsWordForMemory: a request that says it
+// brings max_body (1 MiB) bytes and sends a few, or nothing yet, must not
+// cost a megabyte before its bytes arrive: every connection of the
+// max_connections cap could hold one while it trickles.
+func TestReadAllTakesNotTheClientsWordForMemory(t *testing.T) {
+	body := strings.Repeat("r", 100)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		got, err := readAll(strings.NewReader(body), DefaultMaxBody)
+		require.NoError(t, err)
+		require.Equal(t, body, string(got))
+	}
+	runtime.ReadMemStats(&after)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(2<<20),
+		"bytes allocated for ten 100-byte bodies that each claimed 1 MiB")
 }

@@ -164,15 +164,22 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return nil, false
 }
 
-// readAll is io.ReadAll with a first buffer of size+1 bytes when the
-// request says its size (secure refused a size above MaxBody), so that a
-// body is read into one allocation instead of a growing series; the
-// extra byte lets the last Read see the end without growing it.
+// maxFirstRead bounds the first buffer readAll takes on the client's
+// word: a request may say it brings max_body bytes and then trickle, and
+// each connection up to the max_connections cap could hold such a buffer.
+// A receipt is a few KiB; a larger body grows the buffer as it arrives.
+const maxFirstRead = 64 << 10
+
+// readAll is io.ReadAll with a first buffer of size+1 bytes (at most
+// maxFirstRead) when the request says its size (secure refused a size
+// above MaxBody), so that a body is read into one allocation instead of a
+// growing series; the extra byte lets the last Read see the end without
+// growing it.
 func readAll(r io.Reader, size int64) ([]byte, error) {
 	if size <= 0 {
 		return io.ReadAll(r)
 	}
-	b := make([]byte, 0, size+1)
+	b := make([]byte, 0, min(size, maxFirstRead)+1)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
