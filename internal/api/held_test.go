@@ -15,9 +15,10 @@ import (
 
 // TestHeldMeansHeld: a receipt whose answer was lost, with on_ambiguous =
 // "hold", is not described as being sent on; its retry needs
-// ?confirm=checked, and the refusal says what to check first.
+// ?confirm=checked, and the refusal says what to check first. The worker
+// polls only every hour, so the retry through the API must wake it.
 func TestHeldMeansHeld(t *testing.T) {
-	e := newEnv(t, envOpts{worker: syncer.Config{OnAmbiguous: "hold"}})
+	e := newEnv(t, envOpts{worker: syncer.Config{OnAmbiguous: "hold", PollInterval: time.Hour}})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{DropRate: 1}))
 	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000700"))
 	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
