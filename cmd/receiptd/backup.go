@@ -90,17 +90,11 @@ func backup(ctx context.Context, c *apiClient, path string) (n int64, err error)
 }
 
 // checkDatabase opens the copy, which walks every page (store.Open's
-// consistency check), and closes it again. An empty copy is refused
-// first: bbolt would make it a new, empty database.
+// consistency check), and closes it again. An empty copy, or a bbolt file
+// without receiptd's schema, is refused (store.Options.Existing): Open
+// would make it a new, empty database.
 func checkDatabase(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	if fi.Size() == 0 {
-		return fmt.Errorf("backup: the copy does not open: %w: it is empty (0 bytes)", store.ErrCorrupt)
-	}
-	st, err := store.Open(path, store.Options{LockTimeout: -1, InitialMmapSize: -1})
+	st, err := store.Open(path, store.Options{LockTimeout: -1, InitialMmapSize: -1, Existing: true})
 	if err != nil {
 		return fmt.Errorf("backup: the copy does not open: %w", err)
 	}

@@ -112,16 +112,9 @@ func prepareCopy(ctx context.Context, src, tmp string, r *restored) (string, uin
 	if err := copySynced(src, tmp); err != nil {
 		return "", 0, err
 	}
-	// bbolt makes an empty file a new, empty database: restoring it would
-	// start receiptd with an empty queue (a backup whose copy failed).
-	fi, err := os.Stat(tmp)
-	if err != nil {
-		return "", 0, fmt.Errorf("restore: %w", err)
-	}
-	if fi.Size() == 0 {
-		return "", 0, fmt.Errorf("restore: the backup %s does not open: %w: the file is empty (0 bytes)", src, store.ErrCorrupt)
-	}
-	st, err := store.Open(tmp, store.Options{LockTimeout: -1, InitialMmapSize: -1})
+	// Existing: an empty file (a backup whose copy failed) or another
+	// program's bbolt file would otherwise become a new, empty queue.
+	st, err := store.Open(tmp, store.Options{LockTimeout: -1, InitialMmapSize: -1, Existing: true})
 	if err != nil {
 		return "", 0, fmt.Errorf("restore: the backup %s does not open: %w", src, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
@@ -94,8 +95,9 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 // make it a new, empty database), leaves the data directory as it was.
 func TestRestoreRefusesDamagedBackup(t *testing.T) {
 	for name, content := range map[string]string{
-		"not a database": "not a database at all, but long enough to have a meta page...............",
-		"empty":          "",
+		"not a database":  "not a database at all, but long enough to have a meta page...............",
+		"empty":           "",
+		"another program": string(foreignBolt(t)),
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := dataDirWith(t, 1)
@@ -112,6 +114,26 @@ func TestRestoreRefusesDamagedBackup(t *testing.T) {
 			require.NoFileExists(t, filepath.Join(dir, store.DBFile+".restore.tmp"))
 		})
 	}
+}
+
+// foreignBolt is a consistent bbolt file that is not a receiptd database
+// (another program's): store.Open would take it as a new, empty one.
+func foreignBolt(t *testing.T) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := bbolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("settings"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("v"))
+	}))
+	require.NoError(t, db.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
 }
 
 // TestReplayOfRejectedReceiptAfterRestart: the tax service's refusal is

@@ -126,6 +126,11 @@ type Options struct {
 	SkipCheckOnOpen bool
 	// MaxGroup caps how many Update calls share one commit. Zero means 1024.
 	MaxGroup int
+	// Existing refuses (ErrCorrupt) a file that is not already a receiptd
+	// database: missing, empty, or a bbolt file without receiptd's schema,
+	// which Open would otherwise make a new, empty database. Backup and
+	// restore open their copies so.
+	Existing bool
 	// OnCommit, when set, is told the duration (fsyncs included) and the
 	// number of Update calls of every successful commit, for metrics. Nil
 	// means nobody is told. It must not block.
@@ -186,6 +191,8 @@ func Open(path string, opts Options) (s *Store, err error) {
 		if err := checkSize(path); err != nil {
 			return nil, err
 		}
+	} else if opts.Existing {
+		return nil, fmt.Errorf("open database %s: %w: the file is missing or empty, not a receiptd database", path, ErrCorrupt)
 	}
 	checked, err := checkBeforeWriting(path, opts, bo)
 	if err != nil {
@@ -217,11 +224,31 @@ func Open(path string, opts Options) (s *Store, err error) {
 			return nil, fmt.Errorf("open database: %w", err)
 		}
 	}
+	if err := s.refuseForeign(opts); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	if err := s.migrate(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// refuseForeign refuses, with opts.Existing, a file without receiptd's
+// schema version: an empty bbolt file or another program's.
+func (s *Store) refuseForeign(opts Options) error {
+	if !opts.Existing {
+		return nil
+	}
+	version, err := s.knownSchema()
+	if err != nil {
+		return err
+	}
+	if version == 0 {
+		return fmt.Errorf("open database %s: %w: a bbolt file without receiptd's schema, not a receiptd database", s.path, ErrCorrupt)
+	}
+	return nil
 }
 
 func boltOptions(opts Options) *bbolt.Options {
