@@ -42,9 +42,7 @@ func TestConnectionFloodDoesNotLockOutThePOS(t *testing.T) {
 		t.Skip("builds the binary and opens 5,000 connections")
 	}
 	raiseNoFile(t, floodConns+1000)
-	s := sim.New(sim.Options{Seed: 14})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = s.Close() })
+	s := startSim(t, sim.Options{Seed: 14})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

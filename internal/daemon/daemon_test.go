@@ -49,10 +49,31 @@ const sample = `{"branchNo":"001","totalAmount":10.5,"totalVAT":0.95,"districtCo
 "items":[{"name":"tea","measureUnit":"pc","qty":1,"unitPrice":10.5,"totalAmount":10.5}]}],
 "payments":[{"code":"CASH","status":"PAID","paidAmount":10.5}]}`
 
+// startSim starts the tax service simulator on loopback for the test.
+func startSim(t *testing.T, o sim.Options) *sim.Sim {
+	t.Helper()
+	s := sim.New(o)
+	require.NoError(t, s.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 func post(t *testing.T, url, body string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := http.Post(url+"/rest/receipt", "application/json", strings.NewReader(body))
 	require.NoError(t, err)
+	return readResponse(t, resp)
+}
+
+func getBody(t *testing.T, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	return readResponse(t, resp)
+}
+
+func readResponse(t *testing.T, resp *http.Response) (*http.Response, []byte) {
+	t.Helper()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
@@ -60,9 +81,7 @@ func post(t *testing.T, url, body string) (*http.Response, []byte) {
 }
 
 func TestDaemonAcceptsAndDeliversThenStopsCleanly(t *testing.T) {
-	s := sim.New(sim.Options{Seed: 1})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = s.Close() })
+	s := startSim(t, sim.Options{Seed: 1})
 	d, err := daemon.New(testConfig(t, s.URL()), zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
 	stop := run(t, d)
@@ -107,9 +126,7 @@ func TestNonLoopbackWithoutTokenIsRefused(t *testing.T) {
 }
 
 func TestAcceptWaitZeroAnswersAtOnce(t *testing.T) {
-	s := sim.New(sim.Options{Seed: 2, Latency: 2 * time.Second})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = s.Close() })
+	s := startSim(t, sim.Options{Seed: 2, Latency: 2 * time.Second})
 	cfg := testConfig(t, s.URL())
 	cfg.Accept.Wait = config.Dur(0)
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")

@@ -38,9 +38,7 @@ func markerTx(t *testing.T, dir string) uint64 {
 // is not rewritten while nothing is committed.
 func TestMarkerSavedAfterCommits(t *testing.T) {
 	defer daemon.SetMarkerEvery(50 * time.Millisecond)()
-	s := sim.New(sim.Options{Seed: 3})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	defer s.Close()
+	s := startSim(t, sim.Options{Seed: 3})
 	cfg := testConfig(t, s.URL())
 	d, err := daemon.New(cfg, zap.NewNop(), "test")
 	require.NoError(t, err)

@@ -108,9 +108,7 @@ func goReceiptSend(t *testing.T, base, body string) (goReceiptResponse, error) {
 func issuedByPOS(r goReceiptResponse) bool { return r.Status != "ERROR" }
 
 func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
-	s := sim.New(sim.Options{Seed: 7})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = s.Close() })
+	s := startSim(t, sim.Options{Seed: 7})
 	cfg := testConfig(t, s.URL())
 	cfg.Accept.QueuedAnswer = config.QueuedAnswerError
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
@@ -155,9 +153,7 @@ func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
 // receipt as issued, with no id, lottery or QR data. This is why "error"
 // exists.
 func TestUnmodifiedGoClientMisreadsA202(t *testing.T) {
-	s := sim.New(sim.Options{Seed: 8})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = s.Close() })
+	s := startSim(t, sim.Options{Seed: 8})
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	d, err := daemon.New(testConfig(t, s.URL()), zaptest.NewLogger(t), "test")
 	require.NoError(t, err)

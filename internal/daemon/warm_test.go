@@ -2,7 +2,6 @@ package daemon_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,24 +15,12 @@ import (
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
-func getBody(t *testing.T, url string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, b
-}
-
 // TestWarmBeforeTheFirstOutage: a daemon that has been online once, with
 // no POS having asked anything, answers every lookup a till needs from the
 // cache once the tax service is gone, and a POS that looks up the buyer's
 // merchant info before each sale (as the Go client does) can still sell.
 func TestWarmBeforeTheFirstOutage(t *testing.T) {
-	s := sim.New(sim.Options{Seed: 5})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = s.Close() })
+	s := startSim(t, sim.Options{Seed: 5})
 	cfg := testConfig(t, s.URL())
 	cfg.Accept.Wait = config.Dur(200 * time.Millisecond)
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
