@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,24 @@ func blockFirstCommit(t *testing.T, s *store.Store) (release func(), done <-chan
 	}()
 	<-entered
 	return func() { close(gate) }, errc
+}
+
+// fillWriter fills a store with 256 KiB values, one commit each, counting
+// the commits that succeeded: the disk-full tests' acknowledged writes.
+type fillWriter struct {
+	s      *store.Store
+	stored int
+}
+
+func (w *fillWriter) write() error {
+	big := strings.Repeat("r", 256<<10)
+	err := w.s.Update(context.Background(), func(tx *bbolt.Tx) error {
+		return putTx(tx, fmt.Sprintf("k%05d", w.stored), big)
+	})
+	if err == nil {
+		w.stored++
+	}
+	return err
 }
 
 func putTx(tx *bbolt.Tx, key, value string) error {

@@ -3,8 +3,6 @@
 package store_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,23 +47,13 @@ func TestDiskFullChild(t *testing.T) {
 	}
 	s, err := store.Open(path, store.Options{})
 	require.NoError(t, err)
-	big := bytes.Repeat([]byte("r"), 256<<10)
-	stored := 0
-	write := func() error {
-		err := s.Update(context.Background(), func(tx *bbolt.Tx) error {
-			return putTx(tx, fmt.Sprintf("k%05d", stored), string(big))
-		})
-		if err == nil {
-			stored++
-		}
-		return err
-	}
-	require.NoError(t, write())
+	w := &fillWriter{s: s}
+	require.NoError(t, w.write())
 
 	lift := storetest.LimitFileGrowth(t, path, 4<<20)
 
 	for range 1000 {
-		if err = write(); err != nil {
+		if err = w.write(); err != nil {
 			break
 		}
 	}
@@ -73,19 +61,19 @@ func TestDiskFullChild(t *testing.T) {
 	require.Contains(t, err.Error(), path)
 	t.Logf("first refusal: %v", err)
 	require.NoError(t, s.Check(), "a failed commit leaves the file consistent")
-	require.ErrorIs(t, write(), store.ErrDiskFull, "still full, still not poisoned")
-	require.Equal(t, stored, countKeys(t, s))
+	require.ErrorIs(t, w.write(), store.ErrDiskFull, "still full, still not poisoned")
+	require.Equal(t, w.stored, countKeys(t, s))
 	h := s.Health()
 	require.Contains(t, h.DiskFull, "disk full", "Health reports the full disk")
 	require.False(t, h.DiskFullSince.IsZero())
 	require.Empty(t, h.Failed, "a full disk does not poison the store")
 
 	lift()
-	require.NoError(t, write(), "space is back")
+	require.NoError(t, w.write(), "space is back")
 	require.Empty(t, s.Health().DiskFull, "a commit that succeeds clears the disk-full report")
 	require.NoError(t, s.Check())
 	require.NoError(t, s.Close())
-	fmt.Printf("DISKFULL-RESULT stored=%d\n", stored)
+	fmt.Printf("DISKFULL-RESULT stored=%d\n", w.stored)
 }
 
 func countKeys(t *testing.T, s *store.Store) int {

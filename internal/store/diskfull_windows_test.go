@@ -1,8 +1,6 @@
 package store_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +19,7 @@ const smallDirEnv = "RECEIPTD_SMALL_DIR"
 
 // TestDiskFullWindows fills a small volume: the write that cannot grow the
 // file is ErrDiskFull naming the file, the database stays consistent and
-// keeps what was stored, and writes work again once there is room.
+// keeps what was w.stored, and writes work again once there is room.
 func TestDiskFullWindows(t *testing.T) {
 	dir := os.Getenv(smallDirEnv)
 	if dir == "" {
@@ -35,30 +33,20 @@ func TestDiskFullWindows(t *testing.T) {
 	opts := store.Options{InitialMmapSize: 1 << 20} // bbolt maps (and on Windows sizes) the file at open
 	s, err := store.Open(path, opts)
 	require.NoError(t, err)
-	big := bytes.Repeat([]byte("r"), 256<<10)
-	stored := 0
-	write := func() error {
-		err := s.Update(context.Background(), func(tx *bbolt.Tx) error {
-			return putTx(tx, fmt.Sprintf("k%05d", stored), string(big))
-		})
-		if err == nil {
-			stored++
-		}
-		return err
-	}
+	w := &fillWriter{s: s}
 	for range 200 {
-		if err = write(); err != nil {
+		if err = w.write(); err != nil {
 			break
 		}
 	}
 	require.ErrorIs(t, err, store.ErrDiskFull)
 	require.Contains(t, err.Error(), path)
-	t.Logf("after %d writes: %v", stored, err)
+	t.Logf("after %d writes: %v", w.stored, err)
 	require.NoError(t, s.Check(), "a failed commit leaves the file consistent")
-	require.ErrorIs(t, write(), store.ErrDiskFull, "still full, still not poisoned")
+	require.ErrorIs(t, w.write(), store.ErrDiskFull, "still full, still not poisoned")
 
 	require.NoError(t, os.Remove(filler))
-	require.NoError(t, write(), "room again")
+	require.NoError(t, w.write(), "room again")
 	require.NoError(t, s.Close())
 	s, err = store.Open(path, opts)
 	require.NoError(t, err)
@@ -68,5 +56,5 @@ func TestDiskFullWindows(t *testing.T) {
 		n = tx.Bucket(testBucket).Stats().KeyN
 		return nil
 	}))
-	require.Equal(t, stored, n, "every acknowledged write is there after reopening")
+	require.Equal(t, w.stored, n, "every acknowledged write is there after reopening")
 }
