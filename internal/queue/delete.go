@@ -38,9 +38,9 @@ func (q *Queue) RequestDelete(ctx context.Context, id, date string, now time.Tim
 		e      Entry
 		action DeleteAction
 	)
-	err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
+	err := q.exclusive(ctx, func(b bkts) error {
 		var err error
-		e, action, err = requestDelete(buckets(tx), id, date, now.UTC())
+		e, action, err = requestDelete(b, id, date, now.UTC())
 		return err
 	})
 	if err != nil {
@@ -69,8 +69,8 @@ func (q *Queue) indexTailInSlices(ctx context.Context) error {
 		if err != nil || n <= uint64(tailIndexBatch) {
 			return err
 		}
-		if err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
-			return buckets(tx).indexTail(tailIndexBatch)
+		if err := q.update(ctx, func(b bkts) error {
+			return b.indexTail(tailIndexBatch)
 		}); err != nil {
 			return err
 		}

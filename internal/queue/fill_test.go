@@ -35,6 +35,7 @@ func TestEntriesPagesAreFilled(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	require.NoError(t, <-errs)
+	require.NoError(t, q.ApplyAll(ctx))
 	var s bbolt.BucketStats
 	require.NoError(t, st.View(func(tx *bbolt.Tx) error {
 		s = tx.Bucket(store.BucketQueue).Bucket([]byte("entries")).Stats()

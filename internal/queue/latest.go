@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-
-	"go.etcd.io/bbolt"
 )
 
 // Latest returns up to n entries in state s, newest first. It reads only
@@ -16,10 +14,16 @@ func (q *Queue) Latest(s State, n int) ([]Entry, error) {
 		return nil, nil
 	}
 	var out []Entry
-	err := q.st.View(func(tx *bbolt.Tx) error {
-		b := buckets(tx)
-		if s == StateQueued { // the tail holds the newest queued receipts
-			seqs, err := b.tailSeqs(0, n, true)
+	err := q.view(func(b bkts, pend []*logRec) error {
+		if s == StateQueued { // the log, then the tail, hold the newest queued receipts
+			for i := len(pend) - 1; i >= 0 && len(out) < n; i-- {
+				out = append(out, pend[i].e)
+			}
+			var seqs []uint64
+			var err error
+			if len(out) < n { // tailSeqs takes limit 0 as all
+				seqs, err = b.tailSeqs(0, n-len(out), true)
+			}
 			if err != nil {
 				return err
 			}

@@ -145,14 +145,18 @@ func buckets(tx *bbolt.Tx) bkts {
 	return b
 }
 
-func encode(e *Entry) ([]byte, error) {
+func encode(e *Entry) ([]byte, error) { return encodeTo(nil, e) }
+
+// encodeTo appends the record of e to dst.
+func encodeTo(dst []byte, e *Entry) ([]byte, error) {
 	meta := *e
 	meta.Body = nil
 	js, err := json.Marshal(&meta)
 	if err != nil {
 		return nil, fmt.Errorf("encode entry %s: %w", e.QueueID, err)
 	}
-	buf := binary.AppendUvarint(make([]byte, 0, len(js)+len(e.Body)+4), uint64(len(js)))
+	buf := make([]byte, 0, len(dst)+len(js)+len(e.Body)+4)
+	buf = binary.AppendUvarint(append(buf, dst...), uint64(len(js)))
 	buf = append(buf, js...)
 	return append(buf, e.Body...), nil
 }

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"go.etcd.io/bbolt"
 )
 
 // NewReceipt is a validated POS request to enqueue.
@@ -48,12 +46,19 @@ func (q *Queue) Enqueue(ctx context.Context, r NewReceipt) (Entry, bool, error) 
 	if now.IsZero() {
 		now = q.now()
 	}
+	if q.log != nil {
+		e, replayed, err := q.enqueueLogged(ctx, r, now.UTC())
+		if err != nil {
+			return Entry{}, false, fmt.Errorf("enqueue %s: %w", r.IdemKey, err)
+		}
+		return e, replayed, nil
+	}
 	var (
 		e        Entry
 		replayed bool
 	)
-	err := q.st.Update(ctx, func(tx *bbolt.Tx) (err error) {
-		e, replayed, err = enqueueTx(buckets(tx), r, now.UTC())
+	err := q.update(ctx, func(b bkts) (err error) {
+		e, replayed, err = enqueueTx(b, r, now.UTC())
 		return err
 	})
 	if err != nil {
@@ -162,8 +167,8 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 		return nil, err
 	}
 	var out []Entry
-	err := q.st.Update(ctx, func(tx *bbolt.Tx) (err error) {
-		out, err = claimTx(buckets(tx), max, now)
+	err := q.update(ctx, func(b bkts) (err error) {
+		out, err = claimTx(b, max, now)
 		return err
 	})
 	if err != nil {
@@ -181,10 +186,9 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 // again.
 func (q *Queue) nothingToClaim(max int, now time.Time) (bool, error) {
 	var idle bool
-	err := q.st.View(func(tx *bbolt.Tx) error {
-		b := buckets(tx)
+	err := q.view(func(b bkts, pend []*logRec) error {
 		lo, hi, err := b.tail()
-		if err != nil || lo <= hi {
+		if err != nil || lo <= hi || len(pend) > 0 {
 			return err
 		}
 		picked, err := pickClaimable(b, max, now)
@@ -326,8 +330,7 @@ func (q *Queue) FinishAndClaim(ctx context.Context, queueID string, a Attempt, n
 		claimed   []Entry
 		wakeCheck bool
 	)
-	err := q.st.Update(ctx, func(tx *bbolt.Tx) (err error) {
-		b := buckets(tx)
+	err := q.update(ctx, func(b bkts) (err error) {
 		if e, wakeCheck, err = q.finishTx(b, queueID, a, next, o, nextAttemptAt); err != nil {
 			return err
 		}
@@ -397,8 +400,7 @@ func (q *Queue) addAttempt(e *Entry, a Attempt) {
 // ErrIllegalTransition.
 func (q *Queue) Retry(ctx context.Context, queueID string, checked bool) (Entry, error) {
 	var e Entry
-	err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
-		b := buckets(tx)
+	err := q.update(ctx, func(b bkts) error {
 		var err error
 		if e, _, err = b.loadID(queueID); err != nil {
 			return err

@@ -52,11 +52,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/wal"
 )
 
 // Sentinel errors.
@@ -217,6 +219,14 @@ type Options struct {
 	// sending with this many ambiguous attempts (the interrupted one
 	// included) is held instead of queued. Zero means 3.
 	MaxAmbiguous int
+	// LogDir is the write-ahead log's directory (log.go): an enqueue is
+	// then one log record, applied to the file in batches by ApplyLoop
+	// and by every other write. Empty means no log: each enqueue is its
+	// own commit of the file (tools, and tests of the file's layout).
+	LogDir string
+	// LogSegmentSize is the log's segment size in bytes; zero means
+	// wal.DefaultSegmentSize.
+	LogSegmentSize int64
 }
 
 // Queue is the durable queue. It is safe for concurrent use.
@@ -227,6 +237,15 @@ type Queue struct {
 	maxAmbig    int
 	notify      chan struct{}
 	recovered   int
+
+	// With a log (log.go):
+	log     *wal.Log
+	ov      overlay
+	applyCh chan struct{} // capacity 1: records became durable
+	walMu   sync.Mutex    // orders enqueues; guards nextSeq, lastLSN, closed
+	nextSeq uint64        // the queueId the next logged enqueue takes
+	lastLSN uint64        // the newest record appended
+	closed  bool
 }
 
 // Open prepares the queue's buckets and recovers entries a crash left in
@@ -234,7 +253,8 @@ type Queue struct {
 // with an "interrupted" attempt counted as ambiguous. Open reads only the
 // sending index, never the whole queue.
 func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
-	q := &Queue{st: st, now: opts.Now, maxAttempts: opts.MaxAttempts, notify: make(chan struct{}, 1)}
+	q := &Queue{st: st, now: opts.Now, maxAttempts: opts.MaxAttempts, notify: make(chan struct{}, 1),
+		applyCh: make(chan struct{}, 1), ov: overlay{byKey: map[string]*logRec{}}}
 	if q.now == nil {
 		q.now = time.Now
 	}
@@ -276,7 +296,23 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
-	if q.recovered > 0 {
+	if opts.LogDir != "" {
+		if err := q.openLog(ctx, opts.LogDir, opts.LogSegmentSize); err != nil {
+			if q.log != nil {
+				_ = q.log.Close()
+			}
+			return nil, fmt.Errorf("open queue: %w", err)
+		}
+		err = st.View(func(tx *bbolt.Tx) error {
+			q.nextSeq = buckets(tx).entries.Sequence() + 1
+			return nil
+		})
+		if err != nil {
+			_ = q.log.Close()
+			return nil, fmt.Errorf("open queue: %w", err)
+		}
+	}
+	if q.recovered > 0 || q.log != nil {
 		q.signal()
 	}
 	return q, nil

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,14 +20,24 @@ var (
 	t0  = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
 )
 
+// withLog makes openQueue open queues with a write-ahead log beside the
+// database, as the daemon does; RECEIPTD_QUEUE_NOLOG=1 runs the tests on
+// the path without one (each enqueue its own commit).
+var withLog = os.Getenv("RECEIPTD_QUEUE_NOLOG") == ""
+
 func openQueue(t *testing.T, path string) (*queue.Queue, *store.Store) {
 	t.Helper()
 	st := storetest.OpenPath(t, path)
-	q, err := queue.Open(ctx, st, queue.Options{Now: func() time.Time { return t0.Add(time.Hour) }})
+	opts := queue.Options{Now: func() time.Time { return t0.Add(time.Hour) }}
+	if withLog {
+		opts.LogDir = path + ".wal"
+	}
+	q, err := queue.Open(ctx, st, opts)
 	require.NoError(t, err)
 	// Runs before storetest's own cleanup closes the store.
 	t.Cleanup(func() {
 		if !st.Closed() {
+			require.NoError(t, q.Close(ctx))
 			require.NoError(t, queue.CheckIndexes(st), "indexes agree with the entries")
 		}
 	})

@@ -3,18 +3,24 @@ package queue
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
-
-	"go.etcd.io/bbolt"
 )
 
 // Get returns one entry, or ErrNotFound.
 func (q *Queue) Get(queueID string) (Entry, error) {
 	var e Entry
-	err := q.st.View(func(tx *bbolt.Tx) error {
+	err := q.view(func(b bkts, pend []*logRec) error {
 		var err error
-		e, _, err = buckets(tx).loadID(queueID)
+		e, _, err = b.loadID(queueID)
+		if seq, ok := ParseID(queueID); ok && errors.Is(err, ErrNotFound) {
+			for _, r := range pend {
+				if r.seq == seq {
+					e, err = r.e, nil
+				}
+			}
+		}
 		return err
 	})
 	if err != nil {
@@ -47,15 +53,10 @@ func (q *Queue) List(o ListOptions) ([]Entry, string, error) {
 	}
 	var out []Entry
 	var next string
-	err := q.st.View(func(tx *bbolt.Tx) error {
-		b := buckets(tx)
+	err := q.view(func(b bkts, pend []*logRec) error {
 		seqs, err := listSeqs(b, o.State, after, limit+1)
 		if err != nil {
 			return err
-		}
-		if len(seqs) > limit {
-			seqs = seqs[:limit]
-			next = FormatID(seqs[limit-1])
 		}
 		for _, seq := range seqs {
 			e, err := b.load(seq)
@@ -63,6 +64,17 @@ func (q *Queue) List(o ListOptions) ([]Entry, string, error) {
 				return err
 			}
 			out = append(out, e)
+		}
+		if o.State == "" || o.State == StateQueued { // the log's records come after the file's
+			for _, r := range pend {
+				if r.seq > after && len(out) <= limit {
+					out = append(out, r.e)
+				}
+			}
+		}
+		if len(out) > limit {
+			out = out[:limit]
+			next = out[limit-1].QueueID
 		}
 		return nil
 	})
@@ -88,13 +100,13 @@ func listSeqs(b bkts, s State, after uint64, n int) ([]uint64, error) {
 // kept in the same transactions as the entries, plus the unindexed tail.
 func (q *Queue) Counts() (map[State]int, error) {
 	out := make(map[State]int, len(AllStates))
-	err := q.st.View(func(tx *bbolt.Tx) error {
-		b := buckets(tx)
+	err := q.view(func(b bkts, pend []*logRec) error {
+		out[StateQueued] = len(pend)
 		for _, s := range AllStates {
 			if v := b.counts.Get([]byte(s)); len(v) == 8 {
-				out[s] = int(binary.BigEndian.Uint64(v))
+				out[s] += int(binary.BigEndian.Uint64(v))
 			} else {
-				out[s] = 0
+				out[s] += 0
 			}
 		}
 		lo, hi, err := b.tail()
@@ -120,8 +132,12 @@ func (q *Queue) ClaimableAhead(queueID string, now time.Time, limit int) (int, e
 		return 0, fmt.Errorf("claimable ahead: %w: %q", ErrNotFound, queueID)
 	}
 	n := 0
-	err := q.st.View(func(tx *bbolt.Tx) error {
-		b := buckets(tx)
+	err := q.view(func(b bkts, pend []*logRec) error {
+		for _, r := range pend {
+			if r.seq < seq {
+				n++
+			}
+		}
 		c := b.pending.Cursor()
 		for k, v := c.First(); k != nil && n < limit && binary.BigEndian.Uint64(k) < seq; k, v = c.Next() {
 			if !due(v, now) {
@@ -163,8 +179,7 @@ var unsentStates = []State{StateQueued, StateSending, StateHeld, StateDeleteQueu
 func (q *Queue) OldestUnsent() (time.Time, bool, error) {
 	var oldest time.Time
 	var found bool
-	err := q.st.View(func(tx *bbolt.Tx) error {
-		b := buckets(tx)
+	err := q.view(func(b bkts, pend []*logRec) error {
 		var first uint64
 		for _, s := range unsentStates {
 			seqs, err := b.seqsInState(s, 0, 1)
@@ -176,6 +191,9 @@ func (q *Queue) OldestUnsent() (time.Time, bool, error) {
 			}
 		}
 		if first == 0 {
+			if len(pend) > 0 { // the log's records are newer than the file's
+				oldest, found = pend[0].e.AcceptedAt, true
+			}
 			return nil
 		}
 		e, err := b.load(first)
@@ -205,9 +223,9 @@ func (q *Queue) Prune(ctx context.Context, before time.Time) (int, error) {
 	for {
 		var removed int
 		var done bool
-		err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
+		err := q.update(ctx, func(b bkts) error {
 			var err error
-			removed, from, done, err = pruneSome(buckets(tx), from, before)
+			removed, from, done, err = pruneSome(b, from, before)
 			return err
 		})
 		if err != nil {

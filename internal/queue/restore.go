@@ -3,8 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-
-	"go.etcd.io/bbolt"
 )
 
 // holdBatch bounds the entries one HoldRestored commit changes.
@@ -26,8 +24,8 @@ func (q *Queue) HoldRestored(ctx context.Context, msg string) (int, error) {
 	total := 0
 	for {
 		n := 0
-		err := q.st.Update(ctx, func(tx *bbolt.Tx) (err error) {
-			n, err = holdSome(buckets(tx), q, msg)
+		err := q.update(ctx, func(b bkts) (err error) {
+			n, err = holdSome(b, q, msg)
 			return err
 		})
 		if err != nil {

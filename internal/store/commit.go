@@ -149,6 +149,24 @@ func (s *Store) commitGroup(group []*call) {
 	}
 }
 
+// Writable returns the error an Update would now fail with before it ran
+// anything (ErrClosed, ErrFailed, ErrMoved), looking at the file as a
+// commit does when the last look is a second old: for writers that make
+// receipts durable elsewhere (the queue's write-ahead log), which must
+// stop acknowledging as soon as the database stops taking writes.
+func (s *Store) Writable() error {
+	s.mu.Lock()
+	closed, failed := s.closed, s.failed
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return fmt.Errorf("update %s: %w", s.path, ErrClosed)
+	case failed != nil:
+		return failed
+	}
+	return s.identityBeforeCommit()
+}
+
 // identityStale is how old the last identity check may be when a commit
 // begins.
 const identityStale = time.Second
@@ -207,3 +225,8 @@ func isDiskFull(err error) bool {
 	}
 	return false
 }
+
+// IsDiskFull reports whether err means a file could not grow (ENOSPC,
+// EFBIG, EDQUOT, or Windows' ERROR_DISK_FULL), for packages that write
+// files of their own beside the database.
+func IsDiskFull(err error) bool { return isDiskFull(err) }

@@ -1,0 +1,248 @@
+package queue
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/wal"
+)
+
+// update runs fn in a write transaction of the store, after applying the
+// log's durable records (log.go), so fn sees every acknowledged receipt.
+// Like store.Update, fn may run more than once.
+func (q *Queue) update(ctx context.Context, fn func(b bkts) error) error {
+	if q.log == nil {
+		return q.st.Update(ctx, func(tx *bbolt.Tx) error { return fn(buckets(tx)) })
+	}
+	var mark uint64
+	err := q.st.Update(ctx, func(tx *bbolt.Tx) (err error) {
+		b := buckets(tx)
+		if mark, err = q.applyTx(b, applyBatch); err != nil {
+			return err
+		}
+		return fn(b)
+	})
+	if err == nil {
+		q.applied(mark)
+	}
+	return err
+}
+
+// logMark is the LSN of the newest record applied to the file.
+func (b bkts) logMark() uint64 {
+	if v := b.root.Get(keyLogApplied); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// applyTx applies up to limit durable records after the file's mark and
+// returns the new mark. A record is a new queued receipt: its entry joins
+// the unindexed tail with the next seq, and its idempotency row is written.
+func (q *Queue) applyTx(b bkts, limit int) (uint64, error) {
+	mark := b.logMark()
+	recs := q.ov.after(mark, q.log.Durable(), limit)
+	for _, r := range recs {
+		switch {
+		case r.lsn != mark+1:
+			return 0, fmt.Errorf("%w: log record %d comes after applied record %d", store.ErrCorrupt, r.lsn, mark)
+		case r.seq != b.entries.Sequence()+1:
+			return 0, fmt.Errorf("%w: log record %d holds %s, but the queue's next entry is %s",
+				store.ErrCorrupt, r.lsn, r.e.QueueID, FormatID(b.entries.Sequence()+1))
+		case b.idem.Get([]byte(r.e.IdemKey)) != nil:
+			return 0, fmt.Errorf("%w: log record %d: idempotency key %q already has a row", store.ErrCorrupt, r.lsn, r.e.IdemKey)
+		}
+		if err := b.entries.SetSequence(r.seq); err != nil {
+			return 0, err
+		}
+		if err := b.entries.Put(seqKey(r.seq), r.enc); err != nil {
+			return 0, err
+		}
+		if err := b.idem.Put([]byte(r.e.IdemKey), append(seqKey(r.seq), r.e.BodyHash...)); err != nil {
+			return 0, err
+		}
+		mark = r.lsn
+	}
+	if len(recs) > 0 {
+		if err := b.root.Put(keyLogApplied, seqKey(mark)); err != nil {
+			return 0, err
+		}
+	}
+	return mark, nil
+}
+
+// applied is told, after a commit, that the file holds every record up to
+// mark: they leave memory, and segments that hold nothing newer go.
+func (q *Queue) applied(mark uint64) {
+	q.ov.drop(mark)
+	// A segment that cannot be removed now is tried again at the next
+	// commit; nothing depends on it being gone.
+	_ = q.log.Trim(mark)
+}
+
+// applySome applies up to applyBatch durable records in one commit and
+// reports how many.
+func (q *Queue) applySome(ctx context.Context) (int, error) {
+	before := len(q.ov.snapshot(q.log.Durable()))
+	if before == 0 {
+		return 0, nil
+	}
+	if err := q.update(ctx, func(bkts) error { return nil }); err != nil {
+		return 0, err
+	}
+	return before - len(q.ov.snapshot(q.log.Durable())), nil
+}
+
+// applyAll applies every durable record.
+func (q *Queue) applyAll(ctx context.Context) error {
+	if q.log == nil {
+		return nil
+	}
+	for {
+		n, err := q.applySome(ctx)
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
+// ApplyAll applies every acknowledged receipt to the database file, so that
+// a copy of the file (a backup) holds them all. Without a log it does
+// nothing.
+func (q *Queue) ApplyAll(ctx context.Context) error {
+	if err := q.applyAll(ctx); err != nil {
+		return fmt.Errorf("apply write-ahead log: %w", err)
+	}
+	return nil
+}
+
+// ApplyLoop applies the log's records to the database in batches until ctx
+// ends: applyDelay after the first record of a batch arrives, or at once
+// when applyBatch are waiting. It wakes only when receipts arrive. A full
+// disk is retried every second; any other failure of the store ends it
+// with the error (the store then refuses every write, and Enqueue with
+// it). Without a log it returns at once.
+func (q *Queue) ApplyLoop(ctx context.Context) error {
+	if q.log == nil {
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-q.applyCh:
+		}
+		if q.ov.len() < applyBatch && !sleep(ctx, applyDelay) {
+			return nil
+		}
+		for {
+			n, err := q.applySome(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case errors.Is(err, store.ErrDiskFull):
+				if !sleep(ctx, time.Second) {
+					return nil
+				}
+				continue
+			case err != nil:
+				return fmt.Errorf("apply write-ahead log: %w", err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; false means ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// exclusive runs fn in a write transaction while no enqueue can take a
+// queueId, with every record durable and applied first, so fn may take
+// queueIds from the file's sequence (a delete request, a corrected
+// receipt).
+func (q *Queue) exclusive(ctx context.Context, fn func(b bkts) error) error {
+	if q.log == nil {
+		return q.update(ctx, fn)
+	}
+	q.walMu.Lock()
+	defer q.walMu.Unlock()
+	if err := q.log.Sync(ctx, q.lastLSN); err != nil {
+		return logError(err)
+	}
+	if err := q.applyAll(ctx); err != nil {
+		return err
+	}
+	if n := q.ov.len(); n > 0 {
+		return fmt.Errorf("%d log records are durable but not applied", n)
+	}
+	var seq uint64
+	err := q.update(ctx, func(b bkts) error {
+		if err := fn(b); err != nil {
+			return err
+		}
+		seq = b.entries.Sequence()
+		return nil
+	})
+	if err == nil {
+		q.nextSeq = seq + 1
+	}
+	return err
+}
+
+// logError gives a log error the store's sentinel of the same meaning,
+// which the API answers by: ErrDiskFull (507), ErrFailed (503).
+func logError(err error) error {
+	switch {
+	case errors.Is(err, wal.ErrDiskFull):
+		return fmt.Errorf("%w: %w", store.ErrDiskFull, err)
+	case errors.Is(err, wal.ErrFailed), errors.Is(err, wal.ErrClosed):
+		return fmt.Errorf("%w: %w", store.ErrFailed, err)
+	}
+	return err
+}
+
+// Close applies every acknowledged receipt to the database, marks the log
+// clean and closes it. Enqueue fails afterwards. Without a log it does
+// nothing. Call it before the store's Close.
+func (q *Queue) Close(ctx context.Context) error {
+	if q.log == nil {
+		return nil
+	}
+	q.walMu.Lock()
+	defer q.walMu.Unlock()
+	if q.closed {
+		return nil
+	}
+	q.closed = true
+	err := q.log.Sync(ctx, q.lastLSN)
+	if err == nil {
+		err = q.applyAll(ctx)
+	}
+	if err == nil && q.ov.len() == 0 {
+		err = q.update(ctx, func(b bkts) error { return b.root.Put(keyLogClean, []byte{1}) })
+	}
+	if cerr := q.log.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("close queue: %w", err)
+	}
+	return nil
+}

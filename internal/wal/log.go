@@ -1,0 +1,362 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// Options configures Open. The zero value is ready to use.
+type Options struct {
+	// SegmentSize is the size of each segment file in bytes. Zero means
+	// DefaultSegmentSize. A record larger than a segment can hold is
+	// ErrTooLarge.
+	SegmentSize int64
+}
+
+// Log is an open write-ahead log. It is safe for concurrent use.
+type Log struct {
+	dir     string
+	id      uint64
+	segSize int64
+
+	mu      sync.Mutex
+	next    uint64  // LSN of the next Append
+	pending []batch // appended, not yet taken by a flush
+	free    int64   // room left in the segment the newest pending record goes to
+	// spareReady: a spare segment file exists and is promised to nobody.
+	// rollPending: a pending batch has been promised the spare.
+	spareReady, rollPending bool
+	flushing                bool
+	durable                 uint64
+	failed                  error
+	closed                  bool
+	flushed                 chan struct{} // closed and replaced after every flush
+
+	// fileMu serializes what changes the directory: rolls, spares, trims.
+	fileMu sync.Mutex
+	cur    *os.File  // the segment being written; only the flushing caller uses it
+	curOff int64     // where the next byte goes in cur
+	old    []segFile // segments before cur, oldest first (fileMu)
+	curSeg segFile   // cur's name and first LSN (fileMu)
+}
+
+// batch is records bound for one segment: the current one, or, when roll
+// is set, a new one beginning at first.
+type batch struct {
+	roll  bool
+	first uint64
+	last  uint64
+	data  []byte
+}
+
+const spareName = "spare"
+
+// Open opens the log in dir (created if missing) for the database whose
+// log id is id, and returns every record after the LSN after, in order.
+// Appends continue after the newest record (or after, if greater) in a new
+// segment. Errors: ErrCorrupt (a gap, a damaged header, another id),
+// ErrDiskFull, or the file system's.
+func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
+	l := &Log{dir: dir, id: id, segSize: opts.SegmentSize, flushed: make(chan struct{})}
+	if l.segSize <= 0 {
+		l.segSize = DefaultSegmentSize
+	}
+	if err := mkdirSynced(dir); err != nil {
+		return nil, nil, err
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, last, err := readAll(segs, id, after)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.next = max(after, last) + 1
+	l.durable = l.next - 1
+	l.old = segs
+	if err := l.ensureSpare(); err != nil {
+		return nil, nil, err
+	}
+	// A segment already named after l.next holds no valid record (or
+	// l.next would be past it): the new one takes its name.
+	for i, s := range l.old {
+		if s.first == l.next {
+			l.old = append(l.old[:i:i], l.old[i+1:]...)
+			break
+		}
+	}
+	if err := l.roll(l.next); err != nil {
+		return nil, nil, err
+	}
+	l.spareReady, l.free = false, l.segSize-headerSize
+	return l, recs, nil
+}
+
+// readAll reads the segments that may hold records after after and
+// returns those records, checking that they follow after with no gap, and
+// the LSN of the newest valid record (0 when none).
+func readAll(segs []segFile, id, after uint64) ([]Record, uint64, error) {
+	var out []Record
+	expect, last := after+1, uint64(0)
+	started := false
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].first <= after+1 {
+			continue // every record of s is at or before after
+		}
+		if started && s.first != expect || !started && s.first > expect {
+			return nil, 0, fmt.Errorf("%w: segment %s begins at record %d, but record %d comes next: a segment is missing",
+				ErrCorrupt, s.path, s.first, expect)
+		}
+		started = true
+		data, err := os.ReadFile(s.path)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read write-ahead log segment %s: %w", s.path, err)
+		}
+		recs, err := readSegment(s.path, data, id, s.first)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, r := range recs {
+			last = r.LSN
+			if r.LSN > after {
+				out = append(out, r)
+			}
+		}
+		expect = max(expect, s.first+uint64(len(recs)))
+	}
+	return out, last, nil
+}
+
+// Append adds a record and returns its LSN. It does not wait for the disk:
+// Sync does. Records are durable in LSN order. Errors: ErrTooLarge,
+// ErrFailed, ErrClosed, and ErrDiskFull when a new segment is needed and
+// cannot be made (nothing is appended then).
+func (l *Log) Append(data []byte) (uint64, error) {
+	need := int64(recHeader + len(data))
+	if need > l.segSize-headerSize || len(data) > MaxRecord {
+		return 0, fmt.Errorf("append to %s: %w: %d bytes", l.dir, ErrTooLarge, len(data))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		if err := l.usableLocked(); err != nil {
+			return 0, err
+		}
+		if need <= l.free {
+			break
+		}
+		if l.rollPending { // one roll at a time: flush the one promised
+			target := l.next - 1
+			if err := l.unlocked(func() error { return l.Sync(context.Background(), target) }); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if !l.spareReady {
+			if err := l.unlocked(l.ensureSpare); err != nil {
+				return 0, fmt.Errorf("append to %s: %w", l.dir, err)
+			}
+			continue
+		}
+		l.spareReady, l.rollPending = false, true
+		l.pending = append(l.pending, batch{roll: true, first: l.next})
+		l.free = l.segSize - headerSize
+	}
+	lsn := l.next
+	l.next++
+	l.free -= need
+	if len(l.pending) == 0 {
+		l.pending = append(l.pending, batch{first: lsn})
+	}
+	b := &l.pending[len(l.pending)-1]
+	b.data = appendRecord(b.data, lsn, data)
+	b.last = lsn
+	return lsn, nil
+}
+
+// unlocked runs fn with l.mu released.
+func (l *Log) unlocked(fn func() error) error {
+	l.mu.Unlock()
+	defer l.mu.Lock()
+	return fn()
+}
+
+func (l *Log) usableLocked() error {
+	switch {
+	case l.closed:
+		return fmt.Errorf("write-ahead log %s: %w", l.dir, ErrClosed)
+	case l.failed != nil:
+		return l.failed
+	}
+	return nil
+}
+
+// Durable is the LSN up to which every record is on disk.
+func (l *Log) Durable() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.durable
+}
+
+// Sync waits until every record up to lsn is durable. Concurrent callers
+// share one flush: the first to find none running writes and fdatasyncs
+// everything appended so far, the others wait for it. ctx bounds the wait
+// only; a record whose Sync was abandoned may still become durable.
+func (l *Log) Sync(ctx context.Context, lsn uint64) error {
+	l.mu.Lock()
+	for {
+		if l.durable >= lsn {
+			l.mu.Unlock()
+			return nil
+		}
+		if l.failed != nil {
+			err := l.failed
+			l.mu.Unlock()
+			return err
+		}
+		if !l.flushing {
+			l.flushLocked()
+			continue
+		}
+		ch := l.flushed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("write-ahead log %s: %w", l.dir, ctx.Err())
+		}
+		l.mu.Lock()
+	}
+}
+
+// flushLocked writes and flushes everything pending; l.mu is held on entry
+// and on return, and released while the disk works.
+func (l *Log) flushLocked() {
+	work := l.pending
+	l.pending = nil
+	l.flushing = true
+	l.mu.Unlock()
+	last, err := l.write(work)
+	l.mu.Lock()
+	l.flushing = false
+	if err != nil && l.failed == nil {
+		l.failed = fmt.Errorf("write-ahead log %s: %w: %v", l.dir, ErrFailed, err)
+	}
+	if err == nil && last > l.durable {
+		l.durable = last
+	}
+	close(l.flushed)
+	l.flushed = make(chan struct{})
+}
+
+// write puts batches on disk and flushes them; it returns the last LSN
+// written. Only the flushing caller runs it.
+func (l *Log) write(work []batch) (uint64, error) {
+	var last uint64
+	dirty := false
+	for _, b := range work {
+		if b.roll {
+			if dirty {
+				if err := datasync(l.cur); err != nil {
+					return 0, fmt.Errorf("flush %s: %w", l.cur.Name(), err)
+				}
+				dirty = false
+			}
+			l.fileMu.Lock()
+			err := l.roll(b.first)
+			l.fileMu.Unlock()
+			l.mu.Lock()
+			l.rollPending = false
+			l.mu.Unlock()
+			if err != nil {
+				return 0, err
+			}
+		}
+		if len(b.data) == 0 {
+			continue
+		}
+		if _, err := l.cur.WriteAt(b.data, l.curOff); err != nil {
+			return 0, fmt.Errorf("write %s: %w", l.cur.Name(), err)
+		}
+		l.curOff += int64(len(b.data))
+		last, dirty = b.last, true
+	}
+	if dirty {
+		if err := datasync(l.cur); err != nil {
+			return 0, fmt.Errorf("flush %s: %w", l.cur.Name(), err)
+		}
+	}
+	if last == 0 {
+		return 0, nil
+	}
+	l.maybePrepareSpare()
+	return last, nil
+}
+
+// maybePrepareSpare makes the next segment ahead of need once the current
+// one is half used, so the record that fills it does not wait for 4 MiB of
+// zeros. A failure is left for the Append that needs the spare to report.
+func (l *Log) maybePrepareSpare() {
+	l.mu.Lock()
+	due := !l.spareReady && !l.rollPending && l.free < l.segSize/2
+	l.mu.Unlock()
+	if due {
+		_ = l.ensureSpare()
+	}
+}
+
+// Close flushes what is pending and closes the current segment. Later
+// calls do nothing.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	last := l.next - 1
+	l.mu.Unlock()
+	err := l.Sync(context.Background(), last)
+	l.mu.Lock()
+	l.closed = true
+	for l.flushing {
+		ch := l.flushed
+		l.mu.Unlock()
+		<-ch
+		l.mu.Lock()
+	}
+	l.mu.Unlock()
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
+	if l.cur != nil {
+		if cerr := l.cur.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close %s: %w", l.cur.Name(), cerr)
+		}
+		l.cur = nil
+	}
+	return err
+}
+
+// mkdirSynced creates dir if missing, fsyncing its parent so that the new
+// name survives a power cut.
+func mkdirSynced(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open write-ahead log %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("open write-ahead log %s: %w", dir, err)
+	}
+	if err := store.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("open write-ahead log %s: %w", dir, err)
+	}
+	return nil
+}

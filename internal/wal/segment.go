@@ -1,0 +1,186 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// roll closes the current segment and makes the spare the segment whose
+// first record is first: its header is written and flushed before it is
+// renamed into place and the directory fsynced, so a segment's name never
+// stands on disk without its header. Callers hold fileMu (or are Open).
+func (l *Log) roll(first uint64) error {
+	if l.cur != nil {
+		if err := l.cur.Close(); err != nil {
+			return fmt.Errorf("close %s: %w", l.cur.Name(), err)
+		}
+		l.cur = nil
+		l.old = append(l.old, l.curSeg)
+	}
+	spare := filepath.Join(l.dir, spareName)
+	f, err := os.OpenFile(spare, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("roll write-ahead log %s: %w", l.dir, err)
+	}
+	_, err = f.WriteAt(encodeHeader(l.id, first), 0)
+	if err == nil {
+		err = datasync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("roll write-ahead log %s: write header: %w", spare, err)
+	}
+	path := filepath.Join(l.dir, segName(first))
+	if err := os.Rename(spare, path); err != nil {
+		return fmt.Errorf("roll write-ahead log %s: %w", l.dir, err)
+	}
+	if err := store.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("roll write-ahead log: %w", err)
+	}
+	if l.cur, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+		return fmt.Errorf("roll write-ahead log: %w", err)
+	}
+	l.curOff, l.curSeg = headerSize, segFile{first: first, path: path}
+	return nil
+}
+
+// ensureSpare makes sure a spare segment file exists: a full-size file of
+// zeros, flushed, so that writing into it later changes no file size and
+// a flush of it is data only. A failure for want of space is ErrDiskFull.
+func (l *Log) ensureSpare() error {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
+	spare := filepath.Join(l.dir, spareName)
+	fi, err := os.Stat(spare)
+	switch {
+	case err == nil && fi.Size() == l.segSize:
+	case err == nil || errors.Is(err, fs.ErrNotExist):
+		if err := l.createSpare(spare); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("write-ahead log spare %s: %w", spare, err)
+	}
+	l.mu.Lock()
+	if !l.rollPending { // else the spare on disk is already promised
+		l.spareReady = true
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// zeros is one write of a new spare.
+var zeros = make([]byte, 256<<10)
+
+func (l *Log) createSpare(spare string) error {
+	tmp := spare + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return spareError(tmp, err)
+	}
+	for off := int64(0); off < l.segSize && err == nil; off += int64(len(zeros)) {
+		_, err = f.Write(zeros[:min(int64(len(zeros)), l.segSize-off)])
+	}
+	if err == nil {
+		err = f.Sync() // the size too: later flushes of the segment are data only
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, spare)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return spareError(tmp, err)
+	}
+	return nil
+}
+
+func spareError(path string, err error) error {
+	if store.IsDiskFull(err) {
+		return fmt.Errorf("make write-ahead log segment %s: %w: %v", path, ErrDiskFull, err)
+	}
+	return fmt.Errorf("make write-ahead log segment %s: %w", path, err)
+}
+
+// Trim removes the segments before the current one whose records are all
+// at or before applied (applied elsewhere and durable there). One of them
+// becomes the spare when there is none, so the next segment costs a rename
+// instead of writing zeros. The current segment is never removed.
+func (l *Log) Trim(applied uint64) error {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
+	var errs []error
+	keep := l.old[:0:0]
+	recycled := false
+	for i, s := range l.old {
+		next := l.curSeg.first
+		if i+1 < len(l.old) {
+			next = l.old[i+1].first
+		}
+		if next > applied+1 {
+			keep = append(keep, s)
+			continue
+		}
+		if err := l.retire(s, &recycled); err != nil {
+			errs = append(errs, err)
+			keep = append(keep, s)
+		}
+	}
+	l.old = keep
+	if recycled {
+		if err := store.SyncDir(l.dir); err != nil {
+			errs = append(errs, fmt.Errorf("trim write-ahead log: %w", err))
+		}
+		l.mu.Lock()
+		if !l.rollPending {
+			l.spareReady = true
+		}
+		l.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// retire recycles segment s as the spare when there is none and it has the
+// spare's size, else removes it.
+func (l *Log) retire(s segFile, recycled *bool) error {
+	spare := filepath.Join(l.dir, spareName)
+	if _, err := os.Stat(spare); errors.Is(err, fs.ErrNotExist) {
+		if fi, err := os.Stat(s.path); err == nil && fi.Size() == l.segSize {
+			if err := os.Rename(s.path, spare); err != nil {
+				return fmt.Errorf("trim write-ahead log: %w", err)
+			}
+			*recycled = true
+			return nil
+		}
+	}
+	if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("trim write-ahead log: %w", err)
+	}
+	return nil
+}
+
+// Segments returns how many segment files the log keeps (the current one
+// included), for metrics and tests.
+func (l *Log) Segments() int {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
+	return len(l.old) + 1
+}
+
+// Count returns how many segment files dir holds (0 when dir is missing).
+func Count(dir string) (int, error) {
+	segs, err := listSegments(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	return len(segs), err
+}

@@ -1,0 +1,185 @@
+// Package wal is receiptd's write-ahead log: an append-only log of
+// records in preallocated segment files, made durable by group commit (one
+// fdatasync for every record appended while the previous one ran), read
+// back in order at start-up and trimmed once its records are applied
+// elsewhere. It is the one flush on the path of an accepted receipt
+// (etcd's WAL in front of its bbolt backend is the model); package queue
+// applies the records to the bbolt file in batches off that path.
+//
+// # Promises
+//
+//   - Sync(lsn) returns nil only once every record up to lsn is on disk
+//     (fdatasync, and fsync of the directory for each new segment's
+//     name); a kill -9 or a power cut afterwards cannot lose them.
+//   - Open returns every durable record after the given LSN, in order,
+//     with no gap: a missing or damaged segment in that range is
+//     ErrCorrupt naming the file, never a shorter log. What a cut left
+//     half-written after the last durable record (never acknowledged) is
+//     ignored: a torn record, or bytes of a recycled segment, never read
+//     as a record.
+//   - After a failed write or flush the log refuses every later Append
+//     and Sync (ErrFailed): what the file holds is no longer known, so
+//     the next Open reads it again. Only a new segment that cannot be
+//     made for want of space is ErrDiskFull, and the log goes on.
+//   - Segments belong to one database: each carries the log's id, and
+//     Open refuses a segment of another id.
+//
+// # Format
+//
+// A segment is a file named after the LSN of its first record, in hex
+// (0000000000000001.wal), preallocated with zeros or recycled from a
+// trimmed segment. It begins with a header, then records back to back:
+//
+//	header: "RDWAL001" | id uint64 | first LSN uint64 | crc32c of the 24 bytes before (uint32) | 4 zero bytes
+//	record: payload length uint32 | crc32c of LSN and payload (uint32) | LSN uint64 | payload
+//
+// All integers are big-endian. A record is valid when its length fits,
+// its checksum matches and its LSN is the one expected next; the first
+// that is not ends the segment. Every start writes a new segment, so
+// nothing is ever appended after bytes that were left unread.
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Sentinel errors. Every error of this package that matches one names the
+// file or directory and the operation.
+var (
+	// ErrCorrupt means a segment the log needs is damaged, missing, or
+	// belongs to another database.
+	ErrCorrupt = errors.New("write-ahead log is damaged")
+	// ErrFailed means an earlier write or flush failed; the log must be
+	// closed and opened again.
+	ErrFailed = errors.New("write-ahead log write failed earlier; reopen required")
+	// ErrDiskFull means a new segment could not be made for want of space.
+	// Nothing of the records waiting for it is durable; later Syncs try again.
+	ErrDiskFull = errors.New("disk full: the write-ahead log cannot grow")
+	// ErrClosed means the log has been closed.
+	ErrClosed = errors.New("write-ahead log is closed")
+	// ErrTooLarge means a record's payload is over MaxRecord.
+	ErrTooLarge = errors.New("write-ahead log record too large")
+)
+
+const (
+	magic      = "RDWAL001"
+	headerSize = 32
+	recHeader  = 16
+	segSuffix  = ".wal"
+	// DefaultSegmentSize is the size of a segment: about 5,000 receipts.
+	DefaultSegmentSize = 4 << 20
+	// MaxRecord bounds a record's payload.
+	MaxRecord = 64 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Record is one record of the log.
+type Record struct {
+	LSN  uint64
+	Data []byte
+}
+
+// segName is the file name of the segment whose first record is first.
+func segName(first uint64) string { return fmt.Sprintf("%016x%s", first, segSuffix) }
+
+// parseSegName returns the first LSN a segment's file name says.
+func parseSegName(name string) (uint64, bool) {
+	hex, ok := strings.CutSuffix(name, segSuffix)
+	if !ok || len(hex) != 16 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(hex, 16, 64)
+	return n, err == nil && n > 0
+}
+
+func encodeHeader(id, first uint64) []byte {
+	h := make([]byte, headerSize)
+	copy(h, magic)
+	binary.BigEndian.PutUint64(h[8:], id)
+	binary.BigEndian.PutUint64(h[16:], first)
+	binary.BigEndian.PutUint32(h[24:], crc32.Checksum(h[:24], castagnoli))
+	return h
+}
+
+// appendRecord appends the encoded record (lsn, data) to buf.
+func appendRecord(buf []byte, lsn uint64, data []byte) []byte {
+	var h [recHeader]byte
+	binary.BigEndian.PutUint32(h[0:], uint32(len(data)))
+	binary.BigEndian.PutUint64(h[8:], lsn)
+	crc := crc32.Update(crc32.Checksum(h[8:16], castagnoli), castagnoli, data)
+	binary.BigEndian.PutUint32(h[4:], crc)
+	buf = append(buf, h[:]...)
+	return append(buf, data...)
+}
+
+// segFile is a segment found on disk.
+type segFile struct {
+	first uint64
+	path  string
+}
+
+// listSegments returns dir's segments, oldest first. Files that are not
+// segments (a spare, a temporary file) are left out.
+func listSegments(dir string) ([]segFile, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read write-ahead log %s: %w", dir, err)
+	}
+	var out []segFile
+	for _, e := range ents {
+		if first, ok := parseSegName(e.Name()); ok && e.Type().IsRegular() {
+			out = append(out, segFile{first: first, path: filepath.Join(dir, e.Name())})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].first < out[j].first })
+	return out, nil
+}
+
+// readSegment parses one segment's bytes: the records from its first LSN
+// on, up to the first that is not valid. It checks the header against id
+// and the file name's LSN.
+func readSegment(path string, data []byte, id, first uint64) ([]Record, error) {
+	if len(data) < headerSize {
+		return nil, fmt.Errorf("%w: segment %s is %d bytes, shorter than its header", ErrCorrupt, path, len(data))
+	}
+	h := data[:headerSize]
+	switch {
+	case string(h[:8]) != magic:
+		return nil, fmt.Errorf("%w: %s is not a receiptd write-ahead log segment", ErrCorrupt, path)
+	case binary.BigEndian.Uint32(h[24:]) != crc32.Checksum(h[:24], castagnoli):
+		return nil, fmt.Errorf("%w: segment %s has a damaged header", ErrCorrupt, path)
+	case binary.BigEndian.Uint64(h[8:]) != id:
+		return nil, fmt.Errorf("%w: segment %s belongs to another database (log id %016x, this database's %016x)",
+			ErrCorrupt, path, binary.BigEndian.Uint64(h[8:]), id)
+	case binary.BigEndian.Uint64(h[16:]) != first:
+		return nil, fmt.Errorf("%w: segment %s says its first record is %d, its name %d",
+			ErrCorrupt, path, binary.BigEndian.Uint64(h[16:]), first)
+	}
+	var out []Record
+	next := first
+	for off := headerSize; len(data)-off >= recHeader; {
+		n := int(binary.BigEndian.Uint32(data[off:]))
+		if n == 0 || n > len(data)-off-recHeader {
+			break
+		}
+		crc := binary.BigEndian.Uint32(data[off+4:])
+		lsn := binary.BigEndian.Uint64(data[off+8:])
+		payload := data[off+recHeader : off+recHeader+n]
+		if lsn != next || crc32.Update(crc32.Checksum(data[off+8:off+16], castagnoli), castagnoli, payload) != crc {
+			break
+		}
+		out = append(out, Record{LSN: lsn, Data: payload})
+		next++
+		off += recHeader + n
+	}
+	return out, nil
+}
