@@ -35,6 +35,10 @@ import (
 // DBFile is the database's file name inside data_dir.
 const DBFile = store.DBFile
 
+// LogDir is the write-ahead log's directory inside data_dir: accepted
+// receipts are durable there first, and applied to DBFile in batches.
+const LogDir = "receiptd.wal"
+
 // Daemon is a wired receiptd, ready to Run once.
 type Daemon struct {
 	cfg       config.Config
@@ -73,7 +77,8 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		log.Error("UNSAFE TEST BUILD: commits or directories are not fsynced, a power cut loses acknowledged receipts",
 			zap.Bool("nosync", store.UnsafeNoSync), zap.Bool("nodirsync", store.UnsafeNoDirSync))
 	}
-	if d.q, err = queue.Open(context.Background(), d.st, queue.Options{MaxAmbiguous: cfg.Sync.MaxAmbiguous}); err != nil {
+	if d.q, err = queue.Open(context.Background(), d.st, queue.Options{MaxAmbiguous: cfg.Sync.MaxAmbiguous,
+		LogDir: filepath.Join(cfg.DataDir, LogDir)}); err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
 	up, err := client.New(clientConfig(cfg.Upstream))
@@ -199,6 +204,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			loop(ctx)
 		}()
 	}
+	start(d.applyLoop)
 	start(d.worker.Run)
 	start(d.cache.Run)
 	start(d.pruneLoop)
@@ -213,6 +219,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	wg.Wait()
 	close(errs)
 	err := errors.Join(drain(errs)...)
+	if cerr := d.q.Close(context.Background()); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
 	if cerr := d.st.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close database: %w", cerr))
 	}
@@ -226,6 +235,15 @@ func drain(errs <-chan error) []error {
 		out = append(out, err)
 	}
 	return out
+}
+
+// applyLoop applies the write-ahead log's records to the database file in
+// batches. It ends early only when the store refuses writes for good
+// (then nothing more is acknowledged either).
+func (d *Daemon) applyLoop(ctx context.Context) {
+	if err := d.q.ApplyLoop(ctx); err != nil {
+		d.log.Error("cannot apply accepted receipts to the database; receiptd acknowledges no more", zap.Error(err))
+	}
 }
 
 // pruneLoop removes finished entries older than retention.keep.
@@ -269,6 +287,9 @@ func (d *Daemon) queueStats() (map[string]int, time.Duration, error) {
 func (d *Daemon) closeAll() {
 	for _, ln := range d.listeners {
 		_ = ln.Close()
+	}
+	if d.q != nil {
+		_ = d.q.Close(context.Background())
 	}
 	if d.st != nil {
 		_ = d.st.Close()

@@ -38,6 +38,7 @@ type Log struct {
 	failed                  error
 	closed                  bool
 	flushed                 chan struct{} // closed and replaced after every flush
+	flushes, records        uint64        // Stats
 
 	// fileMu serializes what changes the directory: rolls, spares, trims.
 	fileMu sync.Mutex
@@ -141,6 +142,9 @@ func readAll(segs []segFile, id, after uint64) ([]Record, uint64, error) {
 // cannot be made (nothing is appended then).
 func (l *Log) Append(data []byte) (uint64, error) {
 	need := int64(recHeader + len(data))
+	if len(data) == 0 { // length 0 marks the end of a segment's records
+		return 0, fmt.Errorf("append to %s: an empty record", l.dir)
+	}
 	if need > l.segSize-headerSize || len(data) > MaxRecord {
 		return 0, fmt.Errorf("append to %s: %w: %d bytes", l.dir, ErrTooLarge, len(data))
 	}
@@ -199,6 +203,19 @@ func (l *Log) usableLocked() error {
 	return nil
 }
 
+// Stats counts the log's work since Open.
+type Stats struct {
+	Flushes uint64 // group flushes (one fdatasync each, more when a segment rolled)
+	Records uint64 // records they made durable
+}
+
+// Stats returns the counts since Open; Records/Flushes is the mean group.
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Stats{Flushes: l.flushes, Records: l.records}
+}
+
 // Durable is the LSN up to which every record is on disk.
 func (l *Log) Durable() uint64 {
 	l.mu.Lock()
@@ -251,6 +268,8 @@ func (l *Log) flushLocked() {
 		l.failed = fmt.Errorf("write-ahead log %s: %w: %v", l.dir, ErrFailed, err)
 	}
 	if err == nil && last > l.durable {
+		l.flushes++
+		l.records += last - l.durable
 		l.durable = last
 	}
 	close(l.flushed)

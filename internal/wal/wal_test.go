@@ -1,0 +1,254 @@
+package wal_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/wal"
+)
+
+var ctx = context.Background()
+
+const id = 0x5eed
+
+func open(t *testing.T, dir string, after uint64, seg int64) (*wal.Log, []wal.Record) {
+	t.Helper()
+	l, recs, err := wal.Open(dir, id, after, wal.Options{SegmentSize: seg})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l, recs
+}
+
+func appendSync(t *testing.T, l *wal.Log, data string) uint64 {
+	t.Helper()
+	lsn, err := l.Append([]byte(data))
+	require.NoError(t, err)
+	require.NoError(t, l.Sync(ctx, lsn))
+	return lsn
+}
+
+func payloads(recs []wal.Record) []string {
+	var out []string
+	for _, r := range recs {
+		out = append(out, string(r.Data))
+	}
+	return out
+}
+
+func segments(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*.wal"))
+	require.NoError(t, err)
+	return m
+}
+
+func TestRecordsComeBackInOrderAfterTheMark(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, recs := open(t, dir, 0, 0)
+	require.Empty(t, recs)
+	for i := 1; i <= 5; i++ {
+		require.Equal(t, uint64(i), appendSync(t, l, fmt.Sprint("r", i)))
+	}
+	require.Equal(t, uint64(5), l.Durable())
+	require.NoError(t, l.Close())
+
+	l, recs = open(t, dir, 2, 0)
+	require.Equal(t, []string{"r3", "r4", "r5"}, payloads(recs))
+	require.Equal(t, uint64(3), recs[0].LSN)
+	require.Equal(t, uint64(6), appendSync(t, l, "r6"), "appends go on after the newest record")
+	require.NoError(t, l.Close())
+
+	_, recs = open(t, dir, 0, 0)
+	require.Equal(t, []string{"r1", "r2", "r3", "r4", "r5", "r6"}, payloads(recs))
+}
+
+// Concurrent appends share flushes, and every Sync returns only once its
+// record is durable.
+func TestGroupCommit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := open(t, dir, 0, 64<<10) // small segments: the records roll over several
+	const writers, each = 16, 200
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				lsn, err := l.Append(fmt.Appendf(nil, "w%02d-%03d %0100d", w, i, i))
+				if err == nil {
+					err = l.Sync(ctx, lsn)
+				}
+				if err == nil && l.Durable() < lsn {
+					err = fmt.Errorf("Sync(%d) returned with %d durable", lsn, l.Durable())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	require.NoError(t, <-errs)
+	flushes := l.Stats().Flushes
+	t.Logf("%d records in %d flushes, %d segments", writers*each, flushes, l.Segments())
+	require.Less(t, flushes, uint64(writers*each), "flushes are shared")
+	require.Greater(t, l.Segments(), 3)
+	require.NoError(t, l.Close())
+	_, recs := open(t, dir, 0, 64<<10)
+	require.Len(t, recs, writers*each)
+	for i, r := range recs {
+		require.Equal(t, uint64(i+1), r.LSN)
+	}
+}
+
+// Trimmed segments go (one is kept as the spare and reused), the current
+// one stays, and what is left reads back the records after the mark.
+func TestTrimAndRecycle(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := open(t, dir, 0, 8<<10)
+	var last uint64
+	for i := range 100 {
+		last = appendSync(t, l, fmt.Sprintf("%0500d", i))
+	}
+	before := len(segments(t, dir))
+	require.Greater(t, before, 4)
+	require.NoError(t, l.Trim(last-3))
+	after := segments(t, dir)
+	require.Less(t, len(after), 3, "only the segments that hold records after the mark are left")
+	require.FileExists(t, filepath.Join(dir, "spare"))
+	for i := range 100 { // through recycled spares, whose old records must never come back
+		appendSync(t, l, fmt.Sprintf("second-%0500d", i))
+	}
+	require.NoError(t, l.Close())
+	_, recs := open(t, dir, last-3, 8<<10)
+	require.Len(t, recs, 103)
+	require.Equal(t, last-2, recs[0].LSN)
+	require.Equal(t, fmt.Sprintf("second-%0500d", 99), string(recs[102].Data))
+}
+
+// A cut leaves a torn record: the records before it come back, nothing
+// after it, and records appended after the restart are never followed by
+// the older bytes that lay beyond the tear.
+func TestTornRecordEndsTheLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := open(t, dir, 0, 0)
+	for i := 1; i <= 5; i++ {
+		appendSync(t, l, fmt.Sprint("first-", i))
+	}
+	require.NoError(t, l.Close())
+	seg := segments(t, dir)
+	require.Len(t, seg, 1)
+	data, err := os.ReadFile(seg[0])
+	require.NoError(t, err)
+	// Record 3 starts after the header (32 bytes) and two records of 16+7.
+	off := 32 + 2*(16+7)
+	data[off+16] ^= 0xff // its first payload byte: the checksum fails
+	require.NoError(t, os.WriteFile(seg[0], data, 0o600))
+
+	l, recs := open(t, dir, 0, 0)
+	require.Equal(t, []string{"first-1", "first-2"}, payloads(recs))
+	require.Equal(t, uint64(3), appendSync(t, l, "again-3"))
+	require.NoError(t, l.Close())
+	_, recs = open(t, dir, 0, 0)
+	require.Equal(t, []string{"first-1", "first-2", "again-3"}, payloads(recs),
+		"records 4 and 5 of the first run never follow the new record 3")
+}
+
+func TestOpenRefuses(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		want   string
+	}{
+		{"a missing segment", func(t *testing.T, dir string) {
+			require.NoError(t, os.Remove(segments(t, dir)[1]))
+		}, "a segment is missing"},
+		{"a damaged header", func(t *testing.T, dir string) {
+			f, err := os.OpenFile(segments(t, dir)[0], os.O_RDWR, 0)
+			require.NoError(t, err)
+			_, err = f.WriteAt([]byte{0xff}, 12)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}, "damaged header"},
+		{"a segment renamed", func(t *testing.T, dir string) {
+			s := segments(t, dir)
+			require.NoError(t, os.Rename(s[1], filepath.Join(dir, "00000000000000ff.wal")))
+		}, "a segment is missing"},
+		{"a foreign file", func(t *testing.T, dir string) {
+			require.NoError(t, os.WriteFile(segments(t, dir)[0], []byte("not a log segment at all, but long enough"), 0o600))
+		}, "not a receiptd write-ahead log segment"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "wal")
+			l, _ := open(t, dir, 0, 4<<10)
+			for i := range 30 {
+				appendSync(t, l, fmt.Sprintf("%0300d", i))
+			}
+			require.NoError(t, l.Close())
+			require.Greater(t, len(segments(t, dir)), 2)
+			c.damage(t, dir)
+			_, _, err := wal.Open(dir, id, 0, wal.Options{SegmentSize: 4 << 10})
+			require.ErrorIs(t, err, wal.ErrCorrupt)
+			require.ErrorContains(t, err, c.want)
+			require.ErrorContains(t, err, dir, "the error names the file")
+		})
+	}
+}
+
+func TestAnotherDatabasesLogIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := open(t, dir, 0, 0)
+	appendSync(t, l, "mine")
+	require.NoError(t, l.Close())
+	_, _, err := wal.Open(dir, id+1, 0, wal.Options{})
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+	require.ErrorContains(t, err, "belongs to another database")
+}
+
+// Segments wholly before the mark are not read: damage there is harmless.
+func TestSegmentsBeforeTheMarkAreNotRead(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := open(t, dir, 0, 4<<10)
+	var last uint64
+	for i := range 30 {
+		last = appendSync(t, l, fmt.Sprintf("%0300d", i))
+	}
+	require.NoError(t, l.Close())
+	require.NoError(t, os.WriteFile(segments(t, dir)[0], []byte("garbage"), 0o600))
+	_, recs := open(t, dir, last-1, 4<<10)
+	require.Len(t, recs, 1)
+}
+
+func TestTooLarge(t *testing.T) {
+	l, _ := open(t, filepath.Join(t.TempDir(), "wal"), 0, 4<<10)
+	_, err := l.Append(make([]byte, 5<<10))
+	require.ErrorIs(t, err, wal.ErrTooLarge)
+	require.Equal(t, uint64(1), appendSync(t, l, "fits"), "nothing was taken by the refused record")
+}
+
+func TestClosed(t *testing.T) {
+	l, _ := open(t, filepath.Join(t.TempDir(), "wal"), 0, 0)
+	require.NoError(t, l.Close())
+	require.NoError(t, l.Close(), "Close may be called more than once")
+	_, err := l.Append([]byte("x"))
+	require.ErrorIs(t, err, wal.ErrClosed)
+}
+
+func TestCount(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	n, err := wal.Count(dir)
+	require.NoError(t, err)
+	require.Zero(t, n, "a missing directory has none")
+	l, _ := open(t, dir, 0, 0)
+	require.NoError(t, l.Close())
+	n, err = wal.Count(dir)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
