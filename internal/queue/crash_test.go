@@ -101,8 +101,9 @@ func verifyAfterCrash(t *testing.T, path string, acked map[string]string) {
 	st, err := store.Open(path, store.Options{}) // runs the full check
 	require.NoError(t, err)
 	defer func() { require.NoError(t, st.Close()) }()
-	q, err := queue.Open(ctx, st, queue.Options{})
+	q, err := queue.Open(ctx, st, crashOptions(path))
 	require.NoError(t, err)
+	defer func() { require.NoError(t, q.Close(ctx)) }()
 	for id, key := range acked {
 		e, err := q.Get(id)
 		require.NoError(t, err, "acknowledged %s lost", id)
@@ -126,6 +127,16 @@ func verifyAfterCrash(t *testing.T, path string, acked map[string]string) {
 	require.NoError(t, queue.CheckIndexes(st), "every index agrees with the entries after recovery")
 }
 
+// crashOptions opens the crash test's queue with its write-ahead log
+// beside the file (withLog), so a kill lands in log flushes, in the
+// batches that apply them, and in replays at the next open.
+func crashOptions(path string) queue.Options {
+	if !withLog {
+		return queue.Options{}
+	}
+	return queue.Options{LogDir: path + ".wal", LogSegmentSize: 256 << 10}
+}
+
 func TestCrashChild(t *testing.T) {
 	path := os.Getenv(crashEnvDB)
 	if path == "" {
@@ -134,8 +145,9 @@ func TestCrashChild(t *testing.T) {
 	round := os.Getenv(crashEnvRound)
 	st, err := store.Open(path, store.Options{SkipCheckOnOpen: true})
 	require.NoError(t, err)
-	q, err := queue.Open(ctx, st, queue.Options{})
+	q, err := queue.Open(ctx, st, crashOptions(path))
 	require.NoError(t, err)
+	go func() { _ = q.ApplyLoop(ctx) }() // as the daemon runs it; the kill ends it
 	var (
 		n   atomic.Int64
 		out sync.Mutex

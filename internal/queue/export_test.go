@@ -130,3 +130,22 @@ func SetTailIndexBatch(t testing.TB, n int) {
 	tailIndexBatch = n
 	t.Cleanup(func() { tailIndexBatch = old })
 }
+
+// Abandon closes q's write-ahead log without applying it or marking it
+// clean, as a kill would leave it, so a test can open the queue again.
+func Abandon(q *Queue) error {
+	q.walMu.Lock()
+	defer q.walMu.Unlock()
+	q.closed = true
+	return q.log.Close()
+}
+
+// FileEntries counts the entries the database file itself holds, without
+// the write-ahead log's records not yet applied.
+func FileEntries(st *store.Store) (n int, err error) {
+	err = st.View(func(tx *bbolt.Tx) error {
+		n = buckets(tx).entries.Stats().KeyN
+		return nil
+	})
+	return n, err
+}
