@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
@@ -33,8 +34,9 @@ func dataDirWith(t *testing.T, n int) string {
 	st, err := store.OpenDir(dir, store.Options{})
 	require.NoError(t, err)
 	defer st.Close()
-	q, err := queue.Open(context.Background(), st, queue.Options{})
+	q, err := queue.Open(context.Background(), st, queue.Options{LogDir: filepath.Join(dir, daemon.LogDir)})
 	require.NoError(t, err)
+	defer func() { require.NoError(t, q.Close(context.Background())) }()
 	for i := range n {
 		body := sampleReceipt(fmt.Sprintf("%06d", i))
 		_, _, err := q.Enqueue(context.Background(), queue.NewReceipt{IdemKey: fmt.Sprintf("k%d", i), Body: body,
@@ -116,6 +118,9 @@ func TestRunInitStartsOver(t *testing.T) {
 	require.NoError(t, run.Wait())
 	require.FileExists(t, db)
 	require.FileExists(t, filepath.Join(dir, store.MarkerFile))
+	aside, err := filepath.Glob(filepath.Join(dir, daemon.LogDir+".before-init-*"))
+	require.NoError(t, err)
+	require.Len(t, aside, 1, "the lost database's write-ahead log is set aside")
 }
 
 // TestRunStopsAcknowledgingWhenDatabaseMoved: a database file moved away,
@@ -254,6 +259,7 @@ type runningBinary struct {
 	cfg  string      // its config file
 	logs *syncBuffer // its standard error (JSON log lines)
 	stop func()      // SIGTERM, and wait for a clean exit
+	kill func()      // SIGKILL (TerminateProcess on Windows), and wait
 }
 
 // startBinary runs the real binary on data directory dir with upstream as
@@ -277,6 +283,13 @@ func startBinary(t *testing.T, dir, upstream string) runningBinary {
 			require.NoError(t, run.Wait(), "clean exit; log: %s", d.logs)
 			cancel()
 			_ = run.Wait()
+		})
+	}
+	d.kill = func() {
+		once.Do(func() {
+			require.NoError(t, run.Process.Kill())
+			_ = run.Wait()
+			cancel()
 		})
 	}
 	t.Cleanup(func() {

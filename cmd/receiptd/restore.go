@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/wal"
 )
 
 func init() {
@@ -45,6 +48,10 @@ func runRestore(ctx context.Context, env *cmdEnv, args []string) error {
 	if r.keptAs != "" {
 		fmt.Fprintf(env.stdout, "the database that was there is kept as %s\n", r.keptAs)
 	}
+	if r.logKeptAs != "" {
+		fmt.Fprintf(env.stdout, "its write-ahead log, which may hold receipts acknowledged just before receiptd stopped, "+
+			"could not be applied to it (%v) and is kept as %s\n", r.logErr, r.logKeptAs)
+	}
 	fmt.Fprintf(env.stdout, "%d entries unsent in the backup are held (receipts) or stopped (deletes): they may have been sent "+
 		"since the backup. Check each with the tax service before `receiptd retry -force ID`; "+
 		"`receiptd entries -state held` lists them once receiptd runs.\n", r.held)
@@ -55,6 +62,54 @@ func runRestore(ctx context.Context, env *cmdEnv, args []string) error {
 type restored struct {
 	held   int    // entries held or stopped
 	keptAs string // where the database that was in place went, if any
+	// logKeptAs is where the write-ahead log went when its records could
+	// not be applied to the database that was in place (logErr says why).
+	logKeptAs string
+	logErr    error
+}
+
+// settleLog empties the data directory's write-ahead log before the
+// database it belongs to is set aside: receipts acknowledged just before
+// a crash may be only there, so they are applied to that database (kept
+// beside the restored one). When that cannot be done (the database is
+// missing or damaged) the log is kept under stamp instead, and the reason
+// returned as logErr. The restored copy starts a log of its own.
+func settleLog(ctx context.Context, dir, stamp string) (keptAs string, logErr, err error) {
+	logDir := filepath.Join(dir, daemon.LogDir)
+	if n, err := wal.Count(logDir); err != nil || n == 0 {
+		if err == nil {
+			err = os.RemoveAll(logDir)
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("restore: %w", err)
+		}
+		return "", nil, nil
+	}
+	if logErr = applyLog(ctx, filepath.Join(dir, store.DBFile), logDir); logErr == nil {
+		if err := os.RemoveAll(logDir); err != nil {
+			return "", nil, fmt.Errorf("restore: remove the applied write-ahead log: %w", err)
+		}
+		return "", nil, nil
+	}
+	keptAs = logDir + stamp
+	if err := os.Rename(logDir, keptAs); err != nil {
+		return "", nil, fmt.Errorf("restore: keep the write-ahead log: %w", err)
+	}
+	return keptAs, logErr, nil
+}
+
+// applyLog applies the log's records to the database db by opening it as
+// the daemon does and closing it.
+func applyLog(ctx context.Context, db, logDir string) error {
+	st, err := store.Open(db, store.Options{LockTimeout: -1, Existing: true})
+	if err != nil {
+		return err
+	}
+	q, err := queue.Open(ctx, st, queue.Options{LogDir: logDir})
+	if err == nil {
+		err = q.Close(ctx)
+	}
+	return errors.Join(err, st.Close())
 }
 
 // restore puts the backup src in place as the data directory's database.
@@ -83,8 +138,13 @@ func restore(ctx context.Context, cfg config.Config, src string) (restored, erro
 		_ = os.Remove(tmp)
 		return restored{}, err
 	}
+	stamp := ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
+	if r.logKeptAs, r.logErr, err = settleLog(ctx, dir, stamp); err != nil {
+		_ = os.Remove(tmp)
+		return restored{}, err
+	}
 	if _, err := os.Stat(db); err == nil {
-		r.keptAs = db + ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
+		r.keptAs = db + stamp
 		if err := os.Rename(db, r.keptAs); err != nil {
 			return restored{}, fmt.Errorf("restore: keep the current database: %w", err)
 		}
@@ -124,6 +184,9 @@ func prepareCopy(ctx context.Context, src, tmp string, r *restored) (string, uin
 		return "", 0, fmt.Errorf("restore: the backup %s: %w", src, err)
 	}
 	if r.held, err = q.HoldRestored(ctx, restoredMessage); err != nil {
+		return "", 0, fmt.Errorf("restore: %w", err)
+	}
+	if err := q.DetachLog(ctx); err != nil {
 		return "", 0, fmt.Errorf("restore: %w", err)
 	}
 	id := store.NewID()

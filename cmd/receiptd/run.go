@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/kardianos/service"
 	"go.uber.org/zap"
@@ -30,7 +32,7 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	lc, err := loadConfig(*cfgPath)
 	if err == nil && *initDB {
-		err = store.InitDir(lc.cfg.DataDir, store.Options{})
+		err = initDataDir(lc.cfg.DataDir)
 	}
 	if !service.Interactive() || startedBySCM() {
 		if err != nil {
@@ -141,6 +143,26 @@ func runDaemon(ctx context.Context, cfg config.Config, log *zap.Logger) error {
 	}
 	if err := d.Run(ctx); err != nil {
 		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+// initDataDir is `run -init`: store.InitDir, and when that makes a new
+// database, the write-ahead log of the lost one is set aside (it belongs to
+// that database, and would be refused beside the new one).
+func initDataDir(dir string) error {
+	fi, err := os.Stat(filepath.Join(dir, store.DBFile))
+	starting := err != nil || fi.Size() == 0
+	if err := store.InitDir(dir, store.Options{}); err != nil || !starting {
+		return err
+	}
+	logDir := filepath.Join(dir, daemon.LogDir)
+	if _, err := os.Stat(logDir); err != nil {
+		return nil
+	}
+	aside := logDir + ".before-init-" + time.Now().UTC().Format("20060102T150405Z")
+	if err := os.Rename(logDir, aside); err != nil {
+		return fmt.Errorf("init: set the lost database's write-ahead log aside: %w", err)
 	}
 	return nil
 }

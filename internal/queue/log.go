@@ -384,3 +384,22 @@ func (q *Queue) view(fn func(b bkts, pend []*logRec) error) error {
 		return fn(b, pend)
 	})
 }
+
+// DetachLog makes the file forget the write-ahead log it was used with,
+// so the next Open with a log starts a new one: restore gives a restored
+// copy its own log, and the log in the data directory (another database's
+// by then) is never replayed into it.
+func (q *Queue) DetachLog(ctx context.Context) error {
+	err := q.update(ctx, func(b bkts) error {
+		for _, k := range [][]byte{keyLogID, keyLogApplied, keyLogClean} {
+			if err := b.root.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("detach write-ahead log: %w", err)
+	}
+	return nil
+}
