@@ -198,7 +198,10 @@ func (q *Queue) openLog(ctx context.Context, dir string, segSize int64) error {
 			return fmt.Errorf("replay write-ahead log %s: %w", dir, err)
 		}
 	}
-	return q.log.Trim(q.log.Durable())
+	// A segment that cannot go now (another program has it open, as a
+	// virus scanner may on Windows) goes at a later trim.
+	_ = q.log.Trim(q.log.Durable())
+	return nil
 }
 
 // logPresent refuses a log directory without segments when the database

@@ -44,6 +44,14 @@ func openQueue(t *testing.T, path string) (*queue.Queue, *store.Store) {
 	return q, st
 }
 
+// crash leaves q and its store as a kill would: the log closed unapplied,
+// the store closed, so the next openQueue is a restart.
+func crash(t *testing.T, q *queue.Queue, st *store.Store) {
+	t.Helper()
+	require.NoError(t, queue.Abandon(q))
+	require.NoError(t, st.Close())
+}
+
 func newQueue(t *testing.T) *queue.Queue {
 	t.Helper()
 	q, _ := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
@@ -115,7 +123,7 @@ func TestEnqueueFIFOIdempotencyAndRestart(t *testing.T) {
 	require.ErrorIs(t, err, queue.ErrInvalid)
 	require.Equal(t, 2, counts(t, q)[queue.StateQueued], "nothing stored on conflict or error")
 
-	require.NoError(t, st.Close())
+	crash(t, q, st)
 	q2, _ := openQueue(t, path)
 	again, replayed, err = q2.Enqueue(ctx, receipt(2))
 	require.NoError(t, err)
@@ -184,7 +192,7 @@ func TestRecoveryPutsSendingBackAsAmbiguous(t *testing.T) {
 	got, err := q.Claim(ctx, 2, t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.Len(t, got, 2) // receipt 2 and the delete
-	require.NoError(t, st.Close())
+	crash(t, q, st)
 
 	q2, _ := openQueue(t, path)
 	require.Equal(t, 2, q2.Recovered())
@@ -268,7 +276,7 @@ func TestRecoveryHoldsAtMaxAmbiguous(t *testing.T) {
 	r := enqueue(t, q, 1)
 	for round := 1; round <= 3; round++ {
 		claimOne(t, q, r.QueueID)
-		require.NoError(t, st.Close()) // the crash mid-send
+		crash(t, q, st) // mid-send
 		q, st = openQueue(t, path)
 		e, err := q.Get(r.QueueID)
 		require.NoError(t, err)

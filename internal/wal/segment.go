@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"time"
 
 	"github.com/receiptd/receiptd/internal/store"
 )
@@ -38,7 +40,7 @@ func (l *Log) roll(first uint64) error {
 		return fmt.Errorf("roll write-ahead log %s: write header: %w", spare, err)
 	}
 	path := filepath.Join(l.dir, segName(first))
-	if err := os.Rename(spare, path); err != nil {
+	if err := rename(spare, path); err != nil {
 		return fmt.Errorf("roll write-ahead log %s: %w", l.dir, err)
 	}
 	if err := store.SyncDir(l.dir); err != nil {
@@ -49,6 +51,18 @@ func (l *Log) roll(first uint64) error {
 	}
 	l.curOff, l.curSeg = headerSize, segFile{first: first, path: path}
 	return nil
+}
+
+// rename is os.Rename, tried again for about a second on Windows, where
+// another program holding the file open (a virus scanner looking at a new
+// file) makes it fail with a sharing violation for a moment.
+func rename(from, to string) error {
+	err := os.Rename(from, to)
+	for i := 0; err != nil && runtime.GOOS == "windows" && i < 20; i++ {
+		time.Sleep(50 * time.Millisecond)
+		err = os.Rename(from, to)
+	}
+	return err
 }
 
 // ensureSpare makes sure a spare segment file exists: a full-size file of
@@ -155,7 +169,7 @@ func (l *Log) retire(s segFile, recycled *bool) error {
 	spare := filepath.Join(l.dir, spareName)
 	if _, err := os.Stat(spare); errors.Is(err, fs.ErrNotExist) {
 		if fi, err := os.Stat(s.path); err == nil && fi.Size() == l.segSize {
-			if err := os.Rename(s.path, spare); err != nil {
+			if err := rename(s.path, spare); err != nil {
 				return fmt.Errorf("trim write-ahead log: %w", err)
 			}
 			*recycled = true
