@@ -3,7 +3,6 @@ package queue
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -143,38 +142,6 @@ func buckets(tx *bbolt.Tx) bkts {
 		b.entries.FillPercent, b.pending.FillPercent = appendFill, appendFill
 	}
 	return b
-}
-
-func encode(e *Entry) ([]byte, error) { return encodeTo(nil, e) }
-
-// encodeTo appends the record of e to dst.
-func encodeTo(dst []byte, e *Entry) ([]byte, error) {
-	meta := *e
-	meta.Body = nil
-	js, err := json.Marshal(&meta)
-	if err != nil {
-		return nil, fmt.Errorf("encode entry %s: %w", e.QueueID, err)
-	}
-	buf := make([]byte, 0, len(dst)+len(js)+len(e.Body)+4)
-	buf = binary.AppendUvarint(append(buf, dst...), uint64(len(js)))
-	buf = append(buf, js...)
-	return append(buf, e.Body...), nil
-}
-
-// decode copies everything out of v, which bbolt owns.
-func decode(v []byte) (Entry, error) {
-	n, w := binary.Uvarint(v)
-	if w <= 0 || n > uint64(len(v)-w) {
-		return Entry{}, fmt.Errorf("decode entry: bad length prefix")
-	}
-	var e Entry
-	if err := json.Unmarshal(v[w:w+int(n)], &e); err != nil {
-		return Entry{}, fmt.Errorf("decode entry: %w", err)
-	}
-	if body := v[w+int(n):]; len(body) > 0 {
-		e.Body = bytes.Clone(body)
-	}
-	return e, nil
 }
 
 func (b bkts) load(seq uint64) (Entry, error) {
