@@ -152,7 +152,9 @@ func (q *Queue) ApplyLoop(ctx context.Context) error {
 				}
 				continue
 			case err != nil:
-				return fmt.Errorf("apply write-ahead log: %w", err)
+				err = fmt.Errorf("apply write-ahead log: %w", err)
+				q.applyErr.Store(&err)
+				return err
 			}
 			if n == 0 {
 				break
@@ -171,6 +173,22 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// Err returns why the queue accepts nothing more, or nil: its write-ahead
+// log failed a write or flush, or its records could not be applied. The
+// store's own refusals are the store's Err.
+func (q *Queue) Err() error {
+	if q.log == nil {
+		return nil
+	}
+	if p := q.applyErr.Load(); p != nil {
+		return *p
+	}
+	if err := q.log.Err(); err != nil && !errors.Is(err, wal.ErrClosed) {
+		return logError(err)
+	}
+	return nil
 }
 
 // exclusive runs fn in a write transaction while no enqueue can take a

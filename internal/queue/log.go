@@ -250,6 +250,9 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 	if err := q.st.Writable(); err != nil {
 		return Entry{}, false, err
 	}
+	if p := q.applyErr.Load(); p != nil {
+		return Entry{}, false, fmt.Errorf("%w: %w", store.ErrFailed, *p)
+	}
 	q.walMu.Lock()
 	if q.closed {
 		q.walMu.Unlock()

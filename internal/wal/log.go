@@ -216,6 +216,14 @@ func (l *Log) Stats() Stats {
 	return Stats{Flushes: l.flushes, Records: l.records}
 }
 
+// Err returns the error every Append and Sync now fails with (ErrFailed,
+// ErrClosed), or nil.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.usableLocked()
+}
+
 // Durable is the LSN up to which every record is on disk.
 func (l *Log) Durable() uint64 {
 	l.mu.Lock()

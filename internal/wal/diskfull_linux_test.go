@@ -1,0 +1,67 @@
+//go:build linux
+
+package wal_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/wal"
+)
+
+// smallVolume mounts a tmpfs of size bytes for the test. It needs root;
+// without it the test is skipped, except in CI, which runs as root.
+func smallVolume(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("mount a small tmpfs (CI runs as root): %v", err)
+		}
+		t.Skipf("mount a small tmpfs: %v (needs root)", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, 0) })
+	return dir
+}
+
+// On a full disk the log refuses what it cannot hold with ErrDiskFull,
+// nothing half-taken: every record it acknowledged reads back, and once
+// trimmed segments make room, it takes records again.
+func TestDiskFull(t *testing.T) {
+	const seg = 64 << 10
+	dir := filepath.Join(smallVolume(t, 5*seg), "wal")
+	l, _ := open(t, dir, 0, seg)
+	var (
+		acked uint64
+		err   error
+	)
+	for i := 0; i < 10000; i++ {
+		var lsn uint64
+		if lsn, err = l.Append(fmt.Appendf(nil, "%0500d", i)); err != nil {
+			break
+		}
+		if err = l.Sync(ctx, lsn); err != nil {
+			break
+		}
+		acked = lsn
+	}
+	require.ErrorIs(t, err, wal.ErrDiskFull)
+	require.ErrorContains(t, err, dir)
+	t.Logf("%d records acknowledged, then: %v", acked, err)
+	require.Equal(t, acked, l.Durable())
+	_, err = l.Append(fmt.Appendf(nil, "%0500d", 0))
+	require.ErrorIs(t, err, wal.ErrDiskFull, "refused again, nothing taken")
+	require.NoError(t, l.Err(), "a full disk does not break the log")
+
+	require.NoError(t, l.Trim(acked), "the records are applied elsewhere: the old segments may go")
+	next := appendSync(t, l, "room again")
+	require.Equal(t, acked+1, next, "no LSN was lost to the refusals")
+	require.NoError(t, l.Close())
+	_, recs := open(t, dir, acked-1, seg)
+	require.Equal(t, []string{fmt.Sprintf("%0500d", acked-1), "room again"}, payloads(recs))
+}
