@@ -111,17 +111,20 @@ func writeBacklog(ctx context.Context, dataDir string, n int) (time.Duration, er
 }
 
 // measureEnqueue times n sequential queue.Enqueue calls on a new database
-// in dir: the accept path without HTTP, to tell API cost from storage cost.
+// in dir, with its write-ahead log as the daemon has it: the accept path
+// without HTTP, to tell API cost from storage cost.
 func measureEnqueue(ctx context.Context, dir string, n int) (sample, error) {
-	st, err := store.Open(filepath.Join(dir, "enqueue-ref", daemon.DBFile), store.Options{})
+	ref := filepath.Join(dir, "enqueue-ref")
+	st, err := store.Open(filepath.Join(ref, daemon.DBFile), store.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("enqueue reference: %w", err)
 	}
 	defer st.Close()
-	q, err := queue.Open(ctx, st, queue.Options{})
+	q, err := queue.Open(ctx, st, queue.Options{LogDir: filepath.Join(ref, daemon.LogDir)})
 	if err != nil {
 		return nil, fmt.Errorf("enqueue reference: %w", err)
 	}
+	defer q.Close(ctx)
 	var s sample
 	for i := range n {
 		r := newReceipt(fmt.Sprintf("ref-%07d", i))

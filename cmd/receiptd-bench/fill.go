@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -55,7 +56,7 @@ func (b *bench) runFill(ctx context.Context, n int, settle time.Duration) (fillR
 	if err := stop(ctx, p); err != nil {
 		return r, err
 	}
-	if r.disk, err = diskBytes(filepath.Join(cfg.DataDir, daemon.DBFile)); err != nil {
+	if r.disk, err = dataBytes(cfg.DataDir); err != nil {
 		return r, err
 	}
 	if p, r.readyFilled, err = b.start(ctx, cfg, dir); err != nil {
@@ -112,4 +113,26 @@ func peakMemory(ctx context.Context, p *harness.Process, d time.Duration) (memor
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// dataBytes is the space the database and its write-ahead log take on
+// disk (allocated blocks).
+func dataBytes(dataDir string) (int64, error) {
+	total, err := diskBytes(filepath.Join(dataDir, daemon.DBFile))
+	if err != nil {
+		return 0, err
+	}
+	logDir := filepath.Join(dataDir, daemon.LogDir)
+	ents, err := os.ReadDir(logDir)
+	if err != nil {
+		return 0, fmt.Errorf("bytes on disk: %w", err)
+	}
+	for _, e := range ents {
+		n, err := diskBytes(filepath.Join(logDir, e.Name()))
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
 }
