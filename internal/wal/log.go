@@ -329,7 +329,7 @@ func (l *Log) write(work []batch) (uint64, error) {
 }
 
 // maybePrepareSpare makes the next segment ahead of need once the current
-// one is half used, so the record that fills it does not wait for 4 MiB of
+// one is half used, so the record that fills it does not wait for a segment of
 // zeros. A failure is left for the Append that needs the spare to report.
 func (l *Log) maybePrepareSpare() {
 	l.mu.Lock()

@@ -74,8 +74,12 @@ const (
 	headerSize = 32
 	recHeader  = 16
 	segSuffix  = ".wal"
-	// DefaultSegmentSize is the size of a segment: about 5,000 receipts.
-	DefaultSegmentSize = 4 << 20
+	// DefaultSegmentSize is the size of a segment: about 1,300 typical
+	// receipts. The log keeps two while it runs (the current one and the
+	// spare), so this is its footprint on a till's disk; a receipt larger
+	// than a segment (up to accept's 1 MiB body limit) goes to the
+	// database directly (package queue).
+	DefaultSegmentSize = 1 << 20
 	// MaxRecord bounds a record's payload.
 	MaxRecord = 64 << 20
 )
