@@ -93,7 +93,8 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	m.WatchAnswers(d.worker.HeldAnswers)
 	m.WatchStore(func() (bool, bool) {
 		h := d.st.Health()
-		return h.DiskFull != "", h.Failed != ""
+		lh := d.q.Health()
+		return h.DiskFull != "" || lh.DiskFull != nil, h.Failed != "" || lh.Failed != nil
 	})
 	if d.api, err = d.newAPI(m, version); err != nil {
 		return nil, err

@@ -191,6 +191,26 @@ func (q *Queue) Err() error {
 	return nil
 }
 
+// LogHealth is what the queue's write-ahead log adds to the store's
+// Health. The zero value means all is well (or there is no log).
+type LogHealth struct {
+	// DiskFull: the log cannot grow, so new receipts are refused with 507;
+	// DiskFullSince is when the run of such failures began.
+	DiskFull      error
+	DiskFullSince time.Time
+	// Failed: the queue accepts nothing more (Err).
+	Failed error
+}
+
+// Health reports the log's health. It is cheap and safe for concurrent use.
+func (q *Queue) Health() LogHealth {
+	if q.log == nil {
+		return LogHealth{}
+	}
+	since, full := q.log.Full()
+	return LogHealth{DiskFull: full, DiskFullSince: since, Failed: q.Err()}
+}
+
 // exclusive runs fn in a write transaction while no enqueue can take a
 // queueId, with every record durable and applied first, so fn may take
 // queueIds from the file's sequence (a delete request, a corrected

@@ -91,16 +91,6 @@ func (o *overlay) key(k string) *logRec {
 	return o.byKey[k]
 }
 
-// seq returns the record of a seq, if any.
-func (o *overlay) seq(seq uint64) *logRec {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	if len(o.recs) == 0 || seq < o.recs[0].seq || seq-o.recs[0].seq >= uint64(len(o.recs)) {
-		return nil
-	}
-	return o.recs[seq-o.recs[0].seq]
-}
-
 // after returns up to limit records after LSN mark, up to durable.
 func (o *overlay) after(mark, durable uint64, limit int) []*logRec {
 	o.mu.RLock()

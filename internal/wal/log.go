@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/receiptd/receiptd/internal/store"
 )
@@ -39,6 +40,8 @@ type Log struct {
 	closed                  bool
 	flushed                 chan struct{} // closed and replaced after every flush
 	flushes, records        uint64        // Stats
+	full                    error         // the last spare that could not be made for want of space
+	fullSince               time.Time     // when the run of such failures began
 
 	// fileMu serializes what changes the directory: rolls, spares, trims.
 	fileMu sync.Mutex
@@ -166,6 +169,12 @@ func (l *Log) Append(data []byte) (uint64, error) {
 		}
 		if !l.spareReady {
 			if err := l.unlocked(l.ensureSpare); err != nil {
+				if errors.Is(err, ErrDiskFull) {
+					if l.full == nil {
+						l.fullSince = time.Now()
+					}
+					l.full = err
+				}
 				return 0, fmt.Errorf("append to %s: %w", l.dir, err)
 			}
 			continue
@@ -214,6 +223,14 @@ func (l *Log) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return Stats{Flushes: l.flushes, Records: l.records}
+}
+
+// Full returns why the last new segment could not be made for want of
+// space, and since when such attempts fail; nil once a segment is made.
+func (l *Log) Full() (time.Time, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fullSince, l.full
 }
 
 // Err returns the error every Append and Sync now fails with (ErrFailed,

@@ -86,6 +86,7 @@ func (l *Log) ensureSpare() error {
 	if !l.rollPending { // else the spare on disk is already promised
 		l.spareReady = true
 	}
+	l.full = nil
 	l.mu.Unlock()
 	return nil
 }
