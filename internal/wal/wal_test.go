@@ -252,3 +252,23 @@ func TestCount(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }
+
+// Records appended without a Sync between them may need several new
+// segments: each is promised in turn (an Append that needs the next one
+// flushes the one before), and all read back in order.
+func TestAppendsBeyondASegmentWithoutSync(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := open(t, dir, 0, 4<<10)
+	var last uint64
+	for i := range 50 {
+		lsn, err := l.Append(fmt.Appendf(nil, "%0400d", i))
+		require.NoError(t, err)
+		last = lsn
+	}
+	require.NoError(t, l.Sync(ctx, last))
+	require.Greater(t, l.Segments(), 4)
+	require.NoError(t, l.Close())
+	_, recs := open(t, dir, 0, 4<<10)
+	require.Len(t, recs, 50)
+	require.Equal(t, fmt.Sprintf("%0400d", 49), string(recs[49].Data))
+}
