@@ -334,6 +334,10 @@ func (q *Queue) lookupKey(key, hash string) (e *Entry, lsn uint64, same bool, er
 		return &e, r.lsn, r.e.BodyHash == hash, nil
 	}
 	err = q.st.View(func(tx *bbolt.Tx) error {
+		// Most keys are new: look in the one bucket before opening them all.
+		if tx.Bucket(store.BucketQueue).Bucket(bucketIdem).Get([]byte(key)) == nil {
+			return nil
+		}
 		e, same, err = idemEntry(buckets(tx), key, hash)
 		return err
 	})
