@@ -72,8 +72,9 @@
 // it), sometimes cut during the daemon's first start.
 // Two more sets of rounds are the negative controls and must lose
 // receipts: a binary built with the tag receiptd_nosync_unsafe (bbolt
-// NoSync) and one built with receiptd_nodirsync_unsafe (no directory
-// fsync). RECEIPTD_POWERCUT_ROUNDS, _CONTROL_ROUNDS, _BIN, _CONTROL_BIN,
-// _DIRCONTROL_BIN and _SEED tune it (rounds_test.go); with _BIN (and the
-// control binaries) it tests any build, such as one with a write-ahead log.
+// NoSync, and no flush of the write-ahead log) and one built with
+// receiptd_nodirsync_unsafe (no directory fsync). RECEIPTD_POWERCUT_ROUNDS,
+// _CONTROL_ROUNDS, _BIN, _CONTROL_BIN, _DIRCONTROL_BIN and _SEED tune it
+// (rounds_test.go); with _BIN (and the control binaries) it tests any
+// build.
 package powercut

@@ -120,7 +120,7 @@ func TestPowerCut(t *testing.T) {
 // (build tags, never settings; see internal/store) and so must lose
 // receipts in these rounds.
 var controls = []struct{ what, tag, env string }{
-	{"bbolt NoSync (no commit fsync)", "receiptd_nosync_unsafe", ControlBinEnv},
+	{"NoSync (no fsync of bbolt commits or of the write-ahead log)", "receiptd_nosync_unsafe", ControlBinEnv},
 	{"no directory fsync", "receiptd_nodirsync_unsafe", DirControlBinEnv},
 }
 
