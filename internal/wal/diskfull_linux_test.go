@@ -58,10 +58,27 @@ func TestDiskFull(t *testing.T) {
 	require.ErrorIs(t, err, wal.ErrDiskFull, "refused again, nothing taken")
 	require.NoError(t, l.Err(), "a full disk does not break the log")
 
+	// A restart on the full disk: the log opens (the daemon must start to
+	// send what is queued) and refuses new records until there is room.
+	require.NoError(t, l.Close())
+	l, recs, err := wal.Open(dir, id, 0, wal.Options{SegmentSize: seg})
+	require.NoError(t, err, "the log opens on a full disk")
+	require.Len(t, recs, int(acked))
+	_, err = l.Append(fmt.Appendf(nil, "%0500d", 0))
+	require.ErrorIs(t, err, wal.ErrDiskFull)
+	since, full := l.Full()
+	require.ErrorIs(t, full, wal.ErrDiskFull)
+	require.False(t, since.IsZero())
+
 	require.NoError(t, l.Trim(acked), "the records are applied elsewhere: the old segments may go")
 	next := appendSync(t, l, "room again")
 	require.Equal(t, acked+1, next, "no LSN was lost to the refusals")
+	_, full = l.Full()
+	require.NoError(t, full)
 	require.NoError(t, l.Close())
-	_, recs := open(t, dir, acked-1, seg)
-	require.Equal(t, []string{fmt.Sprintf("%0500d", acked-1), "room again"}, payloads(recs))
+
+	// Applied up to acked, a restart needs no new space: a wholly applied
+	// segment becomes the spare.
+	_, recs = open(t, dir, acked, seg)
+	require.Equal(t, []string{"room again"}, payloads(recs))
 }

@@ -13,7 +13,7 @@ func FuzzReadSegment(f *testing.F) {
 	const id, first = 7, 100
 	good := encodeHeader(id, first)
 	for i := range 3 {
-		good = appendRecord(good, first+uint64(i), bytes.Repeat([]byte{byte('a' + i)}, 10*i+1))
+		good = appendRecord(good, first, first+uint64(i), bytes.Repeat([]byte{byte('a' + i)}, 10*i+1))
 	}
 	f.Add(good)
 	f.Add(good[:len(good)-3])
@@ -33,7 +33,7 @@ func FuzzReadSegment(f *testing.F) {
 			if r.LSN != first+uint64(i) {
 				t.Fatalf("record %d has LSN %d", i, r.LSN)
 			}
-			rec := appendRecord(nil, r.LSN, r.Data)
+			rec := appendRecord(nil, first, r.LSN, r.Data)
 			if !bytes.Equal(data[off:off+len(rec)], rec) {
 				t.Fatalf("record %d is not what the bytes hold", i)
 			}

@@ -29,6 +29,7 @@ type Log struct {
 
 	mu      sync.Mutex
 	next    uint64  // LSN of the next Append
+	segNext uint64  // first LSN of the segment the next record goes to, if it fits
 	pending []batch // appended, not yet taken by a flush
 	free    int64   // room left in the segment the newest pending record goes to
 	// spareReady: a spare segment file exists and is promised to nobody.
@@ -86,9 +87,6 @@ func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
 	l.next = max(after, last) + 1
 	l.durable = l.next - 1
 	l.old = segs
-	if err := l.ensureSpare(); err != nil {
-		return nil, nil, err
-	}
 	// A segment already named after l.next holds no valid record (or
 	// l.next would be past it): the new one takes its name.
 	for i, s := range l.old {
@@ -97,10 +95,25 @@ func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
 			break
 		}
 	}
+	l.curSeg = segFile{first: l.next} // what Trim counts the newest old segment's records up to
+	// Segments wholly at or before after are no longer needed: one becomes
+	// the spare, so a full disk does not keep the log from opening.
+	_ = l.Trim(after)
+	err = l.ensureSpare()
+	if errors.Is(err, ErrDiskFull) {
+		// Start without a segment: appends are ErrDiskFull until a trim
+		// (once the database applies what is here) makes a spare, and
+		// the daemon starts, sending what is queued.
+		l.full, l.fullSince = err, time.Now()
+		return l, recs, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := l.roll(l.next); err != nil {
 		return nil, nil, err
 	}
-	l.spareReady, l.free = false, l.segSize-headerSize
+	l.spareReady, l.free, l.segNext = false, l.segSize-headerSize, l.next
 	return l, recs, nil
 }
 
@@ -181,7 +194,7 @@ func (l *Log) Append(data []byte) (uint64, error) {
 		}
 		l.spareReady, l.rollPending = false, true
 		l.pending = append(l.pending, batch{roll: true, first: l.next})
-		l.free = l.segSize - headerSize
+		l.free, l.segNext = l.segSize-headerSize, l.next
 	}
 	lsn := l.next
 	l.next++
@@ -190,7 +203,7 @@ func (l *Log) Append(data []byte) (uint64, error) {
 		l.pending = append(l.pending, batch{first: lsn})
 	}
 	b := &l.pending[len(l.pending)-1]
-	b.data = appendRecord(b.data, lsn, data)
+	b.data = appendRecord(b.data, l.segNext, lsn, data)
 	b.last = lsn
 	return lsn, nil
 }

@@ -110,7 +110,7 @@ func (l *Log) createSpare(spare string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, spare)
+		err = rename(tmp, spare)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -159,6 +159,7 @@ func (l *Log) Trim(applied uint64) error {
 		if !l.rollPending {
 			l.spareReady = true
 		}
+		l.full = nil
 		l.mu.Unlock()
 	}
 	return errors.Join(errs...)

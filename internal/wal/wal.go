@@ -31,7 +31,7 @@
 // trimmed segment. It begins with a header, then records back to back:
 //
 //	header: "RDWAL001" | id uint64 | first LSN uint64 | crc32c of the 24 bytes before (uint32) | 4 zero bytes
-//	record: payload length uint32 | crc32c of LSN and payload (uint32) | LSN uint64 | payload
+//	record: payload length uint32 | crc32c of the segment's first LSN, the LSN and the payload (uint32) | LSN uint64 | payload
 //
 // All integers are big-endian. A record is valid when its length fits,
 // its checksum matches and its LSN is the one expected next; the first
@@ -114,15 +114,27 @@ func encodeHeader(id, first uint64) []byte {
 	return h
 }
 
-// appendRecord appends the encoded record (lsn, data) to buf.
-func appendRecord(buf []byte, lsn uint64, data []byte) []byte {
+// appendRecord appends the encoded record (lsn, data) for the segment
+// whose first record is first to buf.
+func appendRecord(buf []byte, first, lsn uint64, data []byte) []byte {
 	var h [recHeader]byte
 	binary.BigEndian.PutUint32(h[0:], uint32(len(data)))
 	binary.BigEndian.PutUint64(h[8:], lsn)
-	crc := crc32.Update(crc32.Checksum(h[8:16], castagnoli), castagnoli, data)
-	binary.BigEndian.PutUint32(h[4:], crc)
+	binary.BigEndian.PutUint32(h[4:], recordCRC(first, h[8:16], data))
 	buf = append(buf, h[:]...)
 	return append(buf, data...)
+}
+
+// recordCRC is a record's checksum: of its segment's first LSN, its own
+// LSN and its payload. The segment's LSN ties a record to the segment it
+// was written for, so a record left in a recycled segment (written when
+// the file was another segment) never checks out, even where a cut left a
+// hole before it and its own LSN comes round again.
+func recordCRC(first uint64, lsn, payload []byte) uint32 {
+	var f [8]byte
+	binary.BigEndian.PutUint64(f[:], first)
+	crc := crc32.Update(crc32.Checksum(f[:], castagnoli), castagnoli, lsn)
+	return crc32.Update(crc, castagnoli, payload)
 }
 
 // segFile is a segment found on disk.
@@ -178,7 +190,7 @@ func readSegment(path string, data []byte, id, first uint64) ([]Record, error) {
 		crc := binary.BigEndian.Uint32(data[off+4:])
 		lsn := binary.BigEndian.Uint64(data[off+8:])
 		payload := data[off+recHeader : off+recHeader+n]
-		if lsn != next || crc32.Update(crc32.Checksum(data[off+8:off+16], castagnoli), castagnoli, payload) != crc {
+		if lsn != next || recordCRC(first, data[off+8:off+16], payload) != crc {
 			break
 		}
 		out = append(out, Record{LSN: lsn, Data: payload})
