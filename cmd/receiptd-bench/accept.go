@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,35 @@ type acceptResult struct {
 	lat     sample
 	rate    float64       // accepted receipts per second
 	cpu     time.Duration // the daemon's CPU time over the window; -1: not measured
+	group   float64       // records per flush of the write-ahead log over the window; 0: not measured
+}
+
+// logCounters reads receiptd_log_flushes_total and receiptd_log_records_total
+// from the daemon's /metrics.
+func logCounters(ctx context.Context, c *http.Client, url string) (flushes, records float64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var v float64
+		if _, e := fmt.Sscanf(line, "receiptd_log_flushes_total %g", &v); e == nil {
+			flushes = v
+		}
+		if _, e := fmt.Sscanf(line, "receiptd_log_records_total %g", &v); e == nil {
+			records = v
+		}
+	}
+	return flushes, records, nil
 }
 
 // cpuPerReceipt is the daemon's CPU time per accepted receipt, or -1.

@@ -42,6 +42,7 @@ func (b *bench) runAccept(ctx context.Context, d time.Duration) ([]acceptResult,
 			return nil, err
 		}
 		cpu0, cpuErr := procCPU(p.PID)
+		f0, r0, logErr := logCounters(ctx, c, p.URL())
 		r, err := measureAccept(ctx, c, p.URL(), n, d, fmt.Sprintf("c%d", n))
 		if err != nil {
 			_ = p.Kill()
@@ -50,6 +51,9 @@ func (b *bench) runAccept(ctx context.Context, d time.Duration) ([]acceptResult,
 		cpu1, err := procCPU(p.PID)
 		if r.cpu = -1; cpuErr == nil && err == nil {
 			r.cpu = cpu1 - cpu0
+		}
+		if f1, r1, err := logCounters(ctx, c, p.URL()); logErr == nil && err == nil && f1 > f0 {
+			r.group = (r1 - r0) / (f1 - f0)
 		}
 		out = append(out, r)
 	}

@@ -46,6 +46,12 @@ func (r results) rows(o options) []row {
 		}
 		rows = append(rows, x)
 	}
+	var groups []string
+	for _, a := range r.accept {
+		groups = append(groups, fmt.Sprintf("%.1f", a.group))
+	}
+	rows = append(rows, row{figure: "  write-ahead log: receipts per flush, 1 / 16 / 64 clients",
+		measured: strings.Join(groups, " / "), reference: "receiptd_log_records_total / _flushes_total over each window"})
 	if a := r.accept[len(r.accept)-1]; a.cpuPerReceipt() >= 0 {
 		rows = append(rows, row{figure: fmt.Sprintf("daemon CPU per receipt, %d clients", a.clients),
 			measured:  fmt.Sprintf("%d µs", a.cpuPerReceipt().Microseconds()),

@@ -91,6 +91,7 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	}
 	m.WatchQueue(d.queueStats)
 	m.WatchAnswers(d.worker.HeldAnswers)
+	m.WatchLog(d.q.LogStats)
 	m.WatchStore(func() (bool, bool) {
 		h := d.st.Health()
 		lh := d.q.Health()

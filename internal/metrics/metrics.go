@@ -27,6 +27,8 @@
 //	queue_stats_ok                        gauge     1 if the last scrape could read the queue
 //	store_disk_full                       gauge     1 while writes fail for a full disk (WatchStore)
 //	store_failed                          gauge     1 when the database refuses writes until restart (WatchStore)
+//	log_flushes_total                     counter   write-ahead log flushes (WatchLog)
+//	log_records_total                     counter   records they made durable; over flushes, the mean group
 //
 // Label values are the caller's: kind, outcome, result and route must come
 // from small fixed sets (a route is the route pattern, never the raw path).
@@ -85,6 +87,7 @@ type Metrics struct {
 	accepted       [2]prometheus.Counter // [0] new, [1] replayed
 	queue          *queueCollector
 	store          *storeCollector
+	log            *logCollector
 	answers        *answersCollector
 	answersDropped prometheus.Counter
 
@@ -135,6 +138,7 @@ func New() *Metrics {
 		}, []string{"kind", "result"}),
 		queue:   newQueueCollector(),
 		store:   newStoreCollector(),
+		log:     newLogCollector(),
 		answers: newAnswersCollector(),
 		answersDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "answers_dropped_total",
@@ -150,7 +154,7 @@ func New() *Metrics {
 	m.reg.MustRegister(accepted,
 		m.sendAttempts, m.sendDuration, m.ambiguous, m.upstreamUp, m.alertLevel,
 		m.commitDuration, m.commitBatch, m.cacheRequests, m.httpRequests,
-		m.httpDuration, m.authFailures, m.capClosed, m.queue, m.store, m.answers, m.answersDropped,
+		m.httpDuration, m.authFailures, m.capClosed, m.queue, m.store, m.log, m.answers, m.answersDropped,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

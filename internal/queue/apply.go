@@ -211,6 +211,16 @@ func (q *Queue) Health() LogHealth {
 	return LogHealth{DiskFull: full, DiskFullSince: since, Failed: q.Err()}
 }
 
+// LogStats are the write-ahead log's flushes and the records they made
+// durable since Open; zero without a log.
+func (q *Queue) LogStats() (flushes, records uint64) {
+	if q.log == nil {
+		return 0, 0
+	}
+	st := q.log.Stats()
+	return st.Flushes, st.Records
+}
+
 // exclusive runs fn in a write transaction while no enqueue can take a
 // queueId, with every record durable and applied first, so fn may take
 // queueIds from the file's sequence (a delete request, a corrected

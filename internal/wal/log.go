@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -295,6 +296,12 @@ func (l *Log) Sync(ctx context.Context, lsn uint64) error {
 // flushLocked writes and flushes everything pending; l.mu is held on entry
 // and on return, and released while the disk works.
 func (l *Log) flushLocked() {
+	l.flushing = true
+	// Let runnable callers append first: on a busy till they join this
+	// flush instead of each paying for the next one. Alone, it returns at once.
+	l.mu.Unlock()
+	runtime.Gosched()
+	l.mu.Lock()
 	work := l.pending
 	l.pending = nil
 	l.flushing = true

@@ -1,0 +1,61 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// LogStats reports the write-ahead log's flushes and the records they made
+// durable since start. It is called on every scrape, so it must be quick
+// and safe for concurrent use.
+type LogStats func() (flushes, records uint64)
+
+// WatchLog makes every scrape call f for receiptd_log_flushes_total and
+// receiptd_log_records_total (records over flushes is the mean group of
+// the log's group commit). A later call replaces f; nil stops watching.
+func (m *Metrics) WatchLog(f LogStats) {
+	if m == nil {
+		return
+	}
+	m.log.set(f)
+}
+
+type logCollector struct {
+	mu sync.Mutex
+	f  LogStats
+
+	flushes, records *prometheus.Desc
+}
+
+func newLogCollector() *logCollector {
+	return &logCollector{
+		flushes: prometheus.NewDesc(namespace+"_log_flushes_total",
+			"Flushes (fdatasync) of the write-ahead log since start.", nil, nil),
+		records: prometheus.NewDesc(namespace+"_log_records_total",
+			"Records (accepted receipts) the write-ahead log's flushes made durable since start.", nil, nil),
+	}
+}
+
+func (c *logCollector) set(f LogStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.f = f
+}
+
+func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.flushes
+	ch <- c.records
+}
+
+func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	f := c.f
+	c.mu.Unlock()
+	if f == nil {
+		return
+	}
+	flushes, records := f()
+	ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(flushes))
+	ch <- prometheus.MustNewConstMetric(c.records, prometheus.CounterValue, float64(records))
+}
