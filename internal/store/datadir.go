@@ -125,7 +125,7 @@ func (s *Store) adopt(dir string, mk markerFile) error {
 // createDir creates a new database and its marker in dir.
 func createDir(dir string, opts Options) (*Store, error) {
 	path := filepath.Join(dir, DBFile)
-	if err := mkdirSynced(dir); err != nil {
+	if err := MkdirSynced(dir); err != nil {
 		return nil, fmt.Errorf("open database %s: create the data directory: %w", path, err)
 	}
 	s, err := Open(path, opts)
@@ -341,15 +341,15 @@ func writeSynced(path string, data []byte) error {
 	return err
 }
 
-// mkdirSynced creates dir when missing, and fsyncs the parent of every
+// MkdirSynced creates dir when missing, and fsyncs the parent of every
 // directory it creates, so the new directory's name survives a power cut.
-func mkdirSynced(dir string) error {
+func MkdirSynced(dir string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := mkdirSynced(parent); err != nil {
+		if err := MkdirSynced(parent); err != nil {
 			return err
 		}
 	}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -42,7 +40,7 @@ type Log struct {
 	closed                  bool
 	flushed                 chan struct{} // closed and replaced after every flush
 	flushes, records        uint64        // Stats
-	full                    error         // the last spare that could not be made for want of space
+	full                    error         // why the last spare could not be made for want of space (ensureSpare)
 	fullSince               time.Time     // when the run of such failures began
 
 	// fileMu serializes what changes the directory: rolls, spares, trims.
@@ -74,8 +72,8 @@ func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
 	if l.segSize <= 0 {
 		l.segSize = DefaultSegmentSize
 	}
-	if err := mkdirSynced(dir); err != nil {
-		return nil, nil, err
+	if err := store.MkdirSynced(dir); err != nil {
+		return nil, nil, fmt.Errorf("open write-ahead log %s: %w", dir, err)
 	}
 	segs, err := listSegments(dir)
 	if err != nil {
@@ -105,7 +103,6 @@ func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
 		// Start without a segment: appends are ErrDiskFull until a trim
 		// (once the database applies what is here) makes a spare, and
 		// the daemon starts, sending what is queued.
-		l.full, l.fullSince = err, time.Now()
 		return l, recs, nil
 	}
 	if err != nil {
@@ -162,7 +159,7 @@ func (l *Log) Append(data []byte) (uint64, error) {
 	if len(data) == 0 { // length 0 marks the end of a segment's records
 		return 0, fmt.Errorf("append to %s: an empty record", l.dir)
 	}
-	if need > l.segSize-headerSize || len(data) > MaxRecord {
+	if need > l.segSize-headerSize {
 		return 0, fmt.Errorf("append to %s: %w: %d bytes", l.dir, ErrTooLarge, len(data))
 	}
 	l.mu.Lock()
@@ -183,12 +180,6 @@ func (l *Log) Append(data []byte) (uint64, error) {
 		}
 		if !l.spareReady {
 			if err := l.unlocked(l.ensureSpare); err != nil {
-				if errors.Is(err, ErrDiskFull) {
-					if l.full == nil {
-						l.fullSince = time.Now()
-					}
-					l.full = err
-				}
 				return 0, fmt.Errorf("append to %s: %w", l.dir, err)
 			}
 			continue
@@ -304,7 +295,6 @@ func (l *Log) flushLocked() {
 	l.mu.Lock()
 	work := l.pending
 	l.pending = nil
-	l.flushing = true
 	l.mu.Unlock()
 	last, err := l.write(work)
 	l.mu.Lock()
@@ -406,21 +396,4 @@ func (l *Log) Close() error {
 		l.cur = nil
 	}
 	return err
-}
-
-// mkdirSynced creates dir if missing, fsyncing its parent so that the new
-// name survives a power cut.
-func mkdirSynced(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("open write-ahead log %s: %w", dir, err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("open write-ahead log %s: %w", dir, err)
-	}
-	if err := store.SyncDir(filepath.Dir(dir)); err != nil {
-		return fmt.Errorf("open write-ahead log %s: %w", dir, err)
-	}
-	return nil
 }

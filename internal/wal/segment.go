@@ -67,7 +67,8 @@ func rename(from, to string) error {
 
 // ensureSpare makes sure a spare segment file exists: a full-size file of
 // zeros, flushed, so that writing into it later changes no file size and
-// a flush of it is data only. A failure for want of space is ErrDiskFull.
+// a flush of it is data only. A failure for want of space is ErrDiskFull,
+// and Full reports it until a spare is made or recycled.
 func (l *Log) ensureSpare() error {
 	l.fileMu.Lock()
 	defer l.fileMu.Unlock()
@@ -75,20 +76,32 @@ func (l *Log) ensureSpare() error {
 	fi, err := os.Stat(spare)
 	switch {
 	case err == nil && fi.Size() == l.segSize:
+		err = nil
 	case err == nil || errors.Is(err, fs.ErrNotExist):
-		if err := l.createSpare(spare); err != nil {
-			return err
-		}
+		err = l.createSpare(spare)
 	default:
-		return fmt.Errorf("write-ahead log spare %s: %w", spare, err)
+		err = fmt.Errorf("write-ahead log spare %s: %w", spare, err)
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case err == nil:
+		l.spareMade()
+	case errors.Is(err, ErrDiskFull):
+		if l.full == nil {
+			l.fullSince = time.Now()
+		}
+		l.full = err
+	}
+	return err
+}
+
+// spareMade notes, under l.mu, that a spare file exists.
+func (l *Log) spareMade() {
 	if !l.rollPending { // else the spare on disk is already promised
 		l.spareReady = true
 	}
 	l.full = nil
-	l.mu.Unlock()
-	return nil
 }
 
 // zeros is one write of a new spare.
@@ -156,10 +169,7 @@ func (l *Log) Trim(applied uint64) error {
 			errs = append(errs, fmt.Errorf("trim write-ahead log: %w", err))
 		}
 		l.mu.Lock()
-		if !l.rollPending {
-			l.spareReady = true
-		}
-		l.full = nil
+		l.spareMade()
 		l.mu.Unlock()
 	}
 	return errors.Join(errs...)
@@ -185,7 +195,7 @@ func (l *Log) retire(s segFile, recycled *bool) error {
 }
 
 // Segments returns how many segment files the log keeps (the current one
-// included), for metrics and tests.
+// included).
 func (l *Log) Segments() int {
 	l.fileMu.Lock()
 	defer l.fileMu.Unlock()

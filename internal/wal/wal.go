@@ -60,12 +60,12 @@ var (
 	// ErrFailed means an earlier write or flush failed; the log must be
 	// closed and opened again.
 	ErrFailed = errors.New("write-ahead log write failed earlier; reopen required")
-	// ErrDiskFull means a new segment could not be made for want of space.
-	// Nothing of the records waiting for it is durable; later Syncs try again.
+	// ErrDiskFull means a new segment could not be made for want of space:
+	// the record was not appended. Appends try again.
 	ErrDiskFull = errors.New("disk full: the write-ahead log cannot grow")
 	// ErrClosed means the log has been closed.
 	ErrClosed = errors.New("write-ahead log is closed")
-	// ErrTooLarge means a record's payload is over MaxRecord.
+	// ErrTooLarge means a record does not fit in a segment.
 	ErrTooLarge = errors.New("write-ahead log record too large")
 )
 
@@ -80,8 +80,6 @@ const (
 	// than a segment (up to accept's 1 MiB body limit) goes to the
 	// database directly (package queue).
 	DefaultSegmentSize = 1 << 20
-	// MaxRecord bounds a record's payload.
-	MaxRecord = 64 << 20
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
