@@ -312,8 +312,9 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	// A database file moved, deleted or replaced fails /readyz at once:
-	// nothing else looks at the file while nothing is committed.
-	if !s.ready.Load() || s.d.Store != nil && s.d.Store.CheckIdentity() != nil || s.d.Queue.Err() != nil {
+	// nothing else looks at the file while nothing is committed. So does a
+	// database that refuses every write (a failed commit or write-ahead log).
+	if !s.ready.Load() || s.d.Store != nil && (s.d.Store.CheckIdentity() != nil || s.d.Store.Err() != nil) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
 		return
 	}

@@ -204,9 +204,6 @@ func (s *Server) storeBroken(w http.ResponseWriter, op string) bool {
 	}
 	err := s.d.Store.Err()
 	if err == nil {
-		err = s.d.Queue.Err() // its write-ahead log failed: replays are refused too
-	}
-	if err == nil {
 		return false
 	}
 	code, msg := failureStatus(err, s.o.MaxBody)

@@ -36,12 +36,8 @@ func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 		h := s.d.Store.Health()
 		d.DiskFull, d.DiskFullSince, d.DatabaseFailed, d.DatabasePath = h.DiskFull, h.DiskFullSince, h.Failed, h.Path
 	}
-	lh := s.d.Queue.Health() // the write-ahead log's part
-	if lh.DiskFull != nil && d.DiskFull == "" {
+	if lh := s.d.Queue.Health(); lh.DiskFull != nil && d.DiskFull == "" { // the write-ahead log's
 		d.DiskFull, d.DiskFullSince = lh.DiskFull.Error(), lh.DiskFullSince
-	}
-	if lh.Failed != nil && d.DatabaseFailed == "" {
-		d.DatabaseFailed = lh.Failed.Error()
 	}
 	for state, n := range st.Counts {
 		d.Counts[string(state)] = n

@@ -94,8 +94,7 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	m.WatchLog(d.q.LogStats)
 	m.WatchStore(func() (bool, bool) {
 		h := d.st.Health()
-		lh := d.q.Health()
-		return h.DiskFull != "" || lh.DiskFull != nil, h.Failed != "" || lh.Failed != nil
+		return h.DiskFull != "" || d.q.Health().DiskFull != nil, h.Failed != ""
 	})
 	if d.api, err = d.newAPI(m, version); err != nil {
 		return nil, err

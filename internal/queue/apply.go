@@ -153,7 +153,7 @@ func (q *Queue) ApplyLoop(ctx context.Context) error {
 				continue
 			case err != nil:
 				err = fmt.Errorf("apply write-ahead log: %w", err)
-				q.applyErr.Store(&err)
+				q.st.Fail(err) // acknowledged receipts can no longer reach the file: accept no more
 				return err
 			}
 			if n == 0 {
@@ -175,31 +175,14 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Err returns why the queue accepts nothing more, or nil: its write-ahead
-// log failed a write or flush, or its records could not be applied. The
-// store's own refusals are the store's Err.
-func (q *Queue) Err() error {
-	if q.log == nil {
-		return nil
-	}
-	if p := q.applyErr.Load(); p != nil {
-		return *p
-	}
-	if err := q.log.Err(); err != nil && !errors.Is(err, wal.ErrClosed) {
-		return logError(err)
-	}
-	return nil
-}
-
 // LogHealth is what the queue's write-ahead log adds to the store's
-// Health. The zero value means all is well (or there is no log).
+// Health (a failure of the log is the store's: Store.Fail). The zero
+// value means all is well, or there is no log.
 type LogHealth struct {
 	// DiskFull: the log cannot grow, so new receipts are refused with 507;
 	// DiskFullSince is when the run of such failures began.
 	DiskFull      error
 	DiskFullSince time.Time
-	// Failed: the queue accepts nothing more (Err).
-	Failed error
 }
 
 // Health reports the log's health. It is cheap and safe for concurrent use.
@@ -208,7 +191,7 @@ func (q *Queue) Health() LogHealth {
 		return LogHealth{}
 	}
 	since, full := q.log.Full()
-	return LogHealth{DiskFull: full, DiskFullSince: since, Failed: q.Err()}
+	return LogHealth{DiskFull: full, DiskFullSince: since}
 }
 
 // LogStats are the write-ahead log's flushes and the records they made
@@ -232,7 +215,7 @@ func (q *Queue) exclusive(ctx context.Context, fn func(b bkts) error) error {
 	q.walMu.Lock()
 	defer q.walMu.Unlock()
 	if err := q.log.Sync(ctx, q.lastLSN); err != nil {
-		return logError(err)
+		return q.logError(err)
 	}
 	if err := q.applyAll(ctx); err != nil {
 		return err
@@ -255,13 +238,18 @@ func (q *Queue) exclusive(ctx context.Context, fn func(b bkts) error) error {
 }
 
 // logError gives a log error the store's sentinel of the same meaning,
-// which the API answers by: ErrDiskFull (507), ErrFailed (503).
-func logError(err error) error {
+// which the API answers by: ErrDiskFull (507), ErrFailed (503). A failed
+// log fails the store (Store.Fail), so every later write, replays
+// included, is refused as after a failed commit.
+func (q *Queue) logError(err error) error {
 	switch {
 	case errors.Is(err, wal.ErrDiskFull):
 		return fmt.Errorf("%w: %w", store.ErrDiskFull, err)
-	case errors.Is(err, wal.ErrFailed), errors.Is(err, wal.ErrClosed):
+	case errors.Is(err, wal.ErrFailed):
+		q.st.Fail(err)
 		return fmt.Errorf("%w: %w", store.ErrFailed, err)
+	case errors.Is(err, wal.ErrClosed):
+		return fmt.Errorf("%w: %w", store.ErrClosed, err)
 	}
 	return err
 }

@@ -240,9 +240,6 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 	if err := q.st.Writable(); err != nil {
 		return Entry{}, false, err
 	}
-	if p := q.applyErr.Load(); p != nil {
-		return Entry{}, false, fmt.Errorf("%w: %w", store.ErrFailed, *p)
-	}
 	q.walMu.Lock()
 	if q.closed {
 		q.walMu.Unlock()
@@ -256,7 +253,7 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 	case first != nil:
 		q.walMu.Unlock()
 		if err := q.log.Sync(ctx, lsn); err != nil { // a replay is durable before it is answered
-			return Entry{}, false, logError(err)
+			return Entry{}, false, q.logError(err)
 		}
 		return *first, true, nil
 	case slow:
@@ -281,14 +278,14 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 	}
 	if err != nil {
 		q.walMu.Unlock()
-		return Entry{}, false, logError(err)
+		return Entry{}, false, q.logError(err)
 	}
 	q.nextSeq++
 	q.lastLSN = lsn
 	q.ov.add(&logRec{lsn: lsn, seq: seq, e: e, enc: rec[1:]})
 	q.walMu.Unlock()
 	if err := q.log.Sync(ctx, lsn); err != nil {
-		return Entry{}, false, logError(err)
+		return Entry{}, false, q.logError(err)
 	}
 	select {
 	case q.applyCh <- struct{}{}:

@@ -53,7 +53,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -247,8 +246,6 @@ type Queue struct {
 	nextSeq uint64        // the queueId the next logged enqueue takes
 	lastLSN uint64        // the newest record appended
 	closed  bool
-	// applyErr is why ApplyLoop gave up; enqueues are refused from then on.
-	applyErr atomic.Pointer[error]
 }
 
 // Open prepares the queue's buckets and recovers entries a crash left in

@@ -149,6 +149,24 @@ func (s *Store) commitGroup(group []*call) {
 	}
 }
 
+// Fail makes the Store refuse every later write with err, as a commit
+// that failed does (ErrFailed, added to err when it is not one already),
+// until it is closed and opened again. It is for what is kept beside the
+// database and written with it (the queue's write-ahead log): a failure
+// there leaves the same doubt about what is acknowledged, and every
+// reader of Err, Writable and Health then tells it the same way. The
+// first failure stays.
+func (s *Store) Fail(err error) {
+	if !errors.Is(err, ErrFailed) {
+		err = fmt.Errorf("update %s: %w: %w", s.path, ErrFailed, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed == nil {
+		s.failed = err
+	}
+}
+
 // Writable returns the error an Update would now fail with before it ran
 // anything (ErrClosed, ErrFailed, ErrMoved), looking at the file as a
 // commit does when the last look is a second old: for writers that make

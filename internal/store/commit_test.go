@@ -189,3 +189,19 @@ func waitQueued(t *testing.T, s *store.Store, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool { return s.Queued() >= n }, 10*time.Second, time.Millisecond)
 }
+
+// Fail refuses every later write as a failed commit does, names the
+// failure in Err and Health, keeps the first failure, and reads still work.
+func TestFailRefusesEveryLaterWrite(t *testing.T) {
+	s := storetest.Open(t)
+	require.NoError(t, s.Writable())
+	s.Fail(errors.New("flush of the write-ahead log: input/output error"))
+	s.Fail(errors.New("a later failure"))
+	err := s.Update(context.Background(), func(*bbolt.Tx) error { return nil })
+	require.ErrorIs(t, err, store.ErrFailed)
+	require.ErrorContains(t, err, "input/output error", "the first failure stays")
+	require.ErrorIs(t, s.Writable(), store.ErrFailed)
+	require.ErrorIs(t, s.Err(), store.ErrFailed)
+	require.Contains(t, s.Health().Failed, "input/output error")
+	require.NoError(t, s.View(func(*bbolt.Tx) error { return nil }), "reads still work, for a rescue")
+}
