@@ -64,7 +64,7 @@ func (q *Queue) applyTx(b bkts, limit int) (uint64, error) {
 		if err := b.entries.Put(seqKey(r.seq), r.enc); err != nil {
 			return 0, err
 		}
-		if err := b.idem.Put([]byte(r.e.IdemKey), append(seqKey(r.seq), r.e.BodyHash...)); err != nil {
+		if err := b.putIdem(r.e.IdemKey, r.seq, r.e.BodyHash); err != nil {
 			return 0, err
 		}
 		mark = r.lsn
@@ -89,14 +89,15 @@ func (q *Queue) applied(mark uint64) {
 // applySome applies up to applyBatch durable records in one commit and
 // reports how many.
 func (q *Queue) applySome(ctx context.Context) (int, error) {
-	before := len(q.ov.snapshot(q.log.Durable()))
+	durable := q.log.Durable()
+	before := q.ov.upTo(durable)
 	if before == 0 {
 		return 0, nil
 	}
 	if err := q.update(ctx, func(bkts) error { return nil }); err != nil {
 		return 0, err
 	}
-	return before - len(q.ov.snapshot(q.log.Durable())), nil
+	return before - q.ov.upTo(durable), nil
 }
 
 // applyAll applies every durable record.

@@ -31,12 +31,12 @@ import (
 // replays exactly the records after the mark. Once applied and committed,
 // a record leaves memory, and its segment is trimmed.
 //
-// Until then the record is in the overlay, which the reads that must see
-// every acknowledged receipt consult: idempotency (a replay of a receipt
-// not yet applied), Get, Counts, OldestUnsent and ClaimableAhead. The
-// rest (List, Latest, Backup) apply first. A record leaves the overlay
-// only after the commit that applied it, so a reader that looks at the
-// overlay first and at the database second cannot miss it.
+// Until then the record is in the overlay, which every read consults
+// (view): idempotency (a replay of a receipt not yet applied), Get, List,
+// Latest, Counts, OldestUnsent and ClaimableAhead; a backup applies
+// everything first (ApplyAll). A record leaves the overlay only after the
+// commit that applied it, so a reader that looks at the overlay first and
+// at the database second cannot miss it.
 //
 // queueIds stay one sequence: Enqueue takes the next one under walMu,
 // and whatever takes a queueId inside a bbolt transaction (a delete
@@ -107,6 +107,17 @@ func (o *overlay) after(mark, durable uint64, limit int) []*logRec {
 	return out
 }
 
+// upTo counts the records up to durable.
+func (o *overlay) upTo(durable uint64) int {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	n := 0
+	for n < len(o.recs) && o.recs[n].lsn <= durable {
+		n++
+	}
+	return n
+}
+
 // snapshot returns the records up to durable.
 func (o *overlay) snapshot(durable uint64) []*logRec { return o.after(0, durable, -1) }
 
@@ -133,11 +144,12 @@ func (o *overlay) len() int {
 }
 
 // openLog opens the write-ahead log in dir, checks it belongs to this
-// database, and replays what the database has not applied.
-func (q *Queue) openLog(ctx context.Context, dir string, segSize int64) error {
+// database, and applies what the database has not; it returns how many
+// records that was. On error the log is closed.
+func (q *Queue) openLog(ctx context.Context, dir string, segSize int64) (replayed int, err error) {
 	var id, mark uint64
 	var clean, known bool
-	err := q.st.Update(ctx, func(tx *bbolt.Tx) error {
+	err = q.st.Update(ctx, func(tx *bbolt.Tx) error {
 		root := tx.Bucket(store.BucketQueue)
 		v := root.Get(keyLogID)
 		known = len(v) == 8
@@ -158,40 +170,45 @@ func (q *Queue) openLog(ctx context.Context, dir string, segSize int64) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("open write-ahead log %s: %w", dir, err)
+		return 0, fmt.Errorf("open write-ahead log %s: %w", dir, err)
 	}
 	if known && !clean {
 		if err := logPresent(dir, mark); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	l, recs, err := wal.Open(dir, id, mark, wal.Options{SegmentSize: segSize})
 	if err != nil {
-		return fmt.Errorf("open write-ahead log: %w", err)
+		return 0, fmt.Errorf("open write-ahead log: %w", err)
 	}
 	q.log = l
+	defer func() {
+		if err != nil {
+			_ = l.Close()
+		}
+	}()
 	err = q.st.Update(ctx, func(tx *bbolt.Tx) error {
-		return tx.Bucket(store.BucketQueue).Delete(keyLogClean) // records may wait in it from now on
+		b := buckets(tx)
+		q.nextSeq = b.entries.Sequence() + 1 + uint64(len(recs)) // the records follow the file's entries
+		return b.root.Delete(keyLogClean)                        // records may wait in the log from now on
 	})
 	if err != nil {
-		return fmt.Errorf("open write-ahead log %s: %w", dir, err)
+		return 0, fmt.Errorf("open write-ahead log %s: %w", dir, err)
 	}
 	for _, r := range recs {
 		lr, err := decodeLogRec(r)
 		if err != nil {
-			return fmt.Errorf("open write-ahead log %s: %w: record %d: %w", dir, store.ErrCorrupt, r.LSN, err)
+			return 0, fmt.Errorf("open write-ahead log %s: %w: record %d: %w", dir, store.ErrCorrupt, r.LSN, err)
 		}
 		q.ov.add(lr)
 	}
-	for q.ov.len() > 0 {
-		if _, err := q.applySome(ctx); err != nil {
-			return fmt.Errorf("replay write-ahead log %s: %w", dir, err)
-		}
+	if err := q.applyAll(ctx); err != nil {
+		return 0, fmt.Errorf("replay write-ahead log %s: %w", dir, err)
 	}
 	// A segment that cannot go now (another program has it open, as a
 	// virus scanner may on Windows) goes at a later trim.
 	_ = q.log.Trim(q.log.Durable())
-	return nil
+	return len(recs), nil
 }
 
 // logPresent refuses a log directory without segments when the database
@@ -245,26 +262,25 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 		q.walMu.Unlock()
 		return Entry{}, false, fmt.Errorf("%w: the queue is closed", store.ErrClosed)
 	}
-	first, lsn, slow, err := q.decide(r)
+	replay, lsn, first, err := decideKeys(r, func(key string) (*Entry, uint64, bool, error) {
+		return q.lookupKey(key, r.BodyHash)
+	})
 	switch {
 	case err != nil:
 		q.walMu.Unlock()
 		return Entry{}, false, err
-	case first != nil:
+	case replay != nil:
 		q.walMu.Unlock()
 		if err := q.log.Sync(ctx, lsn); err != nil { // a replay is durable before it is answered
 			return Entry{}, false, q.logError(err)
 		}
-		return *first, true, nil
-	case slow:
+		return *replay, true, nil
+	case first != nil: // a correction rewrites the first entry: through the file
 		q.walMu.Unlock()
 		return q.enqueueExclusive(ctx, r, now)
 	}
 	seq := q.nextSeq
-	e := Entry{QueueID: FormatID(seq), Kind: KindReceipt, State: StateQueued,
-		AcceptedAt: now, UpdatedAt: now, Body: r.Body,
-		IdemKey: r.IdemKey, BodyHash: r.BodyHash, MerchantTin: r.MerchantTin,
-		PosNo: r.PosNo, BillIDSuffix: r.BillIDSuffix, Attempts: []Attempt{}}
+	e := newReceiptEntry(seq, r, now)
 	rec, err := encodeTo([]byte{recEnqueue}, &e)
 	if err == nil {
 		// The record ends with the body: the entry keeps that copy (the
@@ -295,36 +311,8 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 	return e, false, nil
 }
 
-// decide is enqueueTx's decision, read-only, for an enqueue with a log:
-// the entry to replay (first, with the LSN to wait for), a new receipt
-// (nil, false), or slow: a correction, which rewrites the first entry and
-// so runs exclusive through enqueueTx.
-func (q *Queue) decide(r NewReceipt) (first *Entry, lsn uint64, slow bool, err error) {
-	first, lsn, same, err := q.lookupKey(r.IdemKey, r.BodyHash)
-	switch {
-	case err != nil:
-		return nil, 0, false, err
-	case first != nil && same:
-		return first, lsn, false, nil
-	}
-	if r.EarlierKey != "" {
-		prev, plsn, same, err := q.lookupKey(r.EarlierKey, r.BodyHash)
-		if err != nil {
-			return nil, 0, false, err
-		}
-		if prev != nil && same && !prev.AcceptedAt.Before(r.EarlierSince) {
-			return prev, plsn, false, nil
-		}
-	}
-	if first != nil && !correctable(first) {
-		return nil, 0, false, &ConflictError{First: first.QueueID, State: first.State}
-	}
-	return nil, 0, first != nil, nil
-}
-
-// lookupKey finds the entry an idempotency key points to: in the overlay
-// first, then in the file (the order that cannot miss a record being
-// applied, log.go). lsn is the record's, 0 for an entry of the file.
+// lookupKey is the keyLookup of an enqueue with a log: the overlay first,
+// then the file (the order that cannot miss a record being applied).
 func (q *Queue) lookupKey(key, hash string) (e *Entry, lsn uint64, same bool, err error) {
 	if r := q.ov.key(key); r != nil {
 		e := r.e

@@ -71,37 +71,22 @@ func (q *Queue) Enqueue(ctx context.Context, r NewReceipt) (Entry, bool, error) 
 }
 
 func enqueueTx(b bkts, r NewReceipt, now time.Time) (Entry, bool, error) {
-	first, same, err := idemEntry(b, r.IdemKey, r.BodyHash)
+	replay, _, first, err := decideKeys(r, func(key string) (*Entry, uint64, bool, error) {
+		e, same, err := idemEntry(b, key, r.BodyHash)
+		return e, 0, same, err
+	})
 	switch {
 	case err != nil:
 		return Entry{}, false, err
-	case first != nil && same:
-		return *first, true, nil
-	}
-	if r.EarlierKey != "" {
-		// Checked before today's key may conflict or take a correction: a
-		// retry of yesterday's last sale is that sale, whatever today's
-		// key holds. No row of today's key is written for it: today's key
-		// stays free for today's own sale of that billIdSuffix.
-		prev, same, err := idemEntry(b, r.EarlierKey, r.BodyHash)
-		if err != nil {
-			return Entry{}, false, err
-		}
-		if prev != nil && same && !prev.AcceptedAt.Before(r.EarlierSince) {
-			return *prev, true, nil
-		}
-	}
-	if first != nil && !correctable(first) {
-		return Entry{}, false, &ConflictError{First: first.QueueID, State: first.State}
+	case replay != nil:
+		return *replay, true, nil
 	}
 	seq, err := b.entries.NextSequence()
 	if err != nil {
 		return Entry{}, false, err
 	}
-	e := Entry{QueueID: FormatID(seq), Kind: KindReceipt, State: StateQueued,
-		AcceptedAt: now, UpdatedAt: now, Body: bytes.Clone(r.Body),
-		IdemKey: r.IdemKey, BodyHash: r.BodyHash, MerchantTin: r.MerchantTin,
-		PosNo: r.PosNo, BillIDSuffix: r.BillIDSuffix, Attempts: []Attempt{}}
+	e := newReceiptEntry(seq, r, now)
+	e.Body = bytes.Clone(r.Body)
 	if first != nil && first.State == StateRejected {
 		msg := "superseded by " + e.QueueID + ", a corrected receipt under the same idempotency key"
 		if first.Outcome != nil && first.Outcome.Message != "" {
@@ -115,7 +100,52 @@ func enqueueTx(b bkts, r NewReceipt, now time.Time) (Entry, bool, error) {
 	if err := b.appendQueued(seq, &e); err != nil {
 		return Entry{}, false, err
 	}
-	return e, false, b.idem.Put([]byte(r.IdemKey), append(seqKey(seq), r.BodyHash...))
+	return e, false, b.putIdem(r.IdemKey, seq, r.BodyHash)
+}
+
+// newReceiptEntry is the entry of a new receipt r with queueId seq; its
+// Body is r.Body itself, for the caller to copy or not.
+func newReceiptEntry(seq uint64, r NewReceipt, now time.Time) Entry {
+	return Entry{QueueID: FormatID(seq), Kind: KindReceipt, State: StateQueued,
+		AcceptedAt: now, UpdatedAt: now, Body: r.Body,
+		IdemKey: r.IdemKey, BodyHash: r.BodyHash, MerchantTin: r.MerchantTin,
+		PosNo: r.PosNo, BillIDSuffix: r.BillIDSuffix, Attempts: []Attempt{}}
+}
+
+// keyLookup finds the entry an idempotency key points to, if any, whether
+// its body hash is the request's, and the LSN of its write-ahead log
+// record when it is not yet in the file (0 otherwise).
+type keyLookup func(key string) (e *Entry, lsn uint64, same bool, err error)
+
+// decideKeys is Enqueue's idempotency decision: an earlier entry to replay
+// (with its record's LSN, to wait for), a *ConflictError, or a new entry,
+// which replaces first when first is a correctable entry under the same
+// key (nil: the key is free).
+func decideKeys(r NewReceipt, lookup keyLookup) (replay *Entry, lsn uint64, first *Entry, err error) {
+	first, lsn, same, err := lookup(r.IdemKey)
+	switch {
+	case err != nil:
+		return nil, 0, nil, err
+	case first != nil && same:
+		return first, lsn, nil, nil
+	}
+	if r.EarlierKey != "" {
+		// Checked before today's key may conflict or take a correction: a
+		// retry of yesterday's last sale is that sale, whatever today's
+		// key holds. No row of today's key is written for it: today's key
+		// stays free for today's own sale of that billIdSuffix.
+		prev, plsn, same, err := lookup(r.EarlierKey)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		if prev != nil && same && !prev.AcceptedAt.Before(r.EarlierSince) {
+			return prev, plsn, nil, nil
+		}
+	}
+	if first != nil && !correctable(first) {
+		return nil, 0, nil, &ConflictError{First: first.QueueID, State: first.State}
+	}
+	return nil, 0, first, nil
 }
 
 // correctable reports whether an entry that holds an idempotency key never
@@ -135,8 +165,13 @@ func correctable(e *Entry) bool {
 	return true
 }
 
+// putIdem writes key's idempotency row: seq and the body hash.
+func (b bkts) putIdem(key string, seq uint64, hash string) error {
+	return b.idem.Put([]byte(key), append(seqKey(seq), hash...))
+}
+
 // idemEntry returns the entry key points to, if any, and whether its body
-// hash is hash.
+// hash is hash (the row putIdem wrote).
 func idemEntry(b bkts, key, hash string) (*Entry, bool, error) {
 	v := b.idem.Get([]byte(key))
 	if v == nil {

@@ -251,7 +251,8 @@ type Queue struct {
 // Open prepares the queue's buckets and recovers entries a crash left in
 // sending: receipts go back to queued and deletes to delete_queued, each
 // with an "interrupted" attempt counted as ambiguous. Open reads only the
-// sending index, never the whole queue.
+// sending index, never the whole queue. With a log, it applies the
+// records the file has not (log.go).
 func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 	q := &Queue{st: st, now: opts.Now, maxAttempts: opts.MaxAttempts, notify: make(chan struct{}, 1),
 		applyCh: make(chan struct{}, 1), ov: overlay{byKey: map[string]*logRec{}}}
@@ -296,23 +297,13 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
+	replayed := 0
 	if opts.LogDir != "" {
-		if err := q.openLog(ctx, opts.LogDir, opts.LogSegmentSize); err != nil {
-			if q.log != nil {
-				_ = q.log.Close()
-			}
-			return nil, fmt.Errorf("open queue: %w", err)
-		}
-		err = st.View(func(tx *bbolt.Tx) error {
-			q.nextSeq = buckets(tx).entries.Sequence() + 1
-			return nil
-		})
-		if err != nil {
-			_ = q.log.Close()
+		if replayed, err = q.openLog(ctx, opts.LogDir, opts.LogSegmentSize); err != nil {
 			return nil, fmt.Errorf("open queue: %w", err)
 		}
 	}
-	if q.recovered > 0 || q.log != nil {
+	if q.recovered > 0 || replayed > 0 {
 		q.signal()
 	}
 	return q, nil

@@ -97,22 +97,23 @@ func listSeqs(b bkts, s State, after uint64, n int) ([]uint64, error) {
 }
 
 // Counts returns the number of entries in every state, read from counters
-// kept in the same transactions as the entries, plus the unindexed tail.
+// kept in the same transactions as the entries, plus the unindexed tail
+// and the write-ahead log's records not yet applied.
 func (q *Queue) Counts() (map[State]int, error) {
 	out := make(map[State]int, len(AllStates))
 	err := q.view(func(b bkts, pend []*logRec) error {
-		out[StateQueued] = len(pend)
 		for _, s := range AllStates {
 			if v := b.counts.Get([]byte(s)); len(v) == 8 {
-				out[s] += int(binary.BigEndian.Uint64(v))
+				out[s] = int(binary.BigEndian.Uint64(v))
 			} else {
-				out[s] += 0
+				out[s] = 0
 			}
 		}
 		lo, hi, err := b.tail()
 		if lo <= hi {
 			out[StateQueued] += int(hi - lo + 1)
 		}
+		out[StateQueued] += len(pend) // the log's records not yet applied
 		return err
 	})
 	if err != nil {
