@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -18,7 +20,8 @@ import (
 //	0x00 0x01                 marker and format
 //	uvarint seq               the queueId's number
 //	kind byte, state byte     indexes into kinds and AllStates
-//	acceptedAt, updatedAt     each 0x00 (the zero time), or 0x01 and a varint of unix ns
+//	acceptedAt, updatedAt     each 0x00 (the zero time), 0x01 and a varint of unix ns, or 0x02 and
+//	                          varints of unix seconds and nanoseconds (outside the years ns can hold)
 //	hash                      0x01 and 32 bytes (64 lowercase hex digits), or 0x00 and a string
 //	string ×4                 idempotency key, merchantTin, posNo, billIdSuffix (uvarint length, bytes)
 //	string                    the other fields as JSON (entryRest), empty when all are zero
@@ -51,6 +54,21 @@ type entryRest struct {
 	Ambiguous       int       `json:"ambiguousAttempts,omitempty"`
 }
 
+func (r *entryRest) empty() bool {
+	return len(r.Attempts) == 0 && r.AttemptsDropped == 0 && r.Outcome == nil && r.NextAttemptAt.IsZero() &&
+		r.DeleteTarget == "" && r.DeleteID == "" && r.DeleteDate == "" && r.Ambiguous == 0
+}
+
+// rawHash is a body hash of 64 lowercase hex digits (receipt.Fingerprint's
+// form) as its 32 bytes, which decode turns back into the same text.
+func rawHash(h string) ([]byte, bool) {
+	if len(h) != 64 || strings.ToLower(h) != h {
+		return nil, false
+	}
+	raw, err := hex.DecodeString(h)
+	return raw, err == nil
+}
+
 func encode(e *Entry) ([]byte, error) { return encodeTo(nil, e) }
 
 // encodeTo appends the record of e to dst.
@@ -64,8 +82,7 @@ func encodeTo(dst []byte, e *Entry) ([]byte, error) {
 		NextAttemptAt: e.NextAttemptAt, DeleteTarget: e.DeleteTarget, DeleteID: e.DeleteID,
 		DeleteDate: e.DeleteDate, Ambiguous: e.Ambiguous}
 	var js []byte
-	if len(rest.Attempts) > 0 || rest.AttemptsDropped != 0 || rest.Outcome != nil || !rest.NextAttemptAt.IsZero() ||
-		rest.DeleteTarget != "" || rest.DeleteID != "" || rest.DeleteDate != "" || rest.Ambiguous != 0 {
+	if !rest.empty() {
 		var err error
 		if js, err = json.Marshal(&rest); err != nil {
 			return nil, fmt.Errorf("encode entry %s: %w", e.QueueID, err)
@@ -78,7 +95,7 @@ func encodeTo(dst []byte, e *Entry) ([]byte, error) {
 	buf = append(buf, byte(ki), byte(si))
 	buf = appendTime(buf, e.AcceptedAt)
 	buf = appendTime(buf, e.UpdatedAt)
-	if raw, err := hex.DecodeString(e.BodyHash); err == nil && len(raw) == 32 && hex.EncodeToString(raw) == e.BodyHash {
+	if raw, ok := rawHash(e.BodyHash); ok {
 		buf = append(append(buf, 1), raw...)
 	} else {
 		buf = appendString(append(buf, 0), e.BodyHash)
@@ -89,11 +106,18 @@ func encodeTo(dst []byte, e *Entry) ([]byte, error) {
 	return append(buf, e.Body...), nil
 }
 
-// appendTime appends t as a flag (0: the zero time, 1: unix ns follow)
-// and a varint.
+// Times that unix nanoseconds in an int64 can hold (1678 to 2262).
+var minNanoTime, maxNanoTime = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
+// appendTime appends t as a flag and its value: 0, the zero time; 1, a
+// varint of unix ns; 2, varints of unix seconds and of the nanoseconds,
+// for a time outside the years unix ns can hold (a damaged clock's).
 func appendTime(buf []byte, t time.Time) []byte {
-	if t.IsZero() {
+	switch {
+	case t.IsZero():
 		return append(buf, 0)
+	case t.Before(minNanoTime) || t.After(maxNanoTime):
+		return binary.AppendVarint(binary.AppendVarint(append(buf, 2), t.Unix()), int64(t.Nanosecond()))
 	}
 	return binary.AppendVarint(append(buf, 1), t.UnixNano())
 }
@@ -104,6 +128,9 @@ func (r *reader) time() time.Time {
 		return time.Time{}
 	case 1:
 		return time.Unix(0, r.varint()).UTC()
+	case 2:
+		sec, ns := r.varint(), r.varint()
+		return time.Unix(sec, ns).UTC()
 	}
 	r.err = errRecord
 	return time.Time{}

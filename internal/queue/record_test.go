@@ -25,6 +25,9 @@ var recordCases = map[string]Entry{
 		DeleteTarget: "Q000000000007", DeleteID: "123", DeleteDate: "2026-01-02 11:09:00",
 		NextAttemptAt: time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC), Attempts: []Attempt{}},
 	"zero times": {QueueID: "Q000000000001", Kind: KindReceipt, State: StateHeld, Attempts: []Attempt{}},
+	"a year unix ns cannot hold": {QueueID: "Q000000000002", Kind: KindReceipt, State: StateQueued,
+		AcceptedAt: time.Date(1500, 1, 2, 3, 4, 5, 6, time.UTC), UpdatedAt: time.Date(2400, 1, 2, 3, 4, 5, 6, time.UTC),
+		Attempts: []Attempt{}},
 }
 
 func TestRecordRoundTrip(t *testing.T) {
