@@ -138,7 +138,7 @@ func restore(ctx context.Context, cfg config.Config, src string) (restored, erro
 		_ = os.Remove(tmp)
 		return restored{}, err
 	}
-	stamp := ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
+	stamp := dated(".before-restore-")
 	if r.logKeptAs, r.logErr, err = settleLog(ctx, dir, stamp); err != nil {
 		_ = os.Remove(tmp)
 		return restored{}, err

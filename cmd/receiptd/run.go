@@ -151,18 +151,20 @@ func runDaemon(ctx context.Context, cfg config.Config, log *zap.Logger) error {
 // database, the write-ahead log of the lost one is set aside (it belongs to
 // that database, and would be refused beside the new one).
 func initDataDir(dir string) error {
-	fi, err := os.Stat(filepath.Join(dir, store.DBFile))
-	starting := err != nil || fi.Size() == 0
-	if err := store.InitDir(dir, store.Options{}); err != nil || !starting {
+	created, err := store.InitDir(dir, store.Options{})
+	if err != nil || !created {
 		return err
 	}
 	logDir := filepath.Join(dir, daemon.LogDir)
 	if _, err := os.Stat(logDir); err != nil {
 		return nil
 	}
-	aside := logDir + ".before-init-" + time.Now().UTC().Format("20060102T150405Z")
-	if err := os.Rename(logDir, aside); err != nil {
+	if err := os.Rename(logDir, logDir+dated(".before-init-")); err != nil {
 		return fmt.Errorf("init: set the lost database's write-ahead log aside: %w", err)
 	}
 	return nil
 }
+
+// dated is prefix followed by the time now (UTC), for the name of a file
+// set aside: receiptd.db.before-restore-20260126T101500Z.
+func dated(prefix string) string { return prefix + time.Now().UTC().Format("20060102T150405Z") }

@@ -156,31 +156,32 @@ func createDir(dir string, opts Options) (*Store, error) {
 // file is missing (whatever the marker says) or empty. A database already
 // there is left alone and checked as OpenDir checks it. It is `receiptd run
 // -init`: the operator's explicit word that an empty queue is right.
-func InitDir(dir string, opts Options) error {
+// created reports that a new database was made.
+func InitDir(dir string, opts Options) (created bool, err error) {
 	path := filepath.Join(dir, DBFile)
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.Size() > 0:
 		s, err := OpenDir(dir, opts)
 		if err != nil {
-			return err
+			return false, err
 		}
-		return s.Close()
+		return false, s.Close()
 	case err == nil:
 		if err := os.Remove(path); err != nil {
-			return fmt.Errorf("init database %s: remove the empty file: %w", path, err)
+			return false, fmt.Errorf("init database %s: remove the empty file: %w", path, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("init database %s: %w", path, err)
+		return false, fmt.Errorf("init database %s: %w", path, err)
 	}
 	if err := os.Remove(filepath.Join(dir, MarkerFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("init database %s: remove the old marker: %w", path, err)
+		return false, fmt.Errorf("init database %s: remove the old marker: %w", path, err)
 	}
 	s, err := createDir(dir, opts)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return s.Close()
+	return true, s.Close()
 }
 
 // ID returns the database's identity ("" for a file from before markers).
