@@ -36,8 +36,8 @@ func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 		h := s.d.Store.Health()
 		d.DiskFull, d.DiskFullSince, d.DatabaseFailed, d.DatabasePath = h.DiskFull, h.DiskFullSince, h.Failed, h.Path
 	}
-	if lh := s.d.Queue.Health(); lh.DiskFull != nil && d.DiskFull == "" { // the write-ahead log's
-		d.DiskFull, d.DiskFullSince = lh.DiskFull.Error(), lh.DiskFullSince
+	if since, full := s.d.Queue.LogFull(); full != nil && d.DiskFull == "" {
+		d.DiskFull, d.DiskFullSince = full.Error(), since
 	}
 	for state, n := range st.Counts {
 		d.Counts[string(state)] = n

@@ -94,7 +94,8 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	m.WatchLog(d.q.LogStats)
 	m.WatchStore(func() (bool, bool) {
 		h := d.st.Health()
-		return h.DiskFull != "" || d.q.Health().DiskFull != nil, h.Failed != ""
+		_, logFull := d.q.LogFull()
+		return h.DiskFull != "" || logFull != nil, h.Failed != ""
 	})
 	if d.api, err = d.newAPI(m, version); err != nil {
 		return nil, err

@@ -176,23 +176,14 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// LogHealth is what the queue's write-ahead log adds to the store's
-// Health (a failure of the log is the store's: Store.Fail). The zero
-// value means all is well, or there is no log.
-type LogHealth struct {
-	// DiskFull: the log cannot grow, so new receipts are refused with 507;
-	// DiskFullSince is when the run of such failures began.
-	DiskFull      error
-	DiskFullSince time.Time
-}
-
-// Health reports the log's health. It is cheap and safe for concurrent use.
-func (q *Queue) Health() LogHealth {
+// LogFull reports that the write-ahead log cannot grow, so new receipts
+// are refused with 507 (ErrDiskFull), and since when; a nil error while it
+// can, or without a log. (A failure of the log is the store's: Store.Fail.)
+func (q *Queue) LogFull() (since time.Time, err error) {
 	if q.log == nil {
-		return LogHealth{}
+		return time.Time{}, nil
 	}
-	since, full := q.log.Full()
-	return LogHealth{DiskFull: full, DiskFullSince: since}
+	return q.log.Full()
 }
 
 // LogStats are the write-ahead log's flushes and the records they made
