@@ -194,14 +194,6 @@ func (l *Log) retire(s segFile, recycled *bool) error {
 	return nil
 }
 
-// Segments returns how many segment files the log keeps (the current one
-// included).
-func (l *Log) Segments() int {
-	l.fileMu.Lock()
-	defer l.fileMu.Unlock()
-	return len(l.old) + 1
-}
-
 // Count returns how many segment files dir holds (0 when dir is missing).
 func Count(dir string) (int, error) {
 	segs, err := listSegments(dir)

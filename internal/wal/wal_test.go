@@ -97,9 +97,9 @@ func TestGroupCommit(t *testing.T) {
 	close(errs)
 	require.NoError(t, <-errs)
 	flushes := l.Stats().Flushes
-	t.Logf("%d records in %d flushes, %d segments", writers*each, flushes, l.Segments())
+	t.Logf("%d records in %d flushes, %d segments", writers*each, flushes, wal.Segments(l))
 	require.Less(t, flushes, uint64(writers*each), "flushes are shared")
-	require.Greater(t, l.Segments(), 3)
+	require.Greater(t, wal.Segments(l), 3)
 	require.NoError(t, l.Close())
 	_, recs := open(t, dir, 0, 64<<10)
 	require.Len(t, recs, writers*each)
@@ -266,7 +266,7 @@ func TestAppendsBeyondASegmentWithoutSync(t *testing.T) {
 		last = lsn
 	}
 	require.NoError(t, l.Sync(ctx, last))
-	require.Greater(t, l.Segments(), 4)
+	require.Greater(t, wal.Segments(l), 4)
 	require.NoError(t, l.Close())
 	_, recs := open(t, dir, 0, 4<<10)
 	require.Len(t, recs, 50)
