@@ -13,17 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// needFUSE skips without FUSE, except under CI, which must have it.
-func needFUSE(t *testing.T) {
-	t.Helper()
-	if err := Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI must run the power-cut tests: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
-}
-
 // rig is a Disk mounted at a temporary folder, remounted by cut.
 type rig struct {
 	t    *testing.T
@@ -32,7 +21,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T) *rig {
-	needFUSE(t)
+	Need(t)
 	r := &rig{t: t, disk: NewDisk()}
 	r.mount()
 	t.Cleanup(func() {

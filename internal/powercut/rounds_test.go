@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -47,17 +46,6 @@ const (
 // directory, so first starts are cut too.
 const roundsPerDisk = 5
 
-// needFUSE skips without FUSE, except under CI, which must have it.
-func needFUSE(t *testing.T) {
-	t.Helper()
-	if err := powercut.Available(); err != nil {
-		if os.Getenv("CI") == "true" && runtime.GOOS == "linux" {
-			t.Fatalf("CI must run the power-cut test: %v", err)
-		}
-		t.Skipf("skipping the power-cut test: %v", err)
-	}
-}
-
 func envInt(t *testing.T, name string, def int) int {
 	s := os.Getenv(name)
 	if s == "" {
@@ -77,7 +65,7 @@ func envInt(t *testing.T, name string, def int) int {
 // skips directory fsyncs, must lose receipts or the file: that proves the
 // rounds can see each missing fsync.
 func TestPowerCut(t *testing.T) {
-	needFUSE(t)
+	powercut.Need(t)
 	rounds, controlRounds := envInt(t, RoundsEnv, 3), envInt(t, ControlRoundsEnv, 3)
 	seed := uint64(time.Now().UnixNano())
 	if os.Getenv(SeedEnv) != "" {

@@ -3,7 +3,6 @@
 package queue_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -19,12 +18,7 @@ import (
 // refused, and so is every later one, replays included, and the store
 // says why, as after a failed commit.
 func TestFailedLogFlushStopsEveryAcknowledgement(t *testing.T) {
-	if err := powercut.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI must run the power-cut tests: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	powercut.Need(t)
 	disk, mnt := powercut.NewDisk(), t.TempDir()
 	m, err := powercut.Mount(disk, mnt)
 	require.NoError(t, err)

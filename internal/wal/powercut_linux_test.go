@@ -25,12 +25,7 @@ import (
 // whose Sync returned nil, in order, with nothing torn or stale among them;
 // appends go on after it, through several segments and recycled spares.
 func TestPowerCuts(t *testing.T) {
-	if err := powercut.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI must run the power-cut tests: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	powercut.Need(t)
 	rng := rand.New(rand.NewPCG(7, uint64(os.Getpid())))
 	disk := powercut.NewDisk()
 	mnt := t.TempDir()
