@@ -81,7 +81,7 @@ func FuzzParseDelete(f *testing.F) {
 	})
 }
 
-// FuzzParseTree checks the hand-written JSON reader against encoding/json:
+// FuzzParseTree checks the hand-written JSON reader (walker.parse) against encoding/json:
 // whatever it accepts is valid JSON, and it refuses valid JSON only for the
 // rules it adds (an object at the top, depth, duplicate keys).
 func FuzzParseTree(f *testing.F) {
@@ -92,7 +92,7 @@ func FuzzParseTree(f *testing.F) {
 	f.Add([]byte(`{"a":[1,]} `))
 	f.Add([]byte(`{"a":1}{"b":2}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, err := parseTree(body)
+		_, err := new(walker).parse(body)
 		valid := json.Valid(body)
 		if err == nil {
 			if !valid {

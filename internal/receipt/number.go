@@ -35,13 +35,22 @@ func numberProblem(lit string) string {
 		mant, expText, hasExp = strings.Cut(s, "E")
 	}
 	intPart, frac, _ := strings.Cut(mant, ".")
-	digits := strings.TrimLeft(intPart+frac, "0")
+	// The significant digits are those of intPart+frac without leading and
+	// trailing zeros; counted in place, as this runs for every number of
+	// every receipt.
 	scale := -len(frac) // value = digits × 10^scale
-	for len(digits) > 0 && digits[len(digits)-1] == '0' {
-		digits = digits[:len(digits)-1]
-		scale++
+	lead := strings.TrimLeft(intPart, "0")
+	trimmed := strings.TrimRight(frac, "0")
+	scale += len(frac) - len(trimmed)
+	if trimmed == "" {
+		trimmed = strings.TrimRight(lead, "0")
+		scale += len(lead) - len(trimmed)
+		lead = ""
+	} else if lead == "" {
+		trimmed = strings.TrimLeft(trimmed, "0")
 	}
-	if digits == "" {
+	digits := len(lead) + len(trimmed)
+	if digits == 0 {
 		return "" // zero, whatever the exponent
 	}
 	if hasExp {
@@ -53,13 +62,16 @@ func numberProblem(lit string) string {
 			}
 			return problemTooBig
 		}
-		exp, _ := strconv.Atoi("0" + expText) // at most 4 digits: cannot fail
+		exp := 0
+		if expText != "" {
+			exp, _ = strconv.Atoi(expText) // at most 4 digits: cannot fail
+		}
 		if negExp {
 			exp = -exp
 		}
 		scale += exp
 	}
-	if len(digits)+scale > MaxIntDigits {
+	if digits+scale > MaxIntDigits {
 		return problemTooBig
 	}
 	if -scale > MaxFracDigits {

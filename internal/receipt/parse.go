@@ -24,14 +24,14 @@ type Create struct {
 // (sections 2.1 to 2.5 and 2.7, with the rules in the package comment).
 // Any refusal is a *ValidationError listing every problem found.
 func ParseCreate(body []byte) (*Create, error) {
-	root, err := parseTree(body)
+	w := getWalker()
+	defer w.release()
+	root, err := w.parse(body)
 	if err != nil {
 		return nil, err
 	}
-	var p problems
-	checkObject(root, "", createRequest, &p)
-	if err := p.err(); err != nil {
-		return nil, err
+	if p := check(root, createRequest); p.err() != nil {
+		return nil, p.err()
 	}
 	c := &Create{
 		MerchantTin:  text(root, "merchantTin"),
@@ -43,8 +43,9 @@ func ParseCreate(body []byte) (*Create, error) {
 		ConsumerNo:   text(root, "consumerNo"),
 	}
 	c.TINs = append(c.TINs, c.MerchantTin)
-	for _, sub := range root.get("receipts").vals {
-		if tin := text(sub, "merchantTin"); !contains(c.TINs, tin) {
+	subs := root.get("receipts").vals
+	for i := range subs {
+		if tin := text(&subs[i], "merchantTin"); !contains(c.TINs, tin) {
 			c.TINs = append(c.TINs, tin)
 		}
 	}
@@ -73,12 +74,13 @@ var dateLayouts = []string{
 // non-empty string, "date": optional string in "yyyy-MM-dd HH:mm:ss" or
 // ISO 8601}. Unknown fields are allowed. Refusals are *ValidationError.
 func ParseDelete(body []byte) (*Delete, error) {
-	root, err := parseTree(body)
+	w := getWalker()
+	defer w.release()
+	root, err := w.parse(body)
 	if err != nil {
 		return nil, err
 	}
-	var p problems
-	checkObject(root, "", deleteRequest, &p)
+	p := check(root, deleteRequest)
 	date := root.get("date")
 	if date != nil && date.kind == kindString && !validDate(date.text) {
 		p.add("date", `must be a date like "2024-01-31 15:04:05" or ISO 8601 "2024-01-31T15:04:05+08:00"`)

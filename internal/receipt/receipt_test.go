@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	_ "time/tzdata" // Asia/Ulaanbaatar on machines without a zone database (Windows)
@@ -98,6 +100,17 @@ func set(get func(map[string]any) map[string]any, key string, v any) func(map[st
 
 func top(m map[string]any) map[string]any { return m }
 
+// manyKeys is an object with n keys k0, k1, ... and then dup once more.
+func manyKeys(n int, dup string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+	}
+	b.WriteString(`"` + dup + `":0}`)
+	return b.String()
+}
+
 func deep(n int, open, close string) string {
 	return strings.Repeat(open, n) + strings.Repeat(close, n)
 }
@@ -162,6 +175,8 @@ func TestParseCreateRefuses(t *testing.T) {
 		{"item stockQR element number", mutate(t, func(m map[string]any) { itm(m)["data"].(map[string]any)["stockQR"] = []any{"a", json.Number("1")} }), "receipts[0].items[0].data.stockQR[1]", "must be a string"},
 		{"duplicate top-level key", []byte(`{"posNo":"a",` + validBody[1:]), "posNo", "duplicate key"},
 		{"duplicate key in free data", mutate(t, set(top, "data", json.RawMessage(`{"a b":1,"a b":2}`))), `data["a b"]`, "duplicate key"},
+		{"duplicate key in an array", mutate(t, set(top, "data", json.RawMessage(`{"x":[0,{"q":1,"q":2}]}`))), "data.x[1].q", "duplicate key"},
+		{"duplicate among 40 keys", mutate(t, set(top, "data", json.RawMessage(manyKeys(40, "k7")))), "data.k7", "duplicate key"},
 	}
 	required := []struct {
 		get  func(map[string]any) map[string]any
@@ -437,6 +452,30 @@ func BenchmarkParseCreate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestParseCreateConcurrently: parsers share pooled blocks for their trees;
+// each of many concurrent parses still reads its own body (run with -race).
+func TestParseCreateConcurrently(t *testing.T) {
+	bodies := make([][]byte, 50)
+	for i := range bodies {
+		bodies[i] = mutate(t, set(top, "billIdSuffix", fmt.Sprintf("s%d", i)))
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				n := (g + i) % len(bodies)
+				suffix := fmt.Sprintf("s%d", n)
+				c, err := ParseCreate(bodies[n])
+				if err != nil || c.BillIDSuffix != suffix || c.MerchantTin == "" {
+					t.Errorf("parse %s: %+v %v", suffix, c, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // PaymentCardData is "used when code is PAYMENT_CARD": a cash payment with a

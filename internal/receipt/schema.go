@@ -162,13 +162,52 @@ var deleteRequest = []field{
 	key("date"),
 }
 
+// checker validates a tree against the schema, collecting problems. trail
+// is where it is in the tree; only a problem turns it into a path.
+type checker struct {
+	problems
+	trail []step
+}
+
+// check validates root, the top-level object, against fields.
+func check(root *node, fields []field) problems {
+	var steps [8]step
+	c := checker{trail: steps[:0]}
+	c.checkObject(root, fields)
+	return c.problems
+}
+
+// step is one level of a path: an object member's key, or an array index.
+type step struct {
+	key   string
+	index int // -1: the member key
+}
+
+func (c *checker) down(s step) { c.trail = append(c.trail, s) }
+func (c *checker) up()         { c.trail = c.trail[:len(c.trail)-1] }
+
+// problem adds a problem with the value the trail leads to, its path
+// rendered as FieldError.Field: "receipts[0].items[2].qty".
+func (c *checker) problem(text string) {
+	path := ""
+	for _, s := range c.trail {
+		if s.index < 0 {
+			path = keyPath(path, s.key)
+		} else {
+			path = indexPath(path, s.index)
+		}
+	}
+	c.add(path, text)
+}
+
 // checkObject validates obj (an object node) against fields: the present
 // fields in document order, then the missing required ones. Recursion is
 // bounded by the schema's depth, not the input's.
-func checkObject(obj *node, path string, fields []field, p *problems) {
+func (c *checker) checkObject(obj *node, fields []field) {
 	for i, key := range obj.keys {
+		v := &obj.vals[i]
 		f := lookup(fields, key)
-		if f == nil || obj.vals[i].kind == kindNull && !f.required {
+		if f == nil || v.kind == kindNull && !f.required {
 			continue // unknown fields are forwarded untouched; null = absent
 		}
 		if f.whenKey != "" {
@@ -178,11 +217,15 @@ func checkObject(obj *node, path string, fields []field, p *problems) {
 				f = &free
 			}
 		}
-		checkValue(obj.vals[i], keyPath(path, key), f, p)
+		c.down(step{key: key, index: -1})
+		c.checkValue(v, f)
+		c.up()
 	}
 	for i := range fields {
 		if fields[i].required && obj.get(fields[i].name) == nil {
-			p.add(keyPath(path, fields[i].name), "required")
+			c.down(step{key: fields[i].name, index: -1})
+			c.problem("required")
+			c.up()
 		}
 	}
 }
@@ -197,55 +240,57 @@ func lookup(fields []field, name string) *field {
 }
 
 // checkValue validates one value against its field description.
-func checkValue(v *node, path string, f *field, p *problems) {
+func (c *checker) checkValue(v *node, f *field) {
 	if v.kind == kindNull && f.name != "" {
-		p.add(path, "required")
+		c.problem("required")
 		return
 	}
 	switch f.typ {
 	case tString:
 		if v.kind != kindString {
-			p.add(path, "must be a string")
+			c.problem("must be a string")
 		} else if f.nonEmpty && v.text == "" {
-			p.add(path, "must not be empty")
+			c.problem("must not be empty")
 		} else if f.maxLen > 0 && len(v.text) > f.maxLen && utf8.RuneCountInString(v.text) > f.maxLen {
-			p.add(path, "must be at most "+strconv.Itoa(f.maxLen)+" characters")
+			c.problem("must be at most " + strconv.Itoa(f.maxLen) + " characters")
 		}
 	case tNumber:
 		if v.kind != kindNumber {
-			p.add(path, "must be a number")
+			c.problem("must be a number")
 		} else if problem := numberProblem(v.text); problem != "" {
-			p.add(path, problem)
+			c.problem(problem)
 		}
 	case tBool:
 		if v.kind != kindBool {
-			p.add(path, "must be true or false")
+			c.problem("must be true or false")
 		}
 	case tEnum:
 		if v.kind != kindString || !contains(f.enum, v.text) {
-			p.add(path, oneOf(f.enum))
+			c.problem(oneOf(f.enum))
 		}
 	case tFreeObject, tObject:
 		if v.kind != kindObject {
-			p.add(path, "must be an object")
+			c.problem("must be an object")
 		} else if f.typ == tObject {
-			checkObject(v, path, f.obj, p)
+			c.checkObject(v, f.obj)
 		}
 	case tArray:
-		checkArray(v, path, f, p)
+		c.checkArray(v, f)
 	}
 }
 
-func checkArray(v *node, path string, f *field, p *problems) {
+func (c *checker) checkArray(v *node, f *field) {
 	if v.kind != kindArray {
-		p.add(path, "must be an array")
+		c.problem("must be an array")
 		return
 	}
 	if f.nonEmpty && len(v.vals) == 0 {
-		p.add(path, "must not be empty")
+		c.problem("must not be empty")
 	}
-	for i, el := range v.vals {
-		checkValue(el, indexPath(path, i), f.elem, p)
+	for i := range v.vals {
+		c.down(step{index: i})
+		c.checkValue(&v.vals[i], f.elem)
+		c.up()
 	}
 }
 

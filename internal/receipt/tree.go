@@ -1,11 +1,11 @@
 package receipt
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -28,57 +28,64 @@ const (
 // document order; numbers keep their literal text.
 type node struct {
 	kind kind
-	text string // string value, or number literal
-	keys []string
-	vals []*node // object values aligned with keys, or array elements
+	text string   // string value, or number literal
+	keys []string // object keys, aligned with vals
+	vals []node   // object values, or array elements
 }
 
 // get returns the value of key in an object, or nil.
 func (n *node) get(key string) *node {
 	for i, k := range n.keys {
 		if k == key {
-			return n.vals[i]
+			return &n.vals[i]
 		}
 	}
 	return nil
 }
 
-// frame is an open object or array during the token walk.
+// frame is an open object or array during the token walk. Its node is
+// w.open[self], the values read into it so far are w.open[first:].
 type frame struct {
-	n    *node
-	path string
-	key  string // pending key of an object, set by setKey
-	need need
-	seen map[string]struct{}
+	self, first int
+	key         string // pending key of an object, set by setKey
+	need        need
+	seen        map[string]struct{} // an object's keys, once it has many
 }
 
-func (f *frame) childPath() string {
-	if f.n.kind == kindObject {
-		return keyPath(f.path, f.key)
+// walkers keeps walkers, with their blocks, between parses: a receipt's
+// tree is garbage the moment its parser returns, and allocating it anew
+// for every receipt was most of the parse's allocation.
+var walkers = sync.Pool{New: func() any { return new(walker) }}
+
+// getWalker returns a walker from the pool; release it when its tree is
+// no longer used.
+func getWalker() *walker { return walkers.Get().(*walker) }
+
+// maxPooledBlock bounds the block a walker may keep in the pool, so that
+// one very large body does not pin its tree's memory.
+const maxPooledBlock = 8 * block
+
+// release returns w to the pool. The tree it read must not be used after.
+func (w *walker) release() {
+	clear(w.nodes) // drop the references into the last body
+	clear(w.keys)
+	if cap(w.nodes) > maxPooledBlock || cap(w.open) > maxPooledBlock {
+		return
 	}
-	return indexPath(f.path, len(f.vals()))
+	*w = walker{open: w.open[:0], openKey: w.openKey[:0], nodes: w.nodes[:0], keys: w.keys[:0]}
+	walkers.Put(w)
 }
 
-func (f *frame) vals() []*node { return f.n.vals }
-
-// attach adds a completed or newly opened value to the frame.
-func (f *frame) attach(n *node) {
-	if f.n.kind == kindObject {
-		f.n.keys = append(f.n.keys, f.key)
-	}
-	f.n.vals = append(f.n.vals, n)
-}
-
-// parseTree reads body into a tree without recursion: one loop over the
-// bytes with an explicit stack of open containers, checking the JSON grammar
-// as it goes. It refuses invalid UTF-8, anything but one JSON object,
+// parse reads body into a tree without recursion: one loop over the bytes
+// with an explicit stack of open containers, checking the JSON grammar as
+// it goes. It refuses invalid UTF-8, anything but one JSON object,
 // duplicate keys, nesting deeper than MaxDepth and trailing data. Errors
-// are *ValidationError.
-func parseTree(body []byte) (*node, error) {
+// are *ValidationError. The tree lives in w's blocks, until w is released.
+func (w *walker) parse(body []byte) (*node, error) {
 	if !utf8.Valid(body) {
 		return nil, bodyError(fmt.Sprintf("invalid UTF-8 at byte %d", firstInvalidUTF8(body)))
 	}
-	w := walker{b: body, s: string(body)}
+	w.b, w.s, w.i = body, string(body), 0
 	switch w.skipSpace() {
 	case '{':
 	case eof:
@@ -87,17 +94,18 @@ func parseTree(body []byte) (*node, error) {
 		return nil, bodyError("must be a JSON object")
 	}
 	w.i++
-	root := w.newNode(kindObject, "")
-	stack := []*frame{{n: root, need: needKeyOrClose}}
+	var frames [8]frame
+	stack := append(frames[:0], w.push(nil, kindObject))
 	for len(stack) > 0 {
-		f := stack[len(stack)-1]
+		f := &stack[len(stack)-1]
 		c := w.skipSpace()
 		if c == eof {
 			return nil, bodyError("invalid JSON: unexpected end of input")
 		}
 		if (c == '}' && f.need == needKeyOrClose) || (c == ']' && f.need == needValueOrClose) ||
-			(c == int(f.closer()) && f.need == needCommaOrClose) {
+			(c == int(w.closer(f)) && f.need == needCommaOrClose) {
 			w.i++
+			w.close(f)
 			stack = stack[:len(stack)-1]
 			continue
 		}
@@ -106,21 +114,23 @@ func parseTree(body []byte) (*node, error) {
 		case needCommaOrClose:
 			err = w.comma(f)
 		case needKeyOrClose, needKey:
-			err = w.key(f)
+			err = w.key(stack)
 		default:
 			f.need = needCommaOrClose
-			if c != '{' && c != '[' {
+			switch c {
+			case '{':
+				w.i++
+				stack = append(stack, w.push(f, kindObject))
+			case '[':
+				w.i++
+				stack = append(stack, w.push(f, kindArray))
+			default:
 				err = w.scalar(f)
-				break
 			}
-			w.i++
-			child := w.open(f, byte(c))
-			f.attach(child.n)
-			if len(stack) >= MaxDepth {
+			if len(stack) > MaxDepth {
 				return nil, &ValidationError{Errors: []FieldError{{
-					Field: child.path, Problem: "nesting deeper than " + strconv.Itoa(MaxDepth)}}}
+					Field: w.path(stack), Problem: "nesting deeper than " + strconv.Itoa(MaxDepth)}}}
 			}
-			stack = append(stack, child)
 		}
 		if err != nil {
 			return nil, err
@@ -129,7 +139,8 @@ func parseTree(body []byte) (*node, error) {
 	if w.skipSpace() != eof {
 		return nil, bodyError("unexpected data after the JSON value")
 	}
-	return root, nil
+	w.root = w.open[0]
+	return &w.root, nil
 }
 
 // need is what an open container accepts next.
@@ -143,33 +154,92 @@ const (
 	needCommaOrClose                 // after a value
 )
 
-func (f *frame) closer() byte {
-	if f.n.kind == kindObject {
+func (w *walker) closer(f *frame) byte {
+	if w.open[f.self].kind == kindObject {
 		return '}'
 	}
 	return ']'
 }
 
-// walker reads a JSON document byte by byte.
+// walker reads a JSON document byte by byte. The values of the open
+// containers wait in open; when a container closes they move, with its
+// keys, into the current block of nodes and keys, so that a receipt's
+// hundred-odd values take a few allocations instead of one per value and
+// one per growing slice.
 type walker struct {
-	b     []byte
-	s     string // b as a string: strings and numbers are slices of it, not copies
-	i     int
-	nodes []node // the current block of nodes (newNode)
+	b       []byte
+	s       string // b as a string: strings and numbers are slices of it, not copies
+	i       int
+	open    []node   // the values of the open containers, innermost last
+	openKey []string // aligned with open: each value's key in its object
+	nodes   []node   // the current block of closed containers' values
+	keys    []string // the current block of closed objects' keys
+	root    node
 }
 
-// nodeBlock is how many nodes one allocation holds.
-const nodeBlock = 32
+// block is the least number of values (or keys) one allocation holds.
+const block = 128
 
-// newNode returns a node from the walker's current block: a receipt has
-// about a hundred values, and one allocation per value was a tenth of the
-// parse's time.
-func (w *walker) newNode(k kind, text string) *node {
-	if len(w.nodes) == cap(w.nodes) {
-		w.nodes = make([]node, 0, nodeBlock) // the old block stays where its nodes point
+// push adds a new container below f (the root when f is nil) and returns
+// its frame.
+func (w *walker) push(f *frame, k kind) frame {
+	w.add(f, node{kind: k})
+	need := needValueOrClose
+	if k == kindObject {
+		need = needKeyOrClose
 	}
-	w.nodes = append(w.nodes, node{kind: k, text: text})
-	return &w.nodes[len(w.nodes)-1]
+	return frame{self: len(w.open) - 1, first: len(w.open), need: need}
+}
+
+// add appends a value to f (the root when f is nil).
+func (w *walker) add(f *frame, n node) {
+	if w.open == nil {
+		w.open, w.openKey = make([]node, 0, 32), make([]string, 0, 32)
+	}
+	key := ""
+	if f != nil {
+		key = f.key
+	}
+	w.open = append(w.open, n)
+	w.openKey = append(w.openKey, key)
+}
+
+// close moves f's values (and keys) out of open into its node.
+func (w *walker) close(f *frame) {
+	n := &w.open[f.self]
+	n.vals = carve(&w.nodes, w.open[f.first:])
+	if n.kind == kindObject {
+		n.keys = carve(&w.keys, w.openKey[f.first:])
+	}
+	w.open, w.openKey = w.open[:f.first], w.openKey[:f.first]
+}
+
+// carve copies vals into the block *blk, starting a new block when it has
+// no room, and returns the copy (nil when vals is empty).
+func carve[T any](blk *[]T, vals []T) []T {
+	if len(vals) == 0 {
+		return nil
+	}
+	if cap(*blk)-len(*blk) < len(vals) {
+		*blk = make([]T, 0, max(block, len(vals)))
+	}
+	start := len(*blk)
+	*blk = append(*blk, vals...)
+	return (*blk)[start:len(*blk):len(*blk)]
+}
+
+// path is where the innermost container of stack sits, for a problem.
+func (w *walker) path(stack []frame) string {
+	p := ""
+	for i := 1; i < len(stack); i++ {
+		parent, self := stack[i-1], stack[i].self
+		if w.open[parent.self].kind == kindObject {
+			p = keyPath(p, w.openKey[self])
+		} else {
+			p = indexPath(p, self-parent.first)
+		}
+	}
+	return p
 }
 
 func (w *walker) fail(expected string) error {
@@ -198,10 +268,10 @@ func (w *walker) skipSpace() int {
 
 func (w *walker) comma(f *frame) error {
 	if w.b[w.i] != ',' {
-		return w.fail(fmt.Sprintf("',' or '%c'", f.closer()))
+		return w.fail(fmt.Sprintf("',' or '%c'", w.closer(f)))
 	}
 	w.i++
-	if f.n.kind == kindObject {
+	if w.open[f.self].kind == kindObject {
 		f.need = needKey
 	} else {
 		f.need = needValue
@@ -209,8 +279,9 @@ func (w *walker) comma(f *frame) error {
 	return nil
 }
 
-// key reads `"name" :` in an object.
-func (w *walker) key(f *frame) error {
+// key reads `"name" :` in the object innermost in stack.
+func (w *walker) key(stack []frame) error {
+	f := &stack[len(stack)-1]
 	if w.b[w.i] != '"' {
 		return w.fail("a quoted key")
 	}
@@ -218,9 +289,11 @@ func (w *walker) key(f *frame) error {
 	if err != nil {
 		return err
 	}
-	if err := f.setKey(k); err != nil {
-		return err
+	if w.seen(f, k) {
+		return &ValidationError{Errors: []FieldError{{
+			Field: keyPath(w.path(stack), k), Problem: "duplicate key"}}}
 	}
+	f.key = k
 	if w.skipSpace() != ':' {
 		return w.fail("':' after the key")
 	}
@@ -280,32 +353,34 @@ func (w *walker) escape() error {
 	return w.fail(`one of \" \\ \/ \b \f \n \r \t \u`)
 }
 
+// literals are the values JSON spells as words, by their first letter.
+var literals = map[byte]node{'t': {kind: kindBool, text: "true"}, 'f': {kind: kindBool, text: "false"},
+	'n': {kind: kindNull, text: "null"}}
+
 // scalar reads a string, number, true, false or null into f.
 func (w *walker) scalar(f *frame) error {
-	rest := w.b[w.i:]
-	for _, lit := range []struct {
-		text string
-		kind kind
-	}{{"true", kindBool}, {"false", kindBool}, {"null", kindNull}} {
-		if bytes.HasPrefix(rest, []byte(lit.text)) {
-			w.i += len(lit.text)
-			f.attach(w.newNode(lit.kind, lit.text))
-			return nil
-		}
-	}
-	if rest[0] == '"' {
+	switch c := w.b[w.i]; c {
+	case '"':
 		s, err := w.str()
 		if err != nil {
 			return err
 		}
-		f.attach(w.newNode(kindString, s))
+		w.add(f, node{kind: kindString, text: s})
+		return nil
+	case 't', 'f', 'n':
+		lit := literals[c]
+		if !strings.HasPrefix(w.s[w.i:], lit.text) {
+			return w.fail("a value")
+		}
+		w.i += len(lit.text)
+		w.add(f, lit)
 		return nil
 	}
 	start := w.i
 	if err := w.number(); err != nil {
 		return err
 	}
-	f.attach(w.newNode(kindNumber, w.s[start:w.i]))
+	w.add(f, node{kind: kindNumber, text: w.s[start:w.i]})
 	return nil
 }
 
@@ -347,42 +422,29 @@ func (w *walker) digits() bool {
 	return w.i > start
 }
 
-// open starts a new object or array below parent.
-func (w *walker) open(parent *frame, c byte) *frame {
-	f := &frame{n: w.newNode(kindArray, ""), path: parent.childPath(), need: needValueOrClose}
-	if c == '{' {
-		f.n.kind = kindObject
-		f.need = needKeyOrClose
-	}
-	return f
-}
-
-// setKey records the next key of an object, refusing a duplicate.
-func (f *frame) setKey(key string) error {
-	const linearLimit = 16
-	dup := false
-	if f.seen != nil {
-		_, dup = f.seen[key]
-	} else {
-		for _, k := range f.n.keys {
-			dup = dup || k == key
+// seen reports whether f's object already has key, and notes it when not.
+func (w *walker) seen(f *frame, key string) bool {
+	const linearLimit = 32 // a receipt object has fewer keys: no map
+	keys := w.openKey[f.first:]
+	if f.seen == nil && len(keys) < linearLimit {
+		for _, k := range keys {
+			if k == key {
+				return true
+			}
 		}
+		return false
 	}
-	if dup {
-		return &ValidationError{Errors: []FieldError{{
-			Field: keyPath(f.path, key), Problem: "duplicate key"}}}
-	}
-	if f.seen == nil && len(f.n.keys) >= linearLimit {
+	if f.seen == nil {
 		f.seen = make(map[string]struct{}, 2*linearLimit)
-		for _, k := range f.n.keys {
+		for _, k := range keys {
 			f.seen[k] = struct{}{}
 		}
 	}
-	if f.seen != nil {
-		f.seen[key] = struct{}{}
+	if _, dup := f.seen[key]; dup {
+		return true
 	}
-	f.key = key
-	return nil
+	f.seen[key] = struct{}{}
+	return false
 }
 
 func firstInvalidUTF8(b []byte) int {
