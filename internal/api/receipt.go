@@ -68,7 +68,7 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.o.Now()
-	nr := queue.NewReceipt{Body: body, BodyHash: receipt.Fingerprint(body), BodyParsed: true,
+	nr := queue.NewReceipt{Body: body, BodyHash: c.Fingerprint, BodyParsed: true,
 		MerchantTin: c.MerchantTin, PosNo: c.PosNo, BillIDSuffix: c.BillIDSuffix, Now: now}
 	var problem string
 	if nr.IdemKey, problem = s.idempotencyKey(r, c, now); problem != "" {

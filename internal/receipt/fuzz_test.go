@@ -54,6 +54,9 @@ func FuzzParseCreate(f *testing.F) {
 		if c.MerchantTin == "" || c.PosNo == "" || c.BillIDSuffix == "" || c.BranchNo == "" || len(c.TINs) == 0 {
 			t.Fatalf("accepted without required ids: %+v", c)
 		}
+		if c.Fingerprint != Fingerprint(body) {
+			t.Fatalf("parsed fingerprint %s, Fingerprint %s", c.Fingerprint, Fingerprint(body))
+		}
 	})
 }
 

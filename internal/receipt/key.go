@@ -31,7 +31,13 @@ func DefaultKey(c *Create, now time.Time, loc *time.Location) string {
 // spelling still count: they change what is forwarded. A body that is not
 // valid JSON is hashed as it is.
 func Fingerprint(body []byte) string {
-	if !spaceOutsideStrings(body) {
+	return fingerprint(body, spaceOutsideStrings(body))
+}
+
+// fingerprint is Fingerprint of a body whose whitespace outside strings
+// is already known (spaced): the parser sees it on its way.
+func fingerprint(body []byte, spaced bool) string {
+	if !spaced {
 		// Already compact (as most POS software sends it): json.Compact
 		// would copy it unchanged, and invalid JSON is hashed as it is
 		// either way.

@@ -18,6 +18,8 @@ type Create struct {
 	// TINs is every distinct merchantTin in the receipt (top level first,
 	// then the sub-receipts in order), for warming the lookup cache.
 	TINs []string
+	// Fingerprint is Fingerprint(body), taken while parsing.
+	Fingerprint string
 }
 
 // ParseCreate validates a POST /rest/receipt body against the interface
@@ -41,6 +43,7 @@ func ParseCreate(body []byte) (*Create, error) {
 		Type:         text(root, "type"),
 		CustomerTin:  text(root, "customerTin"),
 		ConsumerNo:   text(root, "consumerNo"),
+		Fingerprint:  fingerprint(body, w.spaced),
 	}
 	c.TINs = append(c.TINs, c.MerchantTin)
 	subs := root.get("receipts").vals

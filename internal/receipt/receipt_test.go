@@ -312,7 +312,7 @@ func TestParseCreateFields(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &Create{
 		MerchantTin: "37900846788", PosNo: "POS-1", BillIDSuffix: "000123", BranchNo: "001",
-		Type: "B2C_RECEIPT", CustomerTin: "", ConsumerNo: "99887766",
+		Type: "B2C_RECEIPT", CustomerTin: "", ConsumerNo: "99887766", Fingerprint: Fingerprint(body),
 		TINs: []string{"37900846788", "5317878"},
 	}, got)
 }
@@ -408,6 +408,11 @@ func TestFingerprint(t *testing.T) {
 	require.NoError(t, json.Indent(&indented, compact, "", "    "))
 	require.Equal(t, Fingerprint(compact), Fingerprint(indented.Bytes()))
 	require.Len(t, Fingerprint(compact), 64)
+	for _, body := range [][]byte{compact, indented.Bytes()} {
+		c, err := ParseCreate(body)
+		require.NoError(t, err)
+		require.Equal(t, Fingerprint(compact), c.Fingerprint, "the parser's fingerprint")
+	}
 	require.NotEqual(t, Fingerprint([]byte(`{"a":1}`)), Fingerprint([]byte(`{"a":1.0}`)))
 	require.NotEqual(t, Fingerprint([]byte(`{"a":"x y"}`)), Fingerprint([]byte(`{"a":"xy"}`)))
 	require.Equal(t,

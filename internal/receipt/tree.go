@@ -85,7 +85,7 @@ func (w *walker) parse(body []byte) (*node, error) {
 	if !utf8.Valid(body) {
 		return nil, bodyError(fmt.Sprintf("invalid UTF-8 at byte %d", firstInvalidUTF8(body)))
 	}
-	w.b, w.s, w.i = body, string(body), 0
+	w.b, w.s, w.i, w.spaced = body, string(body), 0, false
 	switch w.skipSpace() {
 	case '{':
 	case eof:
@@ -175,6 +175,7 @@ type walker struct {
 	nodes   []node   // the current block of closed containers' values
 	keys    []string // the current block of closed objects' keys
 	root    node
+	spaced  bool // whitespace outside strings was skipped
 }
 
 // block is the least number of values (or keys) one allocation holds.
@@ -259,6 +260,7 @@ func (w *walker) skipSpace() int {
 		switch c := w.b[w.i]; c {
 		case ' ', '\t', '\r', '\n':
 			w.i++
+			w.spaced = true
 		default:
 			return int(c)
 		}
