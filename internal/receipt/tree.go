@@ -47,7 +47,7 @@ func (n *node) get(key string) *node {
 // w.open[self], the values read into it so far are w.open[first:].
 type frame struct {
 	self, first int
-	key         string // pending key of an object, set by setKey
+	key         string // pending key of an object, set by walker.key
 	need        need
 	seen        map[string]struct{} // an object's keys, once it has many
 }
@@ -67,8 +67,11 @@ const maxPooledBlock = 8 * block
 
 // release returns w to the pool. The tree it read must not be used after.
 func (w *walker) release() {
-	clear(w.nodes) // drop the references into the last body
+	// Drop the references into the last body.
+	clear(w.nodes)
 	clear(w.keys)
+	clear(w.open[:cap(w.open)])
+	clear(w.openKey[:cap(w.openKey)])
 	if cap(w.nodes) > maxPooledBlock || cap(w.open) > maxPooledBlock {
 		return
 	}
