@@ -124,8 +124,8 @@ func (q *Queue) ApplyAll(ctx context.Context) error {
 }
 
 // ApplyLoop applies the log's records to the database in batches until ctx
-// ends: each batch gathers for applyDelay, or none when applyBatch are
-// waiting. It wakes only when receipts arrive. A full
+// ends: applyDelay after the first record of a batch arrives, or at once
+// when applyBatch are waiting. It wakes only when receipts arrive. A full
 // disk is retried every second; any other failure of the store ends it
 // with the error (the store then refuses every write, and Enqueue with
 // it). Without a log it returns at once.
@@ -139,14 +139,10 @@ func (q *Queue) ApplyLoop(ctx context.Context) error {
 			return nil
 		case <-q.applyCh:
 		}
+		if q.ov.len() < applyBatch && !sleep(ctx, applyDelay) {
+			return nil
+		}
 		for {
-			// Every batch gathers for applyDelay (unless a full batch is
-			// waiting): a commit has a fixed cost in pages and flushes, and
-			// applying at once what arrived during the last commit paid it
-			// over and over under load.
-			if q.ov.len() < applyBatch && !sleep(ctx, applyDelay) {
-				return nil
-			}
 			n, err := q.applySome(ctx)
 			switch {
 			case ctx.Err() != nil:
