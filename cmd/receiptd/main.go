@@ -57,7 +57,7 @@ type cmdEnv struct {
 var commands = map[string]command{}
 
 func main() {
-	tuneRuntime()
+	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := runMain(ctx, os.Args[1:], &cmdEnv{stdout: os.Stdout, stderr: os.Stderr})
 	stop()
