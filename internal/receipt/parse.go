@@ -32,8 +32,9 @@ func ParseCreate(body []byte) (*Create, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p := check(root, createRequest); p.err() != nil {
-		return nil, p.err()
+	p := check(root, createRequest)
+	if err := p.err(); err != nil {
+		return nil, err
 	}
 	c := &Create{
 		MerchantTin:  text(root, "merchantTin"),
