@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -30,8 +28,7 @@ func (m *Metrics) AnswerDropped() {
 }
 
 type answersCollector struct {
-	mu sync.Mutex
-	f  AnswerStats
+	watched[AnswerStats]
 
 	count, bytes *prometheus.Desc
 }
@@ -45,21 +42,13 @@ func newAnswersCollector() *answersCollector {
 	}
 }
 
-func (c *answersCollector) set(f AnswerStats) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.f = f
-}
-
 func (c *answersCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.count
 	ch <- c.bytes
 }
 
 func (c *answersCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	f := c.f
-	c.mu.Unlock()
+	f := c.get()
 	if f == nil {
 		return
 	}

@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -22,8 +20,7 @@ func (m *Metrics) WatchLog(f LogStats) {
 }
 
 type logCollector struct {
-	mu sync.Mutex
-	f  LogStats
+	watched[LogStats]
 
 	flushes, records *prometheus.Desc
 }
@@ -37,21 +34,13 @@ func newLogCollector() *logCollector {
 	}
 }
 
-func (c *logCollector) set(f LogStats) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.f = f
-}
-
 func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.flushes
 	ch <- c.records
 }
 
 func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	f := c.f
-	c.mu.Unlock()
+	f := c.get()
 	if f == nil {
 		return
 	}

@@ -3,7 +3,6 @@ package metrics
 import (
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,8 +34,7 @@ func (m *Metrics) WatchQueue(f QueueStats) {
 }
 
 type queueCollector struct {
-	mu sync.Mutex
-	f  QueueStats
+	watched[QueueStats]
 
 	entries *prometheus.Desc
 	oldest  *prometheus.Desc
@@ -54,12 +52,6 @@ func newQueueCollector() *queueCollector {
 	}
 }
 
-func (c *queueCollector) set(f QueueStats) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.f = f
-}
-
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.entries
 	ch <- c.oldest
@@ -68,9 +60,7 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect emits nothing while no callback is set: no data is not "empty".
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	f := c.f
-	c.mu.Unlock()
+	f := c.get()
 	if f == nil {
 		return
 	}

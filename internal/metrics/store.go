@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -23,8 +21,7 @@ func (m *Metrics) WatchStore(f StoreHealth) {
 }
 
 type storeCollector struct {
-	mu sync.Mutex
-	f  StoreHealth
+	watched[StoreHealth]
 
 	diskFull, failed *prometheus.Desc
 }
@@ -38,21 +35,13 @@ func newStoreCollector() *storeCollector {
 	}
 }
 
-func (c *storeCollector) set(f StoreHealth) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.f = f
-}
-
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.diskFull
 	ch <- c.failed
 }
 
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	f := c.f
-	c.mu.Unlock()
+	f := c.get()
 	if f == nil {
 		return
 	}
