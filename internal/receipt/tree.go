@@ -142,8 +142,7 @@ func (w *walker) parse(body []byte) (*node, error) {
 	if w.skipSpace() != eof {
 		return nil, bodyError("unexpected data after the JSON value")
 	}
-	w.root = w.open[0]
-	return &w.root, nil
+	return &w.open[0], nil // the root, which its close left there
 }
 
 // need is what an open container accepts next.
@@ -177,8 +176,7 @@ type walker struct {
 	openKey []string // aligned with open: each value's key in its object
 	nodes   []node   // the current block of closed containers' values
 	keys    []string // the current block of closed objects' keys
-	root    node
-	spaced  bool // whitespace outside strings was skipped
+	spaced  bool     // whitespace outside strings was skipped
 }
 
 // block is the least number of values (or keys) one allocation holds.
@@ -358,10 +356,6 @@ func (w *walker) escape() error {
 	return w.fail(`one of \" \\ \/ \b \f \n \r \t \u`)
 }
 
-// literals are the values JSON spells as words, by their first letter.
-var literals = map[byte]node{'t': {kind: kindBool, text: "true"}, 'f': {kind: kindBool, text: "false"},
-	'n': {kind: kindNull, text: "null"}}
-
 // scalar reads a string, number, true, false or null into f.
 func (w *walker) scalar(f *frame) error {
 	switch c := w.b[w.i]; c {
@@ -373,7 +367,12 @@ func (w *walker) scalar(f *frame) error {
 		w.add(f, node{kind: kindString, text: s})
 		return nil
 	case 't', 'f', 'n':
-		lit := literals[c]
+		lit := node{kind: kindBool, text: "true"}
+		if c == 'f' {
+			lit.text = "false"
+		} else if c == 'n' {
+			lit = node{kind: kindNull, text: "null"}
+		}
 		if !strings.HasPrefix(w.s[w.i:], lit.text) {
 			return w.fail("a value")
 		}
