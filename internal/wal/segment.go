@@ -75,8 +75,7 @@ func (l *Log) ensureSpare() error {
 	spare := filepath.Join(l.dir, spareName)
 	fi, err := os.Stat(spare)
 	switch {
-	case err == nil && fi.Size() == l.segSize:
-		err = nil
+	case err == nil && fi.Size() == l.segSize: // there already
 	case err == nil || errors.Is(err, fs.ErrNotExist):
 		err = l.createSpare(spare)
 	default:
