@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/store"
 )
 
@@ -104,11 +105,11 @@ func checkDatabase(path string) error {
 	return nil
 }
 
-// syncDir makes the rename durable (store.SyncDir; nothing on Windows). A
+// syncDir makes the rename durable (fileutil.SyncDir; nothing on Windows). A
 // file system that cannot fsync a directory (EINVAL: some network and FAT
 // mounts a backup may go to) is not an error.
 func syncDir(dir string) error {
-	if err := store.SyncDir(dir); err != nil && !errors.Is(err, os.ErrInvalid) {
+	if err := fileutil.SyncDir(dir); err != nil && !errors.Is(err, os.ErrInvalid) {
 		return fmt.Errorf("backup: %w", err)
 	}
 	return nil

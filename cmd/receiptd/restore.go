@@ -13,6 +13,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/wal"
@@ -152,7 +153,7 @@ func restore(ctx context.Context, cfg config.Config, src string) (restored, erro
 	if err := os.Rename(tmp, db); err != nil {
 		return restored{}, fmt.Errorf("restore: %w", err)
 	}
-	if err := store.SyncDir(dir); err != nil {
+	if err := fileutil.SyncDir(dir); err != nil {
 		return restored{}, fmt.Errorf("restore: %w", err)
 	}
 	if err := store.WriteMarker(dir, id, tx); err != nil {

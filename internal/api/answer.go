@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/queue"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // Values of Options.QueuedAnswer (accept.queued_answer).

@@ -11,7 +11,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // queuedWhileDown posts a receipt while the simulator is down and returns

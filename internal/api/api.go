@@ -99,7 +99,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/store"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // Defaults for zero Options fields.

@@ -11,7 +11,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // wallClock is a till's wall clock that a test sets back and forward; the

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/queue"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // maxListLimit is the largest page GET /receiptd/entries serves.

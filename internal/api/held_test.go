@@ -10,7 +10,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // TestHeldMeansHeld: a receipt whose answer was lost, with on_ambiguous =

@@ -23,7 +23,7 @@ import (
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/store/storetest"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // receiptFmt is a valid create request (the simulator accepts it: totals add

@@ -10,7 +10,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/sim"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // requirePosError checks that r is PosAPI's error envelope and nothing

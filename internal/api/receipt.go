@@ -17,7 +17,7 @@ import (
 	"github.com/receiptd/receiptd/internal/logging"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // clientKeyPrefix keeps Idempotency-Key values apart from the keys

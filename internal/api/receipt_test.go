@@ -13,7 +13,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 func TestCreateOnlineReturnsUpstreamAnswer(t *testing.T) {

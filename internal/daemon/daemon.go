@@ -26,10 +26,11 @@ import (
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // DBFile is the database's file name inside data_dir.
@@ -73,9 +74,9 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	if err != nil {
 		return nil, err
 	}
-	if store.UnsafeNoSync || store.UnsafeNoDirSync {
+	if fileutil.UnsafeNoSync || fileutil.UnsafeNoDirSync {
 		log.Error("UNSAFE TEST BUILD: commits or directories are not fsynced, a power cut loses acknowledged receipts",
-			zap.Bool("nosync", store.UnsafeNoSync), zap.Bool("nodirsync", store.UnsafeNoDirSync))
+			zap.Bool("nosync", fileutil.UnsafeNoSync), zap.Bool("nodirsync", fileutil.UnsafeNoDirSync))
 	}
 	if d.q, err = queue.Open(context.Background(), d.st, queue.Options{MaxAmbiguous: cfg.Sync.MaxAmbiguous,
 		LogDir: filepath.Join(cfg.DataDir, LogDir)}); err != nil {

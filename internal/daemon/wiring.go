@@ -6,7 +6,7 @@ import (
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/config"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // clientConfig maps [upstream] onto the client's configuration.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/fileutil"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -218,7 +218,7 @@ func (s *Store) commitError(err error) error {
 		return nil
 	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return fmt.Errorf("update %s: %w", s.path, ErrClosed)
-	case isDiskFull(err):
+	case fileutil.IsDiskFull(err):
 		full := fmt.Errorf("update %s: %w: %v", s.path, ErrDiskFull, err)
 		s.noteDiskFull(full)
 		return full
@@ -231,20 +231,3 @@ func (s *Store) commitError(err error) error {
 	s.mu.Unlock()
 	return failed
 }
-
-// isDiskFull reports whether err means the file could not grow. bbolt
-// formats some of these errors with %s, so the errno's text is matched too.
-func isDiskFull(err error) bool {
-	msg := err.Error()
-	for _, e := range diskFullErrnos {
-		if errors.Is(err, e) || strings.Contains(msg, e.Error()) {
-			return true
-		}
-	}
-	return false
-}
-
-// IsDiskFull reports whether err means a file could not grow (ENOSPC,
-// EFBIG, EDQUOT, or Windows' ERROR_DISK_FULL), for packages that write
-// files of their own beside the database.
-func IsDiskFull(err error) bool { return isDiskFull(err) }

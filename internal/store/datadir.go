@@ -10,12 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/fileutil"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -125,7 +125,7 @@ func (s *Store) adopt(dir string, mk markerFile) error {
 // createDir creates a new database and its marker in dir.
 func createDir(dir string, opts Options) (*Store, error) {
 	path := filepath.Join(dir, DBFile)
-	if err := MkdirSynced(dir); err != nil {
+	if err := fileutil.MkdirSynced(dir); err != nil {
 		return nil, fmt.Errorf("open database %s: create the data directory: %w", path, err)
 	}
 	s, err := Open(path, opts)
@@ -142,7 +142,7 @@ func createDir(dir string, opts Options) (*Store, error) {
 	}
 	// The file's name first, then the marker: a power cut between the two
 	// leaves a database without a marker, which the next start adopts.
-	if err := SyncDir(dir); err != nil {
+	if err := fileutil.SyncDir(dir); err != nil {
 		return fail(fmt.Errorf("open database %s: %w", path, err))
 	}
 	s.marker = &marker{dir: dir, id: id}
@@ -318,7 +318,7 @@ func WriteMarker(dir, id string, tx uint64) error {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = SyncDir(dir)
+		err = fileutil.SyncDir(dir)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -340,46 +340,6 @@ func writeSynced(path string, data []byte) error {
 		err = cerr
 	}
 	return err
-}
-
-// MkdirSynced creates dir when missing, and fsyncs the parent of every
-// directory it creates, so the new directory's name survives a power cut.
-func MkdirSynced(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := MkdirSynced(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return SyncDir(parent)
-}
-
-// SyncDir fsyncs directory dir, making the names created or renamed in it
-// durable. Windows cannot open a directory for fsync, and NTFS journals
-// its names, so there it does nothing (as in a build with the test-only
-// tag receiptd_nodirsync_unsafe: UnsafeNoDirSync).
-func SyncDir(dir string) error {
-	if runtime.GOOS == "windows" || UnsafeNoDirSync {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
 }
 
 // ProbeLock returns ErrLocked, naming the file, when another process holds

@@ -6,14 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/stretchr/testify/require"
 )
 
 // TestRealBuildsFsyncEveryCommit pins that only the unsafe build tags can
 // turn off bbolt's commit fsync or the directory fsync.
 func TestRealBuildsFsyncEveryCommit(t *testing.T) {
-	require.False(t, UnsafeNoSync)
-	require.False(t, UnsafeNoDirSync)
+	require.False(t, fileutil.UnsafeNoSync)
+	require.False(t, fileutil.UnsafeNoDirSync)
 	require.False(t, boltOptions(Options{}).NoSync)
 	s, err := Open(filepath.Join(t.TempDir(), "r.db"), Options{})
 	require.NoError(t, err)

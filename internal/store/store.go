@@ -75,6 +75,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/fileutil"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -257,7 +258,7 @@ func boltOptions(opts Options) *bbolt.Options {
 		FreelistType:   bbolt.FreelistArrayType,
 		NoFreelistSync: false,
 		NoGrowSync:     false,
-		NoSync:         UnsafeNoSync, // false unless built with receiptd_nosync_unsafe
+		NoSync:         fileutil.UnsafeNoSync, // false unless built with receiptd_nosync_unsafe
 	}
 	switch {
 	case opts.LockTimeout == 0:

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/fileutil"
 )
 
 // Options configures Open. The zero value is ready to use.
@@ -72,7 +72,7 @@ func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
 	if l.segSize <= 0 {
 		l.segSize = DefaultSegmentSize
 	}
-	if err := store.MkdirSynced(dir); err != nil {
+	if err := fileutil.MkdirSynced(dir); err != nil {
 		return nil, nil, fmt.Errorf("open write-ahead log %s: %w", dir, err)
 	}
 	segs, err := listSegments(dir)

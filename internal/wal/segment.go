@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/fileutil"
 )
 
 // roll closes the current segment and makes the spare the segment whose
@@ -43,7 +43,7 @@ func (l *Log) roll(first uint64) error {
 	if err := rename(spare, path); err != nil {
 		return fmt.Errorf("roll write-ahead log %s: %w", l.dir, err)
 	}
-	if err := store.SyncDir(l.dir); err != nil {
+	if err := fileutil.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("roll write-ahead log: %w", err)
 	}
 	if l.cur, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
@@ -132,7 +132,7 @@ func (l *Log) createSpare(spare string) error {
 }
 
 func spareError(path string, err error) error {
-	if store.IsDiskFull(err) {
+	if fileutil.IsDiskFull(err) {
 		return fmt.Errorf("make write-ahead log segment %s: %w: %v", path, ErrDiskFull, err)
 	}
 	return fmt.Errorf("make write-ahead log segment %s: %w", path, err)
@@ -164,7 +164,7 @@ func (l *Log) Trim(applied uint64) error {
 	}
 	l.old = keep
 	if recycled {
-		if err := store.SyncDir(l.dir); err != nil {
+		if err := fileutil.SyncDir(l.dir); err != nil {
 			errs = append(errs, fmt.Errorf("trim write-ahead log: %w", err))
 		}
 		l.mu.Lock()

@@ -3,9 +3,8 @@ package wal
 import (
 	"os"
 
+	"github.com/receiptd/receiptd/internal/fileutil"
 	"golang.org/x/sys/unix"
-
-	"github.com/receiptd/receiptd/internal/store"
 )
 
 // datasync flushes f's data, and the metadata needed to read it back
@@ -13,7 +12,7 @@ import (
 // with the test-only tag receiptd_nosync_unsafe skips it, as it does
 // bbolt's, for the power-cut test's negative control.
 func datasync(f *os.File) error {
-	if store.UnsafeNoSync {
+	if fileutil.UnsafeNoSync {
 		return nil
 	}
 	for {

@@ -5,13 +5,13 @@ package wal
 import (
 	"os"
 
-	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/fileutil"
 )
 
 // datasync flushes f (FlushFileBuffers on Windows, fsync elsewhere). A
 // build with the test-only tag receiptd_nosync_unsafe skips it.
 func datasync(f *os.File) error {
-	if store.UnsafeNoSync {
+	if fileutil.UnsafeNoSync {
 		return nil
 	}
 	return f.Sync()

@@ -1,6 +1,6 @@
 //go:build !receiptd_nosync_unsafe
 
-package store
+package fileutil
 
 // UnsafeNoSync is false in every real build: commits are fsynced. Only a
 // binary built with the tag receiptd_nosync_unsafe opens bbolt with NoSync

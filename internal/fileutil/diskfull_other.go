@@ -1,6 +1,6 @@
 //go:build !unix && !windows
 
-package store
+package fileutil
 
 import "errors"
 

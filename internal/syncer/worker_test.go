@@ -12,7 +12,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 func TestDrainsEveryReceiptOnce(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // scripted is an upstream whose answer to each create is chosen by the

@@ -11,7 +11,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // countedClaims is the real queue, counting Claim calls.

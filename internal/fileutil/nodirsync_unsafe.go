@@ -1,6 +1,6 @@
 //go:build receiptd_nodirsync_unsafe
 
-package store
+package fileutil
 
 // UnsafeNoDirSync is true in this build (tag receiptd_nodirsync_unsafe):
 // SyncDir does nothing, so a power cut soon after the first start can take

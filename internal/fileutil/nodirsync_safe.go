@@ -1,6 +1,6 @@
 //go:build !receiptd_nodirsync_unsafe
 
-package store
+package fileutil
 
 // UnsafeNoDirSync is false in every real build: SyncDir fsyncs. Only a
 // binary built with the tag receiptd_nodirsync_unsafe skips directory

@@ -1,6 +1,5 @@
-// Package syncer drains the receipt queue to the tax service. It lives in
-// the folder internal/sync, as the design names it, and is called syncer so
-// that it does not shadow the standard library's sync package.
+// Package syncer drains the receipt queue to the tax service. (It is not
+// called sync so that it does not shadow the standard library's package.)
 //
 // The Worker owns every upstream send. It claims queued entries oldest
 // first, sends up to Config.Concurrency of them at once, and records each

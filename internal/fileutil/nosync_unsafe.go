@@ -1,6 +1,6 @@
 //go:build receiptd_nosync_unsafe
 
-package store
+package fileutil
 
 // UnsafeNoSync is true in this build (tag receiptd_nosync_unsafe): bbolt
 // commits are not fsynced, so a power cut loses acknowledged receipts. It

@@ -19,7 +19,7 @@ import (
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
-	syncer "github.com/receiptd/receiptd/internal/sync"
+	"github.com/receiptd/receiptd/internal/syncer"
 )
 
 // rig is a worker draining a real queue (bbolt in t.TempDir()) to the
