@@ -177,8 +177,7 @@ func TestCrashChild(t *testing.T) {
 				panic(err)
 			}
 			for _, e := range got {
-				if _, err := q.Finish(ctx, e.QueueID, queue.Attempt{At: time.Now(), Result: queue.ResultSuccess},
-					queue.StateSent, &queue.Outcome{Status: "SUCCESS", ID: "U" + e.QueueID}, time.Time{}); err != nil {
+				if _, err := q.Finish(ctx, queue.Finishing{QueueID: e.QueueID, Attempt: queue.Attempt{At: time.Now(), Result: queue.ResultSuccess}, Next: queue.StateSent, Outcome: &queue.Outcome{Status: "SUCCESS", ID: "U" + e.QueueID}, NextAttemptAt: time.Time{}}); err != nil {
 					panic(err)
 				}
 			}

@@ -75,7 +75,7 @@ func TestDeleteBySentUpstreamIDAndUnknownID(t *testing.T) {
 func TestQueuedAfterAmbiguousIsNotCancelledSilently(t *testing.T) {
 	q := newQueue(t)
 	id := reach(t, q, 1, queue.StateSending)
-	_, err := q.Finish(ctx, id, queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, queue.StateQueued, nil, time.Time{})
+	_, err := q.Finish(ctx, queue.Finishing{QueueID: id, Attempt: queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, Next: queue.StateQueued, Outcome: nil, NextAttemptAt: time.Time{}})
 	require.NoError(t, err)
 	d, a, err := q.RequestDelete(ctx, id, "", t0)
 	require.NoError(t, err)
@@ -201,7 +201,7 @@ func TestNotifyOnEnqueueAndRetry(t *testing.T) {
 func waitingDeleteOfRejected(t *testing.T, q *queue.Queue, n int) queue.Entry {
 	t.Helper()
 	id := reach(t, q, n, queue.StateSending)
-	_, err := q.Finish(ctx, id, queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, queue.StateQueued, nil, time.Time{})
+	_, err := q.Finish(ctx, queue.Finishing{QueueID: id, Attempt: queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, Next: queue.StateQueued, Outcome: nil, NextAttemptAt: time.Time{}})
 	require.NoError(t, err)
 	d, a, err := q.RequestDelete(ctx, id, "", t0)
 	require.NoError(t, err)

@@ -16,8 +16,9 @@ func TestFinishAndClaimIsOneStep(t *testing.T) {
 	a, b, c := enqueue(t, q, 1), enqueue(t, q, 2), enqueue(t, q, 3)
 	claimOne(t, q, a.QueueID)
 
-	done, next, err := q.FinishAndClaim(ctx, a.QueueID, queue.Attempt{At: time.Now(), Result: queue.ResultSuccess},
-		queue.StateSent, &queue.Outcome{Status: "SUCCESS", ID: "x1"}, time.Time{}, 1, time.Now())
+	done, next, err := q.FinishAndClaim(ctx, queue.Finishing{QueueID: a.QueueID, Attempt: queue.Attempt{At: time.Now(), Result: queue.ResultSuccess}, Next: queue.StateSent, Outcome: &queue.Outcome{Status: "SUCCESS", ID: "x1"}, NextAttemptAt: time.Time{}},
+		1, time.Now())
+
 	require.NoError(t, err)
 	require.Equal(t, queue.StateSent, done.State)
 	require.Len(t, next, 1)
@@ -25,8 +26,9 @@ func TestFinishAndClaimIsOneStep(t *testing.T) {
 	require.Equal(t, queue.StateSending, next[0].State)
 
 	// A refused finish claims nothing: the commit is all or nothing.
-	_, next, err = q.FinishAndClaim(ctx, c.QueueID, queue.Attempt{At: time.Now(), Result: queue.ResultSuccess},
-		queue.StateSent, nil, time.Time{}, 1, time.Now())
+	_, next, err = q.FinishAndClaim(ctx, queue.Finishing{QueueID: c.QueueID, Attempt: queue.Attempt{At: time.Now(), Result: queue.ResultSuccess}, Next: queue.StateSent, Outcome: nil, NextAttemptAt: time.Time{}},
+		1, time.Now())
+
 	require.ErrorIs(t, err, queue.ErrIllegalTransition)
 	require.Empty(t, next)
 	got, err := q.Get(c.QueueID)
@@ -35,8 +37,9 @@ func TestFinishAndClaimIsOneStep(t *testing.T) {
 	require.Equal(t, map[queue.State]int{queue.StateSent: 1, queue.StateSending: 1, queue.StateQueued: 1}, nonZero(counts(t, q)))
 
 	// max 0 only finishes.
-	_, next, err = q.FinishAndClaim(ctx, b.QueueID, queue.Attempt{At: time.Now(), Result: queue.ResultTransient},
-		queue.StateQueued, nil, time.Now().Add(time.Hour), 0, time.Now())
+	_, next, err = q.FinishAndClaim(ctx, queue.Finishing{QueueID: b.QueueID, Attempt: queue.Attempt{At: time.Now(), Result: queue.ResultTransient}, Next: queue.StateQueued, Outcome: nil, NextAttemptAt: time.Now().Add(time.Hour)},
+		0, time.Now())
+
 	require.NoError(t, err)
 	require.Empty(t, next)
 }

@@ -45,7 +45,7 @@ func TestAnotherBodyUnderAKey(t *testing.T) {
 				id = enqueue(t, q, 1).QueueID
 				if c.ambiguous {
 					claimOne(t, q, id)
-					_, err := q.Finish(ctx, id, queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, queue.StateQueued, nil, time.Time{})
+					_, err := q.Finish(ctx, queue.Finishing{QueueID: id, Attempt: queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, Next: queue.StateQueued, Outcome: nil, NextAttemptAt: time.Time{}})
 					require.NoError(t, err)
 				}
 				if c.paid {
@@ -55,8 +55,8 @@ func TestAnotherBodyUnderAKey(t *testing.T) {
 					require.NoError(t, err)
 				}
 				claimOne(t, q, id)
-				_, err := q.Finish(ctx, id, queue.Attempt{At: t0, Result: queue.ResultRejected}, c.state,
-					&queue.Outcome{Status: "ERROR", Message: "bad"}, time.Time{})
+				_, err := q.Finish(ctx, queue.Finishing{QueueID: id, Attempt: queue.Attempt{At: t0, Result: queue.ResultRejected}, Next: c.state, Outcome: &queue.Outcome{Status: "ERROR", Message: "bad"}, NextAttemptAt: time.Time{}})
+
 				require.NoError(t, err)
 			} else {
 				id = reach(t, q, 1, c.state)
@@ -133,8 +133,8 @@ func TestEarlierKeyComesBeforeTodaysHolder(t *testing.T) {
 	require.NoError(t, err)
 	claimOne(t, q, yesterday.QueueID)
 	claimOne(t, q, b.QueueID)
-	_, err = q.Finish(ctx, b.QueueID, queue.Attempt{At: t0, Result: queue.ResultRejected}, queue.StateRejected,
-		&queue.Outcome{Status: "ERROR", Message: "bad"}, time.Time{})
+	_, err = q.Finish(ctx, queue.Finishing{QueueID: b.QueueID, Attempt: queue.Attempt{At: t0, Result: queue.ResultRejected}, Next: queue.StateRejected, Outcome: &queue.Outcome{Status: "ERROR", Message: "bad"}, NextAttemptAt: time.Time{}})
+
 	require.NoError(t, err)
 
 	retry := receipt(1)

@@ -31,8 +31,8 @@ func TestClaimWithNothingClaimableCommitsNothing(t *testing.T) {
 	e := enqueue(t, q, 1)
 	claimOne(t, q, e.QueueID)
 	retryAt := now.Add(time.Minute)
-	_, err := q.Finish(ctx, e.QueueID, queue.Attempt{At: now, Result: queue.ResultTransient, Error: "503"},
-		queue.StateQueued, nil, retryAt)
+	_, err := q.Finish(ctx, queue.Finishing{QueueID: e.QueueID, Attempt: queue.Attempt{At: now, Result: queue.ResultTransient, Error: "503"}, Next: queue.StateQueued, Outcome: nil, NextAttemptAt: retryAt})
+
 	require.NoError(t, err)
 	idle("a receipt waiting out its backoff")
 

@@ -86,7 +86,7 @@ func claimOne(t *testing.T, q *queue.Queue, want string) queue.Entry {
 
 func finish(t *testing.T, q *queue.Queue, id string, next queue.State, o *queue.Outcome) queue.Entry {
 	t.Helper()
-	e, err := q.Finish(ctx, id, queue.Attempt{At: t0, Duration: time.Second, Result: queue.ResultSuccess}, next, o, time.Time{})
+	e, err := q.Finish(ctx, queue.Finishing{QueueID: id, Attempt: queue.Attempt{At: t0, Duration: time.Second, Result: queue.ResultSuccess}, Next: next, Outcome: o, NextAttemptAt: time.Time{}})
 	require.NoError(t, err)
 	require.Equal(t, next, e.State)
 	return e
@@ -163,8 +163,8 @@ func TestClaimOrderLimitAndBackoff(t *testing.T) {
 	require.Equal(t, []string{"Q000000000001", "Q000000000002"}, []string{got[0].QueueID, got[1].QueueID})
 
 	retryAt := now.Add(time.Minute)
-	_, err = q.Finish(ctx, got[0].QueueID, queue.Attempt{At: now, Result: queue.ResultTransient, Error: "503"},
-		queue.StateQueued, nil, retryAt)
+	_, err = q.Finish(ctx, queue.Finishing{QueueID: got[0].QueueID, Attempt: queue.Attempt{At: now, Result: queue.ResultTransient, Error: "503"}, Next: queue.StateQueued, Outcome: nil, NextAttemptAt: retryAt})
+
 	require.NoError(t, err)
 
 	got, err = q.Claim(ctx, 10, now)
@@ -223,8 +223,9 @@ func TestAttemptHistoryIsBounded(t *testing.T) {
 	e := enqueue(t, q, 1)
 	for i := range 5 {
 		claimOne(t, q, e.QueueID)
-		e, err = q.Finish(ctx, e.QueueID, queue.Attempt{At: t0.Add(time.Duration(i) * time.Minute),
-			Result: queue.ResultTransient, Error: fmt.Sprint("try ", i)}, queue.StateQueued, nil, time.Time{})
+		e, err = q.Finish(ctx, queue.Finishing{QueueID: e.QueueID, Attempt: queue.Attempt{At: t0.Add(time.Duration(i) * time.Minute),
+			Result: queue.ResultTransient, Error: fmt.Sprint("try ", i)}, Next: queue.StateQueued, Outcome: nil, NextAttemptAt: time.Time{}})
+
 		require.NoError(t, err)
 	}
 	require.Len(t, e.Attempts, 3)
@@ -241,7 +242,7 @@ func TestBackoffDoesNotOutlastAClockPutBack(t *testing.T) {
 	id := enqueue(t, q, 1).QueueID
 	now := t0.Add(time.Hour)
 	claimOne(t, q, id)
-	_, err := q.Finish(ctx, id, queue.Attempt{At: now, Result: queue.ResultTransient}, queue.StateQueued, nil, now.Add(10*time.Second))
+	_, err := q.Finish(ctx, queue.Finishing{QueueID: id, Attempt: queue.Attempt{At: now, Result: queue.ResultTransient}, Next: queue.StateQueued, Outcome: nil, NextAttemptAt: now.Add(10 * time.Second)})
 	require.NoError(t, err)
 
 	got, err := q.Claim(ctx, 1, now.Add(5*time.Second))

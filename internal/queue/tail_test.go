@@ -301,8 +301,8 @@ func TestConcurrentMixKeepsTheTailExact(t *testing.T) {
 				if e.Kind == queue.KindDelete {
 					next = queue.StateDeleted
 				}
-				_, err := q.Finish(ctx, e.QueueID, queue.Attempt{At: t0, Result: queue.ResultSuccess},
-					next, &queue.Outcome{Status: "SUCCESS", ID: "U" + e.QueueID}, time.Time{})
+				_, err := q.Finish(ctx, queue.Finishing{QueueID: e.QueueID, Attempt: queue.Attempt{At: t0, Result: queue.ResultSuccess}, Next: next, Outcome: &queue.Outcome{Status: "SUCCESS", ID: "U" + e.QueueID}, NextAttemptAt: time.Time{}})
+
 				assert.NoError(t, err)
 			}
 		}
@@ -345,7 +345,7 @@ func TestClaimableAheadCountsIndexedAndTailEntriesDueBefore(t *testing.T) {
 	// now+1h (now is the queue's own clock, openQueue).
 	now := t0.Add(time.Hour)
 	claimOne(t, q, "Q000000000001")
-	_, err := q.Finish(ctx, "Q000000000001", queue.Attempt{At: now, Result: queue.ResultTransient}, queue.StateQueued, nil, now.Add(time.Hour))
+	_, err := q.Finish(ctx, queue.Finishing{QueueID: "Q000000000001", Attempt: queue.Attempt{At: now, Result: queue.ResultTransient}, Next: queue.StateQueued, Outcome: nil, NextAttemptAt: now.Add(time.Hour)})
 	require.NoError(t, err)
 	enqueue(t, q, 4)
 	enqueue(t, q, 5)
@@ -375,7 +375,7 @@ func TestClaimableAheadSkipsDeletesThatWait(t *testing.T) {
 	now := t0.Add(time.Hour)
 	id := enqueue(t, q, 1).QueueID
 	claimOne(t, q, id)
-	_, err := q.Finish(ctx, id, queue.Attempt{At: now, Result: queue.ResultAmbiguous}, queue.StateHeld, nil, time.Time{})
+	_, err := q.Finish(ctx, queue.Finishing{QueueID: id, Attempt: queue.Attempt{At: now, Result: queue.ResultAmbiguous}, Next: queue.StateHeld, Outcome: nil, NextAttemptAt: time.Time{}})
 	require.NoError(t, err)
 	_, action, err := q.RequestDelete(ctx, id, "", now)
 	require.NoError(t, err)

@@ -165,7 +165,7 @@ func TestIllegalTransitionsAreRefused(t *testing.T) {
 				if from == queue.StateSending && queue.Legal(kind, from, to) {
 					continue
 				}
-				_, err := q.Finish(ctx, id, attempt, to, nil, time.Time{})
+				_, err := q.Finish(ctx, queue.Finishing{QueueID: id, Attempt: attempt, Next: to, Outcome: nil, NextAttemptAt: time.Time{}})
 				require.ErrorIs(t, err, queue.ErrIllegalTransition, "Finish %s %s→%s", kind, from, to)
 			}
 			retryable := from == queue.StateRejected || from == queue.StatePayment || from == queue.StateHeld ||

@@ -24,13 +24,12 @@ type failingWrites struct {
 	failed atomic.Int64
 }
 
-func (f *failingWrites) FinishAndClaim(ctx context.Context, id string, a queue.Attempt, next queue.State, o *queue.Outcome,
-	at time.Time, max int, now time.Time) (queue.Entry, []queue.Entry, error) {
+func (f *failingWrites) FinishAndClaim(ctx context.Context, fin queue.Finishing, max int, now time.Time) (queue.Entry, []queue.Entry, error) {
 	if f.fails(max) {
 		f.failed.Add(1)
-		return queue.Entry{}, nil, fmt.Errorf("finish %s: %w", id, store.ErrDiskFull)
+		return queue.Entry{}, nil, fmt.Errorf("finish %s: %w", fin.QueueID, store.ErrDiskFull)
 	}
-	return f.Queue.FinishAndClaim(ctx, id, a, next, o, at, max, now)
+	return f.Queue.FinishAndClaim(ctx, fin, max, now)
 }
 
 // An upstream answer that cannot be written is kept and written once space

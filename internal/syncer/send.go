@@ -250,7 +250,8 @@ func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res
 	wait := w.newBackoff()
 	for try := 0; ; try, claim = try+1, 0 {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_, claimed, err := w.q.FinishAndClaim(wctx, e.QueueID, res.attempt, res.next, res.outcome, res.nextAttemptAt, claim, w.wall())
+		fin := queue.Finishing{QueueID: e.QueueID, Attempt: res.attempt, Next: res.next, Outcome: res.outcome, NextAttemptAt: res.nextAttemptAt}
+		_, claimed, err := w.q.FinishAndClaim(wctx, fin, claim, w.wall())
 		cancel()
 		if err == nil {
 			if try > 0 {

@@ -56,8 +56,7 @@ type Upstream interface {
 // that tests can inject faults (a full disk) at the queue's edge.
 type Queue interface {
 	Claim(ctx context.Context, max int, now time.Time) ([]queue.Entry, error)
-	FinishAndClaim(ctx context.Context, queueID string, a queue.Attempt, next queue.State, o *queue.Outcome,
-		nextAttemptAt time.Time, max int, now time.Time) (queue.Entry, []queue.Entry, error)
+	FinishAndClaim(ctx context.Context, f queue.Finishing, max int, now time.Time) (queue.Entry, []queue.Entry, error)
 	Latest(s queue.State, n int) ([]queue.Entry, error)
 	OldestUnsent() (time.Time, bool, error)
 	Notify() <-chan struct{}
