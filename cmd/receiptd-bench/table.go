@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Targets of issue 17, each against a reference measured in the same run.
+// The performance targets, each against a reference measured in the same
+// run; docs/performance.md shows them beside the figures.
 const (
 	floorRatio       = 1.5  // accept p50 at 1 client, times the floor
 	naiveRatio       = 3.5  // accept throughput at 64 clients, times the naive server

@@ -20,7 +20,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Exit codes, as product.md fixes them.
+// Exit codes, as docs/contract.md ("Command line") fixes them.
 const (
 	exitOK      = 0
 	exitFailure = 1

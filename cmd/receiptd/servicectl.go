@@ -43,7 +43,7 @@ type serviceControl interface {
 
 // settle is how long start watches a service that reports running before
 // believing it: a daemon that refuses its config or database exits within
-// a second or two (product.md), after the service manager said "started".
+// a second or two (docs/contract.md), after the service manager said "started".
 var settle = 3 * time.Second
 
 // pollEvery is the pace of that watch.

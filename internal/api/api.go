@@ -1,5 +1,5 @@
 // Package api owns receiptd's local HTTP API: the routes POS software and
-// operators use (product.md, "Local API"), and the security rules that keep
+// operators use (docs/contract.md, "Local API"), and the security rules that keep
 // that localhost surface safe from browsers and other programs.
 //
 // # Promises

@@ -19,7 +19,8 @@ import (
 const maxListLimit = 1000
 
 // entryView is an entry as GET /receiptd/entries shows it: outcome is
-// always present (null until there is one), as product.md lists it.
+// always present (null until there is one), as docs/contract.md lists it
+// ("Shapes other programs rely on").
 type entryView struct {
 	queue.Entry
 	Outcome *queue.Outcome `json:"outcome"`
@@ -137,8 +138,8 @@ func uncheckedMessage(id string) string {
 		"retry: the sale is reported. If it was not, retry with ?confirm=checked (receiptd retry -force " + id + ")"
 }
 
-// Status is what GET /receiptd/status answers (product.md, "Shapes other
-// programs rely on").
+// Status is what GET /receiptd/status answers (docs/contract.md, "Shapes
+// other programs rely on").
 type Status struct {
 	// Counts has every state, zero included.
 	Counts map[queue.State]int `json:"counts"`

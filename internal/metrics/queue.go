@@ -14,9 +14,9 @@ import (
 // concurrent use.
 type QueueStats func() (counts map[string]int, oldestUnsent time.Duration, err error)
 
-// States are the entry states of product.md. Each is always exported (zero
-// when absent from the counts), so an alert on, say, held > 0 needs no
-// absent(); states the callback reports beyond these are exported too.
+// States are the entry states of docs/contract.md ("Entry states"). Each is
+// always exported (zero when absent from the counts), so an alert on, say,
+// held > 0 needs no absent(); states the callback reports beyond these are exported too.
 var States = []string{
 	"queued", "sending", "sent", "payment", "rejected", "held", "cancelled",
 	"delete_queued", "deleted", "delete_rejected",

@@ -44,7 +44,7 @@ func (e *ConflictError) Error() string {
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
-// State is an entry's state, as named in product.md.
+// State is an entry's state, as named in docs/contract.md ("Entry states").
 type State string
 
 // Entry states.
@@ -61,7 +61,7 @@ const (
 	StateDeleteRejected State = "delete_rejected"
 )
 
-// AllStates lists every state, in product.md's order.
+// AllStates lists every state, in the order of docs/contract.md.
 var AllStates = []State{StateQueued, StateSending, StateSent, StatePayment, StateRejected,
 	StateHeld, StateCancelled, StateDeleteQueued, StateDeleted, StateDeleteRejected}
 

@@ -9,7 +9,7 @@
 // outages, latency beyond the upstream timeout, a 5xx rate and
 // process-then-drop, and receiptd is SIGKILLed and restarted at random
 // moments. At the end, with the upstream healthy and the queue drained, it
-// checks what product.md promises:
+// checks what docs/contract.md promises:
 //
 //   - every request answered 2xx reached a terminal state;
 //   - every sent receipt was received by the simulator (its outcome id is one

@@ -18,7 +18,7 @@ const (
 )
 
 // stateInfo explains each known state in a shop owner's words, in
-// product.md's order; attention marks the states a person has to act on.
+// the order of docs/contract.md; attention marks the states a person has to act on.
 var stateInfo = []struct {
 	state, label string
 	attention    bool
