@@ -1,0 +1,16 @@
+// Package config owns receiptd's configuration: one Config struct, the
+// defaults in one place (Default), loading a TOML file over them with
+// environment overrides for secrets (Load), and checking the result
+// (Validate).
+//
+// It promises that a refused file is reported whole: every unknown key
+// (with a guess at the key meant), every value of the wrong type and every
+// value out of range, each naming its key and its line in the file's own
+// terms (a syntax error alone, with its line); see Error. And that
+// config.example.toml at the repository root documents every key with its
+// default (a test decodes it against Default).
+//
+// Durations are TOML strings in Go's syntax ("5s", "24h"); sizes are MiB.
+// Secrets may come from the environment instead of the file: see
+// EnvAuthToken, EnvUpstreamHeaderPrefix and EnvLookupHeaderPrefix.
+package config
