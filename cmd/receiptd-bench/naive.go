@@ -25,6 +25,8 @@ type naiveServer struct {
 	url string
 }
 
+var _ http.Handler = (*naiveServer)(nil)
+
 func startNaive(dir string) (*naiveServer, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "naive.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

@@ -82,6 +82,8 @@ type program struct {
 	stopping bool
 }
 
+var _ service.Interface = (*program)(nil)
+
 func (p *program) Start(service.Service) error {
 	d, err := startDaemon(p.cfg, p.log)
 	if err != nil {

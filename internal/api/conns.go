@@ -44,6 +44,8 @@ type connLimit struct {
 	logged  time.Time // when the cap was last logged
 }
 
+var _ net.Listener = (*connLimit)(nil)
+
 func newConnLimit(ln net.Listener, max int, log *zap.Logger, onClose func(allBusy bool)) *connLimit {
 	return &connLimit{Listener: ln, max: max, log: log, onClose: onClose, open: make(map[*limitedConn]struct{}, max)}
 }
@@ -60,6 +62,8 @@ type limitedConn struct {
 	since   time.Time // accepted, or last answer written: the age of its idleness
 	once    sync.Once
 }
+
+var _ net.Conn = (*limitedConn)(nil)
 
 func (c *limitedConn) Close() error {
 	c.once.Do(func() {
@@ -172,6 +176,8 @@ type busyAtEOF struct {
 	io.ReadCloser
 	c *limitedConn
 }
+
+var _ io.Reader = (*busyAtEOF)(nil)
 
 func (b *busyAtEOF) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)

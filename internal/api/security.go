@@ -150,6 +150,9 @@ type statusRecorder struct {
 	wrote bool
 }
 
+// Unwrap is how http.ResponseController reaches the connection through it.
+var _ interface{ Unwrap() http.ResponseWriter } = (*statusRecorder)(nil)
+
 func (r *statusRecorder) WriteHeader(code int) {
 	if !r.wrote {
 		r.code, r.wrote = code, true

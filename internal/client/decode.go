@@ -42,6 +42,8 @@ func ParseTime(s string) (time.Time, error) {
 // (""): the live service sends some documented strings as numbers.
 type flexString string
 
+var _ json.Unmarshaler = (*flexString)(nil)
+
 func (f *flexString) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	switch {
@@ -67,6 +69,8 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 
 // nullTime is a date that may be null, in either wire format.
 type nullTime struct{ t *time.Time }
+
+var _ json.Unmarshaler = (*nullTime)(nil)
 
 func (n *nullTime) UnmarshalJSON(b []byte) error {
 	var s flexString

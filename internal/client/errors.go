@@ -39,6 +39,8 @@ var (
 // Class says what a caller may do after a failed call.
 type Class int
 
+var _ fmt.Stringer = Class(0)
+
 // The error classes. The zero Class is invalid, so a forgotten class never
 // reads as "safe to retry".
 const (

@@ -54,6 +54,8 @@ func (r *Receipt) Time() (time.Time, error) { return ParseTime(r.Date) }
 // array) leaves it empty.
 type looseString string
 
+var _ json.Unmarshaler = (*looseString)(nil)
+
 func (l *looseString) UnmarshalJSON(b []byte) error {
 	*l = ""
 	switch {
@@ -72,6 +74,8 @@ func (l *looseString) UnmarshalJSON(b []byte) error {
 // looseSubs is the receipts list: anything but an array is no list, and
 // an element that is not an object is left out.
 type looseSubs []SubReceipt
+
+var _ json.Unmarshaler = (*looseSubs)(nil)
 
 func (l *looseSubs) UnmarshalJSON(b []byte) error {
 	*l = nil

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding"
 	"fmt"
 	"time"
 )
@@ -10,6 +11,11 @@ import (
 type Duration struct {
 	time.Duration
 }
+
+var (
+	_ encoding.TextUnmarshaler = (*Duration)(nil) // toml decodes through it
+	_ encoding.TextMarshaler   = Duration{}
+)
 
 // Dur wraps d.
 func Dur(d time.Duration) Duration { return Duration{d} }

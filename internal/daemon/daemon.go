@@ -40,6 +40,15 @@ const DBFile = store.DBFile
 // receipts are durable there first, and applied to DBFile in batches.
 const LogDir = "receiptd.wal"
 
+// The concrete types handed to the worker and the cache satisfy their
+// interfaces. The checks live here, where they meet: client and queue
+// cannot import syncer or cache, which import them.
+var (
+	_ syncer.Upstream = (*client.Client)(nil)
+	_ syncer.Queue    = (*queue.Queue)(nil)
+	_ cache.Upstream  = (*client.Client)(nil)
+)
+
 // Daemon is a wired receiptd, ready to Run once.
 type Daemon struct {
 	cfg       config.Config

@@ -25,6 +25,8 @@ func WrapCore(c zapcore.Core) zapcore.Core {
 
 type scrubCore struct{ zapcore.Core }
 
+var _ zapcore.Core = scrubCore{}
+
 func (c scrubCore) With(fields []zapcore.Field) zapcore.Core {
 	return scrubCore{c.Core.With(scrubFields(fields))}
 }

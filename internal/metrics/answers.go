@@ -33,6 +33,8 @@ type answersCollector struct {
 	count, bytes *prometheus.Desc
 }
 
+var _ prometheus.Collector = (*answersCollector)(nil)
+
 func newAnswersCollector() *answersCollector {
 	return &answersCollector{
 		count: prometheus.NewDesc(namespace+"_answers_held",

@@ -25,6 +25,8 @@ type logCollector struct {
 	flushes, records *prometheus.Desc
 }
 
+var _ prometheus.Collector = (*logCollector)(nil)
+
 func newLogCollector() *logCollector {
 	return &logCollector{
 		flushes: prometheus.NewDesc(namespace+"_log_flushes_total",

@@ -41,6 +41,8 @@ type queueCollector struct {
 	ok      *prometheus.Desc
 }
 
+var _ prometheus.Collector = (*queueCollector)(nil)
+
 func newQueueCollector() *queueCollector {
 	return &queueCollector{
 		entries: prometheus.NewDesc(namespace+"_queue_entries",

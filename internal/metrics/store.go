@@ -26,6 +26,8 @@ type storeCollector struct {
 	diskFull, failed *prometheus.Desc
 }
 
+var _ prometheus.Collector = (*storeCollector)(nil)
+
 func newStoreCollector() *storeCollector {
 	return &storeCollector{
 		diskFull: prometheus.NewDesc(namespace+"_store_disk_full",

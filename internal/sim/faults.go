@@ -36,6 +36,11 @@ type Faults struct {
 	RejectMessage string
 }
 
+var (
+	_ json.Marshaler   = Faults{}
+	_ json.Unmarshaler = (*Faults)(nil)
+)
+
 // DefaultRejectMessage is the message of a forced rejection when
 // Faults.RejectMessage is empty.
 const DefaultRejectMessage = "simulated rejection"
