@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 )
@@ -262,7 +263,7 @@ func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res
 		if try == 0 {
 			log.Warn("cannot record the outcome yet (disk full?); retrying", zap.Error(err))
 		}
-		if !sleep(ctx, wait.NextBackOff()) {
+		if !clock.Sleep(ctx, wait.NextBackOff()) {
 			return nil, err
 		}
 	}

@@ -40,6 +40,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/queue"
 )
@@ -248,11 +249,11 @@ func (w *Worker) drainLoop(ctx, sendCtx context.Context, sends *sync.WaitGroup) 
 		// A pause comes first: the upstream answered, and asked that
 		// nothing be sent until then, not even a probe.
 		if wait := w.pausedFor(); wait > 0 {
-			sleep(ctx, wait)
+			clock.Sleep(ctx, wait)
 			continue
 		}
 		if w.isDown() {
-			if !sleep(ctx, probe.NextBackOff()) {
+			if !clock.Sleep(ctx, probe.NextBackOff()) {
 				return
 			}
 			if w.pausedFor() > 0 {
@@ -302,7 +303,7 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, sends *sync.WaitGroup) b
 		if ctx.Err() == nil {
 			w.claimErr.log(w.log, "claim entries", err, w.now())
 		}
-		sleep(ctx, w.cfg.PollInterval)
+		clock.Sleep(ctx, w.cfg.PollInterval)
 		return false
 	}
 	for _, e := range entries {
@@ -372,18 +373,6 @@ func (w *Worker) retryDelay(n int, retryAfter time.Duration) time.Duration {
 		d = b.NextBackOff()
 	}
 	return max(d, retryAfter)
-}
-
-// sleep waits for d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // signal wakes the drain loop without blocking.
