@@ -39,13 +39,15 @@ const (
 )
 
 // Deps are the parts of receiptd the API serves from. Store, Queue and Log
-// are required. Worker may be nil (then nothing waits: every accepted request
-// is answered 202), Lookups may be nil (lookup routes answer 503), Metrics
-// and NoteTIN may be nil.
+// are required. Worker and Answers (the mailbox the worker puts the
+// upstream's answers in) may be nil: then nothing waits, and every accepted
+// request is answered 202. Lookups may be nil (lookup routes answer 503),
+// Metrics and NoteTIN may be nil.
 type Deps struct {
 	Store   *store.Store
 	Queue   *queue.Queue
 	Worker  *syncer.Worker
+	Answers *syncer.Mailbox
 	Lookups http.Handler
 	Metrics *metrics.Metrics
 	Log     *zap.Logger

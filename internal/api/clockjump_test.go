@@ -12,6 +12,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // wallClock is a till's wall clock that a test sets back and forward; the
@@ -26,6 +27,8 @@ func newWallClock(t time.Time) *wallClock {
 }
 
 func (c *wallClock) Now() time.Time        { return time.Unix(0, c.ns.Load()) }
+func (c *wallClock) Wall() time.Time       { return c.Now() }
+func (c *wallClock) Steady() time.Time     { return time.Now() }
 func (c *wallClock) set(t time.Time)       { c.ns.Store(t.UnixNano()) }
 func (c *wallClock) shift(d time.Duration) { c.ns.Add(int64(d)) }
 func (c *wallClock) at(h, m int) time.Time { return time.Date(2026, 11, 23, h, m, 0, 0, ulaanbaatar) }
@@ -33,6 +36,12 @@ func (c *wallClock) setAt(h, m int)        { c.set(c.at(h, m)) }
 func (c *wallClock) nextDay(h, m int)      { c.set(c.at(h, m).AddDate(0, 0, 1)) }
 
 func attemptsOf(e *env, id string) int { return len(e.entry(id)["attempts"].([]any)) }
+
+// bothClock is a worker clock whose wall and steady readings are both now.
+type bothClock func() time.Time
+
+func (c bothClock) Wall() time.Time   { return c() }
+func (c bothClock) Steady() time.Time { return c() }
 
 var ulaanbaatar = func() *time.Location {
 	loc, err := time.LoadLocation("Asia/Ulaanbaatar")
@@ -45,7 +54,7 @@ var ulaanbaatar = func() *time.Location {
 // clockEnv is the whole stack (simulator, client, store, queue, worker,
 // API) with every wall clock on c, and retries a minute apart.
 func clockEnv(t *testing.T, c *wallClock, o envOpts) *env {
-	o.queue.Now, o.worker.Now, o.api.Now, o.api.Location = c.Now, c.Now, c.Now, ulaanbaatar
+	o.queue.Now, o.worker.Clock, o.api.Now, o.api.Location = c.Now, c, c.Now, ulaanbaatar
 	if o.worker.MinBackoff == 0 {
 		o.worker.MinBackoff, o.worker.MaxBackoff = time.Minute, time.Minute
 	}
@@ -59,7 +68,7 @@ func TestClockPutBackDoesNotStrandABackoff(t *testing.T) {
 	c := newWallClock(time.Date(2026, 11, 23, 14, 0, 0, 0, ulaanbaatar))
 	e := clockEnv(t, c, envOpts{})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{ErrorRate: 1}))
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("cb1"), "Prefer", "wait=0")
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("cb1"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code)
 	id := r.h.Get(api.HeaderQueueID)
 	require.Eventually(t, func() bool { return attemptsOf(e, id) == 1 }, 10*time.Second, 10*time.Millisecond)
@@ -76,7 +85,7 @@ func TestClockPutForwardRetriesOnceNotInABurst(t *testing.T) {
 	c := newWallClock(time.Date(2026, 11, 23, 14, 0, 0, 0, ulaanbaatar))
 	e := clockEnv(t, c, envOpts{worker: syncer.Config{DownAfter: 1000}})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{ErrorRate: 1}))
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("cf1"), "Prefer", "wait=0")
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("cf1"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code)
 	id := r.h.Get(api.HeaderQueueID)
 	require.Eventually(t, func() bool { return attemptsOf(e, id) == 1 }, 10*time.Second, 10*time.Millisecond)
@@ -97,7 +106,7 @@ func TestAgeingAcrossClockChanges(t *testing.T) {
 	e := clockEnv(t, c, envOpts{noWorker: true,
 		api:    api.Options{UnsentWarn: 400 * time.Millisecond, UnsentCritical: time.Hour},
 		worker: syncer.Config{UnsentWarn: 400 * time.Millisecond, UnsentCritical: time.Hour}})
-	require.Equal(t, http.StatusAccepted, e.do(http.MethodPost, "/rest/receipt", receiptBody("age1"), "Prefer", "wait=0").code)
+	require.Equal(t, http.StatusAccepted, e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("age1"), "Prefer", "wait=0").code)
 	status := func() map[string]any { return e.do(http.MethodGet, "/receiptd/status", "").json(e.t) }
 	require.Equal(t, "none", status()["alert"])
 
@@ -120,7 +129,7 @@ func TestDayKeyAcrossMidnightBothWays(t *testing.T) {
 	c := newWallClock(time.Time{})
 	e := clockEnv(t, c, envOpts{noWorker: true})
 	post := func(suffix string) (string, bool) {
-		r := e.do(http.MethodPost, "/rest/receipt", receiptBody(suffix), "Prefer", "wait=0")
+		r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt(suffix), "Prefer", "wait=0")
 		require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
 		return r.h.Get(api.HeaderQueueID), r.h.Get(api.HeaderReplayed) == "true"
 	}

@@ -62,7 +62,7 @@
 // by whichever way comes first: the answer to the request that waited for
 // it, a replay, or this route. After that this route says 410. Replays of
 // the same request (only the POS that made the sale can send it) get the
-// answer again for the sync worker's ResultTTL (5 minutes) after it was
+// answer again for the answer mailbox's ResultTTL (5 minutes) after it was
 // first given, so a POS that lost an answer on the wire can still print.
 // Answers live in memory only, never on disk or in a log, for
 // accept.answer_ttl until first given, bounded in count and bytes (oldest

@@ -267,7 +267,7 @@ func compare(code, diagram graph, order []string) []string {
 	var problems []string
 	for _, p := range sortedKeys(code) {
 		if diagram[p] == nil {
-			problems = append(problems, fmt.Sprintf("package %s is not in the map", shortName(p)))
+			problems = append(problems, fmt.Sprintf("package %s is not in the map (it imports: %s)", shortName(p), names(code[p])))
 		}
 	}
 	for _, p := range sortedKeys(diagram) {
@@ -302,6 +302,18 @@ func compare(code, diagram graph, order []string) []string {
 		}
 	}
 	return problems
+}
+
+// names lists a package's imports in the map's terms.
+func names(imports map[string]bool) string {
+	if len(imports) == 0 {
+		return "nothing of ours"
+	}
+	var out []string
+	for _, p := range sortedKeys(imports) {
+		out = append(out, shortName(p))
+	}
+	return strings.Join(out, ", ")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

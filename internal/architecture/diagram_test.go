@@ -65,7 +65,7 @@ func TestCompare(t *testing.T) {
 			want: []string{"extra arrow (drawn, not imported): api → store"}},
 		{name: "package not drawn",
 			code: graph{"cmd/x": {"internal/api": true}, "internal/api": {"internal/store": true}, "internal/store": {}, "internal/new": {}},
-			want: []string{"package new is not in the map"}},
+			want: []string{"package new is not in the map (it imports: nothing of ours)"}},
 		{name: "package drawn, gone",
 			code: graph{"cmd/x": {"internal/api": true}, "internal/api": {}},
 			want: []string{"the map names store, which has no non-test Go file",

@@ -15,10 +15,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // params sizes a run.
@@ -51,6 +53,9 @@ func seedFor(t *testing.T) int64 {
 	return time.Now().UnixNano()
 }
 
+// TestMain removes the binary testkit.Binary built.
+func TestMain(m *testing.M) { testkit.Main(m) }
+
 func TestSoak(t *testing.T) {
 	p := paramsFor(t)
 	seed := seedFor(t)
@@ -61,8 +66,7 @@ func TestSoak(t *testing.T) {
 	s := sim.New(sim.Options{Seed: seed})
 	require.NoError(t, s.Start("127.0.0.1:0"))
 	t.Cleanup(func() { _ = s.Close() })
-	bin, err := harness.Build(ctx, t.TempDir())
-	require.NoError(t, err)
+	bin := testkit.Binary(t)
 	cfg := soakConfig(t, s.URL())
 	proc, err := harness.Start(ctx, bin, t.TempDir(), cfg)
 	require.NoError(t, err)
@@ -186,7 +190,7 @@ func faultLoop(ctx context.Context, t *testing.T, rng *rand.Rand, s *sim.Sim, ta
 		tal.mu.Lock()
 		tal.phases++
 		tal.mu.Unlock()
-		sleep(ctx, 500*time.Millisecond+time.Duration(rng.Int64N(int64(2500*time.Millisecond))))
+		clock.Sleep(ctx, 500*time.Millisecond+time.Duration(rng.Int64N(int64(2500*time.Millisecond))))
 	}
 }
 
@@ -209,7 +213,7 @@ func (sv *supervisor) current() *harness.Process {
 func (sv *supervisor) crashLoop(ctx context.Context, t *testing.T, rng *rand.Rand, p params) {
 	mean := p.load / time.Duration(p.kills+1)
 	for {
-		sleep(ctx, mean/2+time.Duration(rng.Int64N(int64(mean))))
+		clock.Sleep(ctx, mean/2+time.Duration(rng.Int64N(int64(mean))))
 		if ctx.Err() != nil {
 			return
 		}
@@ -228,7 +232,7 @@ func (sv *supervisor) crash(ctx context.Context, pause time.Duration) error {
 	if err := sv.proc.Kill(); err != nil {
 		return err
 	}
-	sleep(ctx, pause)
+	clock.Sleep(ctx, pause)
 	return sv.restartLocked(context.WithoutCancel(ctx))
 }
 
@@ -250,15 +254,6 @@ func (sv *supervisor) ensureRunning(ctx context.Context) error {
 		return sv.restartLocked(ctx)
 	default:
 		return sv.proc.WaitReady(ctx)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 
@@ -293,7 +288,7 @@ func waitDrained(ctx context.Context, t *testing.T, c *http.Client, url string, 
 			t.Logf("soak drain: %d unsent (%v)", unsent, st.Counts)
 			lastLog = time.Now()
 		}
-		sleep(ctx, 200*time.Millisecond)
+		clock.Sleep(ctx, 200*time.Millisecond)
 	}
 }
 

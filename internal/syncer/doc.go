@@ -23,7 +23,7 @@
 //     pause (its Retry-After, else a backoff step growing with each 429 in
 //     a row), and until the pause ends nothing is sent, probes included.
 //   - The upstream's answer, lottery number and QR data included, is handed
-//     to a waiting POS and kept in memory only, bounded by count, bytes and
-//     time (Config.AnswerTTL until a POS receives it, Config.ResultTTL
+//     to a waiting POS through the Mailbox, in memory only, bounded by count, bytes and
+//     time (MailboxConfig.AnswerTTL until a POS receives it, ResultTTL
 //     after); it is never written to disk or to a log.
 package syncer
