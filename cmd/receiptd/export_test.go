@@ -245,8 +245,8 @@ func TestBackup(t *testing.T) {
 }
 
 // TestExportDaysInAcceptTimezone: a YYYY-MM-DD day is the tax day, in
-// accept.timezone, whatever the machine's zone (issue 16: on a UTC machine
-// a day's receipts were missing).
+// accept.timezone, whatever the machine's zone (on a UTC machine a day's
+// receipts were once missing from its export).
 func TestExportDaysInAcceptTimezone(t *testing.T) {
 	old := time.Local
 	time.Local = time.UTC // the machine's zone, which must not matter

@@ -20,8 +20,8 @@ import (
 	"github.com/receiptd/receiptd/internal/testkit"
 )
 
-// TestRestoreHoldsWhatWasUnsent is issue 13's trial: a backup taken while
-// 3 receipts are queued, the queue drained, the backup restored as the
+// TestRestoreHoldsWhatWasUnsent checks that restored unsent entries come
+// back held: a backup taken while 3 receipts are queued, the queue drained, the backup restored as the
 // packaging README says: the tax service receives none of the 3 again
 // until an operator's forced retry.
 func TestRestoreHoldsWhatWasUnsent(t *testing.T) {

@@ -44,7 +44,7 @@ func binCmd(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 }
 
 // runRefused runs `receiptd run` with cfgText and returns its exit code and
-// standard error; it must end within the 10 seconds product.md allows.
+// standard error; it must end within the 10 seconds docs/contract.md allows.
 func runRefused(t *testing.T, cfgText string) (int, string) {
 	t.Helper()
 	cfg := writeFile(t, "config.toml", cfgText)
@@ -52,7 +52,7 @@ func runRefused(t *testing.T, cfgText string) (int, string) {
 }
 
 // runRefusedArgs runs the binary with args, which must fail within the 10
-// seconds product.md allows for a start-up refusal. The binary is built
+// seconds docs/contract.md allows for a start-up refusal. The binary is built
 // before the clock starts.
 func runRefusedArgs(t *testing.T, args ...string) (int, string) {
 	t.Helper()

@@ -91,7 +91,7 @@ func entriesStored(t *testing.T, q *queue.Queue) int {
 // FuzzReceiptMutations drives the real HTTP handler (every security rule
 // and route) on a real store with a valid receipt changed in one place, up
 // to 65,535 characters long, in both queued_answer modes, and checks the
-// contract: no 5xx but a 503 or 507 where product.md allows one; a refusal
+// contract: no 5xx but a 503 or 507 where docs/contract.md allows one; a refusal
 // (4xx) stores nothing; every 2xx and every queued-answer 503 carries
 // X-Queue-Id and is stored; a first 2xx adds exactly one entry, a replay
 // none. The seeds, which plain `go test` runs, include the oversized key
@@ -141,7 +141,7 @@ func FuzzReceiptMutations(f *testing.F) {
 	})
 }
 
-// checkContract checks one answer against product.md given how many
+// checkContract checks one answer against docs/contract.md given how many
 // entries were stored before and after it.
 func checkContract(t *testing.T, rec *httptest.ResponseRecorder, before, after int, asError bool, body []byte) {
 	code, id := rec.Code, rec.Header().Get(api.HeaderQueueID)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestLoadReportsEveryProblemWithItsLine is issue 16's file: a bad
+// TestLoadReportsEveryProblemWithItsLine loads a file with a bad
 // duration, an unknown key and a wrong type, reported together, each with
 // its line, in the file's own terms.
 func TestLoadReportsEveryProblemWithItsLine(t *testing.T) {

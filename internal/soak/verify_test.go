@@ -73,7 +73,7 @@ type figures struct {
 	accepted, sent, cancelled, ambiguous, duplicates, restarts, deleted, issued, dropped int
 }
 
-// verify checks product.md's promises against the entries and the
+// verify checks the promises of docs/contract.md against the entries and the
 // simulator's record, and counts.
 func verify(t *testing.T, tal *tally, entries map[string]entry, s *sim.Sim) figures {
 	var f figures
