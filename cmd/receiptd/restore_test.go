@@ -21,9 +21,9 @@ import (
 )
 
 // TestRestoreHoldsWhatWasUnsent checks that restored unsent entries come
-// back held: a backup taken while 3 receipts are queued, the queue drained, the backup restored as the
-// packaging README says: the tax service receives none of the 3 again
-// until an operator's forced retry.
+// back held: a backup taken while 3 receipts are queued, the queue
+// drained, the backup restored as the packaging README says: the tax
+// service receives none of the 3 again until an operator's forced retry.
 func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 	up := sim.New(sim.Options{Seed: 3})
 	require.NoError(t, up.Start("127.0.0.1:0"))
