@@ -4,8 +4,14 @@
 // payment, ERROR for an invalid receipt), a record of everything it
 // received, and faults injected on demand: down (connections refused),
 // latency, a 5xx share, process-then-drop (the receipt is issued, then
-// the connection is closed without an answer) and the rejection of the
-// next N receipts with a given message.
+// the connection is closed without an answer), the rejection of the
+// next N receipts with a given message, a failing or slow sendData and a
+// skewed clock (the Date header, receipt dates and lastSentDate).
+//
+// As PosAPI does, it hands out lottery numbers from a reserve
+// (leftLotteries in /rest/info, Options.Lotteries) that each B2C receipt
+// uses up and each sendData refills; a B2C receipt while the reserve is
+// empty is refused with ReserveEmptyMessage and nothing is issued.
 //
 // Every answer carries every field the vendor's OpenAPI description of
 // PosAPI 3.0 lists, in the live service's types (testdata/fields.txt pins
@@ -60,7 +66,13 @@ type Options struct {
 	Latency time.Duration
 	// Now is the clock of receipt dates; nil means time.Now.
 	Now func() time.Time
+	// Lotteries is the size of PosAPI's lottery reserve: leftLotteries at
+	// start and after each sendData. Zero means DefaultLotteries.
+	Lotteries int
 }
+
+// DefaultLotteries is the reserve when Options.Lotteries is zero.
+const DefaultLotteries = 100000
 
 // Issued is one receipt the simulator issued (including those whose answer
 // was then dropped).
@@ -93,9 +105,11 @@ type Sim struct {
 	deleted  []string
 	counts   map[string]int
 	unsent   int       // receipts issued since the last sendData
-	lastSent time.Time // the last sendData (New's time before any)
-	// lotteries counts the lottery numbers handed out (leftLotteries).
-	lotteries int
+	lastSent time.Time // the last sendData (New's time before any), on the skewed clock
+	// left is leftLotteries: the reserve counts down with each B2C
+	// receipt and is refilled to reserve by each sendData.
+	left, reserve int
+	sendDataOK    int // successful sendData calls
 
 	srvMu     sync.Mutex // guards the listener state; never held with mu while waiting
 	addr      string
@@ -152,6 +166,11 @@ func New(opts Options) *Sim {
 	s.rng = rand.New(rand.NewPCG(uint64(opts.Seed), uint64(opts.Seed)^0x9e3779b97f4a7c15))
 	s.posID = 10000000 + s.rng.Int64N(90000000)
 	s.lastSent = s.now()
+	s.reserve = opts.Lotteries
+	if s.reserve <= 0 {
+		s.reserve = DefaultLotteries
+	}
+	s.left = s.reserve
 	s.mux = s.routes()
 	return s
 }
