@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
@@ -40,7 +41,7 @@ func (b *bench) runIdle(ctx context.Context, settle, window time.Duration) (idle
 		return r, err
 	}
 	fail := func(err error) (idleResult, error) { _ = p.Kill(); return r, err }
-	if !sleepCtx(ctx, settle) {
+	if !clock.Sleep(ctx, settle) {
 		return fail(ctx.Err())
 	}
 	cpu0, err := procRunTime(p.PID)
@@ -51,7 +52,7 @@ func (b *bench) runIdle(ctx context.Context, settle, window time.Duration) (idle
 	if err != nil {
 		return fail(err)
 	}
-	if !sleepCtx(ctx, window) {
+	if !clock.Sleep(ctx, window) {
 		return fail(ctx.Err())
 	}
 	cpu1, err := procRunTime(p.PID)
@@ -64,15 +65,4 @@ func (b *bench) runIdle(ctx context.Context, settle, window time.Duration) (idle
 	}
 	r.cpu, r.switches = cpu1-cpu0, sw1-sw0
 	return r, stop(ctx, p)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 )
@@ -20,7 +21,7 @@ import (
 // once the simulator is back the log shows it sent. It returns when done
 // or when ctx ends.
 func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, api string, o demoOptions) {
-	if !sleepCtx(ctx, o.outageAfter) {
+	if !clock.Sleep(ctx, o.outageAfter) {
 		return
 	}
 	log.Warn("outage: the simulated tax service goes down", zap.Duration("for", o.outage))
@@ -28,7 +29,7 @@ func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, api string, o 
 		log.Error("outage: could not take the simulator down", zap.Error(err))
 		return
 	}
-	if !sleepCtx(ctx, min(2*time.Second, o.outage/2)) {
+	if !clock.Sleep(ctx, min(2*time.Second, o.outage/2)) {
 		return
 	}
 	suffix := fmt.Sprintf("%06d", time.Now().Unix()%1000000)
@@ -41,7 +42,7 @@ func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, api string, o 
 	c := &apiClient{base: api, hc: demoHTTP}
 	deadline := time.Now().Add(o.outage + 30*time.Second)
 	for time.Now().Before(deadline) {
-		if !sleepCtx(ctx, time.Second) {
+		if !clock.Sleep(ctx, time.Second) {
 			return
 		}
 		state, upID, err := entryState(ctx, c, id)
@@ -55,18 +56,6 @@ func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, api string, o 
 		}
 	}
 	log.Warn("outage: the queued receipt was not sent within the outage plus 30s", zap.String("queueId", id))
-}
-
-// sleepCtx waits d; false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 var demoHTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}

@@ -112,8 +112,8 @@ func (s *Server) getAnswer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, st := syncer.Result{}, syncer.AnswerUnknown
-	if s.d.Worker != nil {
-		res, st = s.d.Worker.TakeAnswer(id)
+	if s.d.Answers != nil {
+		res, st = s.d.Answers.Take(id)
 	}
 	w.Header().Set(HeaderQueueID, id)
 	w.Header().Set("Cache-Control", "no-store")

@@ -127,7 +127,7 @@ func TestLateAnswerOfADelete(t *testing.T) {
 func TestLateAnswersAreBoundedInBytes(t *testing.T) {
 	// No answer fits in one byte: every one is pushed out at once, and
 	// the log names the entry (never the answer).
-	e := newEnv(t, envOpts{worker: syncer.Config{MaxResultBytes: 1}})
+	e := newEnv(t, envOpts{answers: syncer.MailboxConfig{MaxResultBytes: 1}})
 	qid, _ := e.queuedWhileDown("000103")
 	require.NoError(t, e.sim.SetFaults(sim.Faults{}))
 	late := e.lateAnswer(qid)

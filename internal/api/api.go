@@ -62,7 +62,7 @@
 // by whichever way comes first: the answer to the request that waited for
 // it, a replay, or this route. After that this route says 410. Replays of
 // the same request (only the POS that made the sale can send it) get the
-// answer again for the sync worker's ResultTTL (5 minutes) after it was
+// answer again for the answer mailbox's ResultTTL (5 minutes) after it was
 // first given, so a POS that lost an answer on the wire can still print.
 // Answers live in memory only, never on disk or in a log, for
 // accept.answer_ttl until first given, bounded in count and bytes (oldest
@@ -123,13 +123,15 @@ const (
 )
 
 // Deps are the parts of receiptd the API serves from. Store, Queue and Log
-// are required. Worker may be nil (then nothing waits: every accepted request
-// is answered 202), Lookups may be nil (lookup routes answer 503), Metrics
-// and NoteTIN may be nil.
+// are required. Worker and Answers (the mailbox the worker puts the
+// upstream's answers in) may be nil: then nothing waits, and every accepted
+// request is answered 202. Lookups may be nil (lookup routes answer 503),
+// Metrics and NoteTIN may be nil.
 type Deps struct {
 	Store   *store.Store
 	Queue   *queue.Queue
 	Worker  *syncer.Worker
+	Answers *syncer.Mailbox
 	Lookups http.Handler
 	Metrics *metrics.Metrics
 	Log     *zap.Logger

@@ -26,6 +26,8 @@ func newWallClock(t time.Time) *wallClock {
 }
 
 func (c *wallClock) Now() time.Time        { return time.Unix(0, c.ns.Load()) }
+func (c *wallClock) Wall() time.Time       { return c.Now() }
+func (c *wallClock) Steady() time.Time     { return time.Now() }
 func (c *wallClock) set(t time.Time)       { c.ns.Store(t.UnixNano()) }
 func (c *wallClock) shift(d time.Duration) { c.ns.Add(int64(d)) }
 func (c *wallClock) at(h, m int) time.Time { return time.Date(2026, 11, 23, h, m, 0, 0, ulaanbaatar) }
@@ -33,6 +35,12 @@ func (c *wallClock) setAt(h, m int)        { c.set(c.at(h, m)) }
 func (c *wallClock) nextDay(h, m int)      { c.set(c.at(h, m).AddDate(0, 0, 1)) }
 
 func attemptsOf(e *env, id string) int { return len(e.entry(id)["attempts"].([]any)) }
+
+// bothClock is a worker clock whose wall and steady readings are both now.
+type bothClock func() time.Time
+
+func (c bothClock) Wall() time.Time   { return c() }
+func (c bothClock) Steady() time.Time { return c() }
 
 var ulaanbaatar = func() *time.Location {
 	loc, err := time.LoadLocation("Asia/Ulaanbaatar")
@@ -45,7 +53,7 @@ var ulaanbaatar = func() *time.Location {
 // clockEnv is the whole stack (simulator, client, store, queue, worker,
 // API) with every wall clock on c, and retries a minute apart.
 func clockEnv(t *testing.T, c *wallClock, o envOpts) *env {
-	o.queue.Now, o.worker.Now, o.api.Now, o.api.Location = c.Now, c.Now, c.Now, ulaanbaatar
+	o.queue.Now, o.worker.Clock, o.api.Now, o.api.Location = c.Now, c, c.Now, ulaanbaatar
 	if o.worker.MinBackoff == 0 {
 		o.worker.MinBackoff, o.worker.MaxBackoff = time.Minute, time.Minute
 	}

@@ -109,8 +109,8 @@ func (s *Server) retryEntry(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("queueId")
 	checked := r.URL.Query().Get("confirm") == "checked"
 	var mark uint64
-	if s.d.Worker != nil {
-		mark = s.d.Worker.AnswerMark()
+	if s.d.Answers != nil {
+		mark = s.d.Answers.Mark()
 	}
 	e, err := s.d.Queue.Retry(r.Context(), id, checked)
 	if errors.Is(err, queue.ErrUnchecked) {
@@ -121,8 +121,8 @@ func (s *Server) retryEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "retry entry", err)
 		return
 	}
-	if s.d.Worker != nil {
-		s.d.Worker.Forget(id, mark) // the answer before the retry is stale
+	if s.d.Answers != nil {
+		s.d.Answers.Forget(id, mark) // the answer before the retry is stale
 	}
 	s.log.Info("entry put back in the queue by an operator", zap.String("queueId", id), zap.Bool("checked", checked))
 	writeJSON(w, http.StatusOK, viewOf(e))

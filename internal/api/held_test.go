@@ -50,7 +50,7 @@ func TestHeldMeansHeld(t *testing.T) {
 // refusal is no longer held in memory, a replay answers from what the
 // queue kept: the same status code and message, nothing sent again.
 func TestReplayOfRejectedReceiptAfterItsAnswerLeftMemory(t *testing.T) {
-	e := newEnv(t, envOpts{worker: syncer.Config{ResultTTL: time.Nanosecond}})
+	e := newEnv(t, envOpts{answers: syncer.MailboxConfig{ResultTTL: time.Nanosecond}})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{RejectNext: 1, RejectMessage: "districtCode: unknown"}))
 	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000710"))
 	require.Equal(t, http.StatusBadRequest, first.code, "the upstream's refusal: %s", first.body)

@@ -42,6 +42,7 @@ type envOpts struct {
 	api       api.Options
 	sim       sim.Options
 	worker    syncer.Config
+	answers   syncer.MailboxConfig
 	queue     queue.Options
 	noWorker  bool // the worker is built but not run until env.runWorker
 	noLookups bool
@@ -83,9 +84,10 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.worker.PollInterval == 0 {
 		o.worker.PollInterval = 50 * time.Millisecond
 	}
+	o.worker.Answers = syncer.NewMailbox(o.answers, log, nil)
 	w := syncer.New(q, cl, o.worker, log, nil)
 	e := &env{t: t, sim: s, st: st, q: q, w: w, logs: logs, tins: make(chan string, 100)}
-	deps := api.Deps{Store: st, Queue: q, Worker: w, Log: log, NoteTIN: func(tin string) {
+	deps := api.Deps{Store: st, Queue: q, Worker: w, Answers: o.worker.Answers, Log: log, NoteTIN: func(tin string) {
 		select {
 		case e.tins <- tin:
 		default:

@@ -81,7 +81,7 @@ func TestQueuedAnswerErrorForADelete(t *testing.T) {
 }
 
 func TestQueuedAnswerErrorReplayOnceTheAnswerIsGone(t *testing.T) {
-	e := newEnv(t, errorMode(envOpts{worker: syncer.Config{ResultTTL: time.Nanosecond}}))
+	e := newEnv(t, errorMode(envOpts{answers: syncer.MailboxConfig{ResultTTL: time.Nanosecond}}))
 	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000202"))
 	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
 	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000202"))

@@ -357,12 +357,12 @@ func (s *Server) answerFinished(w http.ResponseWriter, e queue.Entry) {
 	}
 }
 
-// writeAnswer answers with the upstream's answer and tells the worker that
-// a POS has received it (see "Late answer" in the package doc).
+// writeAnswer answers with the upstream's answer and tells the mailbox
+// that a POS has received it (see "Late answer" in the package doc).
 func (s *Server) writeAnswer(w http.ResponseWriter, queueID string, res syncer.Result) {
 	writeUpstream(w, queueID, res, 0)
-	if s.d.Worker != nil {
-		s.d.Worker.Delivered(queueID)
+	if s.d.Answers != nil {
+		s.d.Answers.Delivered(queueID)
 	}
 }
 
@@ -392,23 +392,23 @@ func writeUpstream(w http.ResponseWriter, queueID string, res syncer.Result, cod
 }
 
 func (s *Server) recent(queueID string) (syncer.Result, bool) {
-	if s.d.Worker == nil {
+	if s.d.Answers == nil {
 		return syncer.Result{}, false
 	}
-	return s.d.Worker.Recent(queueID)
+	return s.d.Answers.Recent(queueID)
 }
 
 // await waits up to wait for the upstream's answer to queueID. It gives up
 // early when the request ends or a Serve is shutting down.
 func (s *Server) await(ctx context.Context, queueID string, wait time.Duration) (syncer.Result, bool) {
-	if wait <= 0 || s.d.Worker == nil {
+	if wait <= 0 || s.d.Answers == nil {
 		return syncer.Result{}, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	stop := context.AfterFunc(s.quit, cancel)
 	defer stop()
-	return s.d.Worker.Await(ctx, queueID)
+	return s.d.Answers.Await(ctx, queueID)
 }
 
 // waitFor is how long this request waits for the upstream: Options.Wait,

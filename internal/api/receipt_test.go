@@ -95,7 +95,7 @@ func TestCreateReplay(t *testing.T) {
 }
 
 func TestReplayAfterAnswerLeftMemory(t *testing.T) {
-	e := newEnv(t, envOpts{worker: syncer.Config{ResultTTL: time.Nanosecond}})
+	e := newEnv(t, envOpts{answers: syncer.MailboxConfig{ResultTTL: time.Nanosecond}})
 	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000030"))
 	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
 	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000030"))

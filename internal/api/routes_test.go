@@ -103,7 +103,7 @@ func TestStatusAgeing(t *testing.T) {
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
 	// Time passes on both the wall clock and the steady one the worker
 	// ages entries on once seen.
-	e := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Now: now, Steady: now},
+	e := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Clock: bothClock(now)},
 		api: api.Options{Now: now, UnsentWarn: time.Hour, UnsentCritical: 2 * time.Hour}})
 	require.Equal(t, http.StatusAccepted, e.do(http.MethodPost, "/rest/receipt", receiptBody("000601"), "Prefer", "wait=0").code)
 	for _, c := range []struct {

@@ -47,6 +47,7 @@ type Daemon struct {
 	st        *store.Store
 	q         *queue.Queue
 	worker    *syncer.Worker
+	answers   *syncer.Mailbox
 	cache     *cache.Cache
 	api       *api.Server
 	listeners []net.Listener
@@ -86,12 +87,15 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
-	d.worker = syncer.New(d.q, up, syncConfig(cfg), log, m)
+	d.answers = syncer.NewMailbox(mailboxConfig(cfg.Accept), log, m)
+	sc := syncConfig(cfg)
+	sc.Answers = d.answers
+	d.worker = syncer.New(d.q, up, sc, log, m)
 	if d.cache, err = cache.New(context.Background(), d.st, up, cacheConfig(cfg.Cache), log, m); err != nil {
 		return nil, fmt.Errorf("open lookup cache: %w", err)
 	}
 	m.WatchQueue(d.queueStats)
-	m.WatchAnswers(d.worker.HeldAnswers)
+	m.WatchAnswers(d.answers.Held)
 	m.WatchLog(d.q.LogStats)
 	m.WatchStore(func() (bool, bool) {
 		h := d.st.Health()
@@ -126,7 +130,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 		return nil, fmt.Errorf("accept.timezone: %w", err)
 	}
 	return api.New(api.Deps{
-		Store: d.st, Queue: d.q, Worker: d.worker, Lookups: d.cache.Handler(),
+		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
 		Warmth: d.cache.Warmth,
 	}, api.Options{

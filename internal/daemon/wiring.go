@@ -35,8 +35,13 @@ func syncConfig(c config.Config) syncer.Config {
 		MaxAmbiguous:    c.Sync.MaxAmbiguous,
 		ShutdownTimeout: c.ShutdownTimeout.Duration,
 		UnsentWarn:      c.Alerts.UnsentWarn.Duration, UnsentCritical: c.Alerts.UnsentCritical.Duration,
-		AnswerTTL: c.Accept.AnswerTTL.Duration, MaxResults: c.Accept.AnswerCount,
-		MaxResultBytes: int64(c.Accept.AnswerMB) << 20,
+	}
+}
+
+// mailboxConfig maps the answer bounds of [accept] onto the mailbox's.
+func mailboxConfig(a config.Accept) syncer.MailboxConfig {
+	return syncer.MailboxConfig{
+		AnswerTTL: a.AnswerTTL.Duration, MaxResults: a.AnswerCount, MaxResultBytes: int64(a.AnswerMB) << 20,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/wal"
 )
@@ -139,7 +140,7 @@ func (q *Queue) ApplyLoop(ctx context.Context) error {
 			return nil
 		case <-q.applyCh:
 		}
-		if q.ov.len() < applyBatch && !sleep(ctx, applyDelay) {
+		if q.ov.len() < applyBatch && !clock.Sleep(ctx, applyDelay) {
 			return nil
 		}
 		for {
@@ -148,7 +149,7 @@ func (q *Queue) ApplyLoop(ctx context.Context) error {
 			case ctx.Err() != nil:
 				return nil
 			case errors.Is(err, store.ErrDiskFull):
-				if !sleep(ctx, time.Second) {
+				if !clock.Sleep(ctx, time.Second) {
 					return nil
 				}
 				continue
@@ -161,18 +162,6 @@ func (q *Queue) ApplyLoop(ctx context.Context) error {
 				break
 			}
 		}
-	}
-}
-
-// sleep waits d or until ctx ends; false means ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
@@ -83,7 +84,7 @@ func (p *pos) run(load, ctx context.Context) {
 		p.tal.receipts[a.queueID] = suffix
 		p.tal.mu.Unlock()
 		p.afterAccept(ctx, suffix, body, key, a)
-		sleep(load, time.Duration(20+p.rng.IntN(100))*time.Millisecond)
+		clock.Sleep(load, time.Duration(20+p.rng.IntN(100))*time.Millisecond)
 	}
 }
 
@@ -146,7 +147,7 @@ func (p *pos) send(ctx context.Context, method, body, key, prefer string) (answe
 		p.tal.mu.Lock()
 		p.tal.retries++
 		p.tal.mu.Unlock()
-		sleep(ctx, time.Duration(50+p.rng.IntN(200))*time.Millisecond)
+		clock.Sleep(ctx, time.Duration(50+p.rng.IntN(200))*time.Millisecond)
 		if ctx.Err() != nil {
 			return answer{}, fmt.Errorf("gave up retrying (last: %v): %w", err, ctx.Err())
 		}

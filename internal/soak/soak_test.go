@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -186,7 +187,7 @@ func faultLoop(ctx context.Context, t *testing.T, rng *rand.Rand, s *sim.Sim, ta
 		tal.mu.Lock()
 		tal.phases++
 		tal.mu.Unlock()
-		sleep(ctx, 500*time.Millisecond+time.Duration(rng.Int64N(int64(2500*time.Millisecond))))
+		clock.Sleep(ctx, 500*time.Millisecond+time.Duration(rng.Int64N(int64(2500*time.Millisecond))))
 	}
 }
 
@@ -209,7 +210,7 @@ func (sv *supervisor) current() *harness.Process {
 func (sv *supervisor) crashLoop(ctx context.Context, t *testing.T, rng *rand.Rand, p params) {
 	mean := p.load / time.Duration(p.kills+1)
 	for {
-		sleep(ctx, mean/2+time.Duration(rng.Int64N(int64(mean))))
+		clock.Sleep(ctx, mean/2+time.Duration(rng.Int64N(int64(mean))))
 		if ctx.Err() != nil {
 			return
 		}
@@ -228,7 +229,7 @@ func (sv *supervisor) crash(ctx context.Context, pause time.Duration) error {
 	if err := sv.proc.Kill(); err != nil {
 		return err
 	}
-	sleep(ctx, pause)
+	clock.Sleep(ctx, pause)
 	return sv.restartLocked(context.WithoutCancel(ctx))
 }
 
@@ -250,15 +251,6 @@ func (sv *supervisor) ensureRunning(ctx context.Context) error {
 		return sv.restartLocked(ctx)
 	default:
 		return sv.proc.WaitReady(ctx)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 
@@ -293,7 +285,7 @@ func waitDrained(ctx context.Context, t *testing.T, c *http.Client, url string, 
 			t.Logf("soak drain: %d unsent (%v)", unsent, st.Counts)
 			lastLog = time.Now()
 		}
-		sleep(ctx, 200*time.Millisecond)
+		clock.Sleep(ctx, 200*time.Millisecond)
 	}
 }
 

@@ -71,9 +71,7 @@ func (w *Worker) alertLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			w.checkAge()
-			w.mu.Lock()
-			w.answers.expire(w.now())
-			w.mu.Unlock()
+			w.answers.expire()
 		}
 	}
 }
@@ -83,20 +81,20 @@ func (w *Worker) alertLoop(ctx context.Context) {
 type sighting struct {
 	acceptedAt time.Time     // its acceptance time as stored (wall clock)
 	wallAge    time.Duration // its age by the wall clock when first seen
-	seen       time.Time     // when first seen, on the steady clock (Config.Steady)
+	seen       time.Time     // when first seen, on the steady clock (Clock.Steady)
 }
 
 // UnsentAge is the age of the oldest unsent entry, accepted at acceptedAt
 // (queue.OldestUnsent): its wall-clock age when the worker first saw it as
 // the oldest (the ageing check runs every Config.AlertInterval, and every
-// status read asks too), plus the time since then on the monotonic clock
-// (Config.Steady).
+// status read asks too), plus the time since then on the steady clock
+// (Clock.Steady).
 // A wall clock set back or forward after that changes neither the age nor
 // the alerts: a till's clock corrected by hours neither silences an alert
 // nor raises a false one. Before the first sighting, and after a restart,
 // the wall clock is all there is.
 func (w *Worker) UnsentAge(acceptedAt time.Time) time.Duration {
-	now, wall := w.cfg.Steady(), w.wall()
+	now, wall := w.now(), w.wall()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := &w.oldest

@@ -9,17 +9,10 @@ import (
 // Config.MaxResultBytes so that many tiny answers are bounded too.
 const answerOverhead = 160
 
-// answers holds the upstream's results in memory, never on disk: the
-// answer a POS may still print (lottery and QR data included), and for an
-// attempt that ended without one a marker, so a replay does not wait again.
-// It is bounded by count, by bytes and by time, and knows which entries are
-// being sent right now. It has no lock of its own: Worker.mu guards it.
-//
-// Lifetimes: a marker lives replayTTL. An answer nobody has received yet
-// lives answerTTL (accept.answer_ttl), waiting for the late-answer route or
-// a replay. Once it has been given to a POS (delivered), it lives at most
-// replayTTL more, so that a POS that lost that answer on the wire can send
-// the same request again and print it.
+// answers is a Mailbox's store: the answers and markers held, bounded by
+// count, by bytes and by time (replayTTL is MailboxConfig.ResultTTL,
+// answerTTL its AnswerTTL), the entries being sent right now, and the
+// requests waiting. It has no lock of its own: Mailbox.mu guards it.
 type answers struct {
 	replayTTL, answerTTL time.Duration
 	maxCount             int
@@ -43,7 +36,7 @@ type heldAnswer struct {
 	removed   bool
 }
 
-func newAnswers(c Config) answers {
+func newAnswers(c MailboxConfig) answers {
 	return answers{
 		replayTTL: c.ResultTTL, answerTTL: c.AnswerTTL, maxCount: c.MaxResults, maxBytes: c.MaxResultBytes,
 		held: map[string]*heldAnswer{}, inflight: map[string]struct{}{}, waiters: map[string][]chan Result{},
@@ -147,6 +140,20 @@ func (a *answers) failWaiters() {
 		for _, ch := range chans {
 			ch <- Result{}
 		}
+		delete(a.waiters, id)
+	}
+}
+
+// unwait removes ch from id's waiters.
+func (a *answers) unwait(id string, ch chan Result) {
+	chans := a.waiters[id]
+	for i, c := range chans {
+		if c == ch {
+			a.waiters[id] = append(chans[:i], chans[i+1:]...)
+			break
+		}
+	}
+	if len(a.waiters[id]) == 0 {
 		delete(a.waiters, id)
 	}
 }

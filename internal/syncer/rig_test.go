@@ -25,16 +25,17 @@ import (
 // rig is a worker draining a real queue (bbolt in t.TempDir()) to the
 // simulator through the real client.
 type rig struct {
-	t      testing.TB
-	sim    *sim.Sim
-	st     *store.Store
-	q      *queue.Queue
-	w      *syncer.Worker
-	c      *client.Client
-	dbPath string
-	logs   *lockedBuffer
-	cancel context.CancelFunc
-	done   chan struct{}
+	t       testing.TB
+	sim     *sim.Sim
+	st      *store.Store
+	q       *queue.Queue
+	w       *syncer.Worker
+	answers *syncer.Mailbox
+	c       *client.Client
+	dbPath  string
+	logs    *lockedBuffer
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // lockedBuffer collects the JSON log output the way a log file would.
@@ -77,6 +78,10 @@ func newRig(t testing.TB, cfg syncer.Config, opts sim.Options) *rig {
 	require.NoError(t, err)
 	r.c, err = client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: s.URL(), Timeout: 2 * time.Second})
 	require.NoError(t, err)
+	if cfg.Answers == nil {
+		cfg.Answers = syncer.NewMailbox(syncer.MailboxConfig{}, r.logger(), nil)
+	}
+	r.answers = cfg.Answers
 	r.w = syncer.New(r.q, r.c, cfg, r.logger(), nil)
 	t.Cleanup(r.close)
 	return r

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 )
@@ -56,7 +57,7 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 // attempt sends e once and decides what its answer means.
 func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
 	start, at := w.now(), w.wall()
-	w.sending(e.QueueID)
+	w.answers.sending(e.QueueID)
 	var res attemptResult
 	if e.Kind == queue.KindDelete {
 		res = w.sendDelete(ctx, e)
@@ -213,7 +214,7 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 	if err != nil {
 		log.Error("could not record the outcome before shutdown; the entry will count as ambiguous after a restart",
 			zap.String("result", string(res.attempt.Result)), zap.Error(err))
-		w.publish(e.QueueID, Result{State: queue.StateSending})
+		w.answers.publish(e.QueueID, Result{State: queue.StateSending})
 		return queue.Entry{}, false
 	}
 	switch res.next {
@@ -234,7 +235,7 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 		}
 	}
 	res.handoff.State = res.next
-	w.publish(e.QueueID, res.handoff)
+	w.answers.publish(e.QueueID, res.handoff)
 	if len(claimed) == 0 {
 		return queue.Entry{}, false
 	}
@@ -262,7 +263,7 @@ func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res
 		if try == 0 {
 			log.Warn("cannot record the outcome yet (disk full?); retrying", zap.Error(err))
 		}
-		if !sleep(ctx, wait.NextBackOff()) {
+		if !clock.Sleep(ctx, wait.NextBackOff()) {
 			return nil, err
 		}
 	}
@@ -318,7 +319,7 @@ func (w *Worker) throttled(retryAfter time.Duration, err error) {
 	}
 	// As while down: nothing will answer a waiting POS before the pause
 	// ends, so it gets its 202 now.
-	w.answers.failWaiters()
+	w.answers.stall(w.link.down, w.link.pauseUntil)
 	w.mu.Unlock()
 	if first {
 		w.log.Info("the tax service asks for a pause (429); sending nothing until it ends", zap.Duration("pause", retryAfter))
@@ -341,6 +342,7 @@ func (w *Worker) answered(success, tooMany bool) {
 	}
 	if wasDown {
 		w.link.down, w.link.since = false, now
+		w.answers.stall(false, w.link.pauseUntil)
 	}
 	w.mu.Unlock()
 	if wasDown {
@@ -366,7 +368,7 @@ func (w *Worker) markDown(err error) {
 	if !wasDown {
 		w.link.down, w.link.since = true, now
 	}
-	w.answers.failWaiters()
+	w.answers.stall(true, w.link.pauseUntil)
 	w.mu.Unlock()
 	if !wasDown {
 		w.m.SetUpstreamUp(false)

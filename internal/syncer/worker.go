@@ -23,8 +23,8 @@
 //     pause (its Retry-After, else a backoff step growing with each 429 in
 //     a row), and until the pause ends nothing is sent, probes included.
 //   - The upstream's answer, lottery number and QR data included, is handed
-//     to a waiting POS and kept in memory only, bounded by count, bytes and
-//     time (Config.AnswerTTL until a POS receives it, Config.ResultTTL
+//     to a waiting POS through the Mailbox, in memory only, bounded by count, bytes and
+//     time (MailboxConfig.AnswerTTL until a POS receives it, ResultTTL
 //     after); it is never written to disk or to a log.
 package syncer
 
@@ -40,6 +40,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/queue"
 )
@@ -71,31 +72,16 @@ type Config struct {
 	MaxAmbiguous    int           // ambiguous attempts after which a receipt is held whatever OnAmbiguous says; zero: 3
 	DownAfter       int           // consecutive failures (5xx, 408, lost answers; never a 429) that mark the upstream down; zero: 3
 	ShutdownTimeout time.Duration // how long in-flight sends may finish at shutdown; zero: 10s
-	// ResultTTL is how long an answer stays in memory once a POS has
-	// received it (for replays), and how long a failed attempt's marker
-	// stays; zero: 5m.
-	ResultTTL time.Duration
-	// AnswerTTL is how long an answer no POS has received yet stays in
-	// memory for the late-answer route (accept.answer_ttl); zero: 24h.
-	AnswerTTL time.Duration
-	// MaxResults and MaxResultBytes bound the answers held in memory by
-	// count and by bytes; the oldest go first. Zero: 10000 and 16 MiB.
-	MaxResults     int
-	MaxResultBytes int64
+	// Answers is where the upstream's answers go, for the requests waiting
+	// for them, replays and the late-answer route, which take them out
+	// (package api); nil: a mailbox of the worker's own, default bounds.
+	Answers        *Mailbox
 	UnsentWarn     time.Duration // oldest unsent age that warns; zero: 24h
 	UnsentCritical time.Duration // oldest unsent age that is critical; zero: 72h
 	AlertInterval  time.Duration // how often the ageing is checked; zero: 30s
 	PollInterval   time.Duration // how often entries waiting out a backoff are looked for; zero: 1s
-	// Now is the wall clock of what is compared with times on disk (claims,
-	// next attempt times, attempt times, the ageing of unsent entries);
-	// nil means time.Now. Waits, pauses and in-memory lifetimes always run
-	// on the monotonic clock, so a change of the wall clock does not
-	// stretch or cut them (see UnsentAge for the ageing).
-	Now func() time.Time
-	// Steady is the clock an unsent entry's age runs on once the worker
-	// has seen it (UnsentAge); nil means time.Now, whose monotonic reading
-	// no change of the wall clock moves. Tests that age entries set both.
-	Steady func() time.Time
+	// Clock is the worker's time; nil means the system's (SystemClock).
+	Clock Clock
 }
 
 func (c Config) withDefaults() Config {
@@ -113,20 +99,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxAmbiguous <= 0 {
 		c.MaxAmbiguous = 3
 	}
-	if c.MaxResults <= 0 {
-		c.MaxResults = 10000
-	}
-	if c.MaxResultBytes <= 0 {
-		c.MaxResultBytes = 16 << 20
-	}
 	if c.OnAmbiguous == "" {
 		c.OnAmbiguous = "retry"
 	}
 	def(&c.MinBackoff, time.Second)
 	def(&c.MaxBackoff, 10*time.Second)
 	def(&c.ShutdownTimeout, 10*time.Second)
-	def(&c.ResultTTL, 5*time.Minute)
-	def(&c.AnswerTTL, 24*time.Hour)
 	def(&c.UnsentWarn, 24*time.Hour)
 	def(&c.UnsentCritical, 72*time.Hour)
 	def(&c.AlertInterval, 30*time.Second)
@@ -137,14 +115,12 @@ func (c Config) withDefaults() Config {
 // Worker drains the queue upstream. Create it with New and run it with Run;
 // the other methods may be called from any goroutine.
 type Worker struct {
-	q   Queue
-	up  Upstream
-	log *zap.Logger
-	m   *metrics.Metrics
-	cfg Config
-	now func() time.Time // time.Now: in-memory waits and lifetimes (monotonic)
-	// wall is Config.Now: times compared with the disk's
-	wall func() time.Time
+	q     Queue
+	up    Upstream
+	log   *zap.Logger
+	m     *metrics.Metrics
+	cfg   Config
+	clock Clock // Config.Clock
 
 	slots chan struct{} // one token per send in flight
 	wake  chan struct{} // a slot came free or an outcome was recorded
@@ -154,7 +130,7 @@ type Worker struct {
 	mu      sync.Mutex
 	link    linkState
 	alert   alertState
-	answers answers
+	answers *Mailbox // Config.Answers; its own lock
 	oldest  sighting // the oldest unsent entry as first seen (UnsentAge)
 }
 
@@ -178,19 +154,18 @@ func (l *linkState) setError(msg string, at time.Time) {
 // New returns a worker; it starts nothing until Run. m may be nil.
 func New(q Queue, up Upstream, cfg Config, log *zap.Logger, m *metrics.Metrics) *Worker {
 	cfg = cfg.withDefaults()
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
 	}
-	if cfg.Steady == nil {
-		cfg.Steady = time.Now
+	if cfg.Answers == nil {
+		cfg.Answers = NewMailbox(MailboxConfig{Now: cfg.Clock.Steady}, log, m)
 	}
 	w := &Worker{
-		q: q, up: up, log: log.Named("sync"), m: m, cfg: cfg, now: time.Now, wall: cfg.Now,
+		q: q, up: up, log: log.Named("sync"), m: m, cfg: cfg, clock: cfg.Clock, answers: cfg.Answers,
 		slots: make(chan struct{}, cfg.Concurrency),
 		wake:  make(chan struct{}, 1),
 	}
 	w.link.since = w.now()
-	w.answers = newAnswers(cfg)
 	m.SetUpstreamUp(true)
 	return w
 }
@@ -274,11 +249,11 @@ func (w *Worker) drainLoop(ctx, sendCtx context.Context, sends *sync.WaitGroup) 
 		// A pause comes first: the upstream answered, and asked that
 		// nothing be sent until then, not even a probe.
 		if wait := w.pausedFor(); wait > 0 {
-			sleep(ctx, wait)
+			clock.Sleep(ctx, wait)
 			continue
 		}
 		if w.isDown() {
-			if !sleep(ctx, probe.NextBackOff()) {
+			if !clock.Sleep(ctx, probe.NextBackOff()) {
 				return
 			}
 			if w.pausedFor() > 0 {
@@ -328,7 +303,7 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, sends *sync.WaitGroup) b
 		if ctx.Err() == nil {
 			w.claimErr.log(w.log, "claim entries", err, w.now())
 		}
-		sleep(ctx, w.cfg.PollInterval)
+		clock.Sleep(ctx, w.cfg.PollInterval)
 		return false
 	}
 	for _, e := range entries {
@@ -398,18 +373,6 @@ func (w *Worker) retryDelay(n int, retryAfter time.Duration) time.Duration {
 		d = b.NextBackOff()
 	}
 	return max(d, retryAfter)
-}
-
-// sleep waits for d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // signal wakes the drain loop without blocking.

@@ -270,14 +270,14 @@ func TestAwaitHandsOverTheAnswer(t *testing.T) {
 	e := r.enqueue(receiptBody("wait1"))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	res, ok := r.w.Await(ctx, e.QueueID)
+	res, ok := r.answers.Await(ctx, e.QueueID)
 	require.True(t, ok)
 	require.Equal(t, 200, res.StatusCode)
 	require.Equal(t, queue.StateSent, res.State)
 	lottery := r.sim.Receipts()[0].Lottery
 	require.Contains(t, string(res.Body), lottery)
 
-	again, ok := r.w.Recent(e.QueueID)
+	again, ok := r.answers.Recent(e.QueueID)
 	require.True(t, ok, "a replay within the TTL gets the answer again")
 	require.Equal(t, res.Body, again.Body)
 }
@@ -294,7 +294,7 @@ func TestAwaitReturnsAtOnceWhenDown(t *testing.T) {
 	defer cancel()
 	done := make(chan bool, 1)
 	go func() {
-		_, ok := r.w.Await(ctx, e.QueueID)
+		_, ok := r.answers.Await(ctx, e.QueueID)
 		done <- ok
 	}()
 	select {

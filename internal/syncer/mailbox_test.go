@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 )
 
-func answerCfg(count int, maxBytes int64) Config {
-	return Config{ResultTTL: 5 * time.Minute, AnswerTTL: 24 * time.Hour, MaxResults: count, MaxResultBytes: maxBytes}.withDefaults()
+func answerCfg(count int, maxBytes int64) MailboxConfig {
+	return MailboxConfig{ResultTTL: 5 * time.Minute, AnswerTTL: 24 * time.Hour, MaxResults: count, MaxResultBytes: maxBytes}.withDefaults()
 }
 
 func answered(n int) Result {
@@ -103,60 +103,60 @@ func TestAnswersOrderStaysCompact(t *testing.T) {
 }
 
 func TestTakeAnswerOnce(t *testing.T) {
-	w := New(nil, nil, Config{}, zap.NewNop(), nil)
-	w.sending("Q1")
-	_, st := w.TakeAnswer("Q1")
+	mb := NewMailbox(MailboxConfig{}, zap.NewNop(), nil)
+	mb.sending("Q1")
+	_, st := mb.Take("Q1")
 	require.Equal(t, AnswerPending, st, "being sent")
-	w.publish("Q1", Result{State: "queued"})
-	_, st = w.TakeAnswer("Q1")
+	mb.publish("Q1", Result{State: "queued"})
+	_, st = mb.Take("Q1")
 	require.Equal(t, AnswerPending, st, "the attempt ended without an answer")
-	w.sending("Q1")
-	w.publish("Q1", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
-	r, st := w.TakeAnswer("Q1")
+	mb.sending("Q1")
+	mb.publish("Q1", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
+	r, st := mb.Take("Q1")
 	require.Equal(t, AnswerGiven, st)
 	require.JSONEq(t, `{"status":"SUCCESS"}`, string(r.Body))
-	_, st = w.TakeAnswer("Q1")
+	_, st = mb.Take("Q1")
 	require.Equal(t, AnswerAlreadyGiven, st, "exactly once")
-	again, ok := w.Recent("Q1")
+	again, ok := mb.Recent("Q1")
 	require.True(t, ok, "a replay of the same request still gets it within ResultTTL")
 	require.Equal(t, r.Body, again.Body)
 
-	w.publish("Q2", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{}`)})
-	w.Delivered("Q2")
-	_, st = w.TakeAnswer("Q2")
+	mb.publish("Q2", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{}`)})
+	mb.Delivered("Q2")
+	_, st = mb.Take("Q2")
 	require.Equal(t, AnswerAlreadyGiven, st, "given in the answer to the POS's request")
-	_, st = w.TakeAnswer("Q3")
+	_, st = mb.Take("Q3")
 	require.Equal(t, AnswerUnknown, st)
 }
 
 func TestAnswerToAWaitingRequestIsNotGivenLate(t *testing.T) {
-	w := New(nil, nil, Config{}, zap.NewNop(), nil)
-	w.mu.Lock()
+	mb := NewMailbox(MailboxConfig{}, zap.NewNop(), nil)
+	mb.mu.Lock()
 	ch := make(chan Result, 1)
-	w.answers.waiters["Q1"] = []chan Result{ch}
-	w.mu.Unlock()
-	w.sending("Q1")
-	w.publish("Q1", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{}`)})
+	mb.a.waiters["Q1"] = []chan Result{ch}
+	mb.mu.Unlock()
+	mb.sending("Q1")
+	mb.publish("Q1", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{}`)})
 	require.True(t, (<-ch).Answered)
-	_, st := w.TakeAnswer("Q1")
+	_, st := mb.Take("Q1")
 	require.Equal(t, AnswerAlreadyGiven, st, "given to the request that waited, before it even wrote it")
 }
 
 func TestForgetKeepsWhatCameAfterTheMark(t *testing.T) {
-	w := New(nil, nil, Config{}, zap.NewNop(), nil)
+	mb := NewMailbox(MailboxConfig{}, zap.NewNop(), nil)
 	rejected := Result{State: "rejected", Answered: true, StatusCode: 400, Body: []byte(`{"status":"ERROR"}`)}
-	w.publish("Q1", rejected)
-	w.publish("Q2", rejected)
-	mark := w.AnswerMark()
-	w.publish("Q2", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
-	w.Forget("Q1", mark)
-	w.Forget("Q2", mark)
-	_, st := w.TakeAnswer("Q1")
+	mb.publish("Q1", rejected)
+	mb.publish("Q2", rejected)
+	mark := mb.Mark()
+	mb.publish("Q2", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
+	mb.Forget("Q1", mark)
+	mb.Forget("Q2", mark)
+	_, st := mb.Take("Q1")
 	require.Equal(t, AnswerUnknown, st, "published before the mark: stale")
-	r, st := w.TakeAnswer("Q2")
+	r, st := mb.Take("Q2")
 	require.Equal(t, AnswerGiven, st, "published after the mark: the retry's own answer")
 	require.JSONEq(t, `{"status":"SUCCESS"}`, string(r.Body))
-	n, size := w.HeldAnswers()
+	n, size := mb.Held()
 	require.Equal(t, 1, n)
 	require.Equal(t, int64(len(`{"status":"SUCCESS"}`)+2+answerOverhead), size)
 }
