@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // TestKilledBackupLeavesNoPartialCopy kills a real `receiptd backup` in the
@@ -41,7 +42,7 @@ func TestKilledBackupLeavesNoPartialCopy(t *testing.T) {
 		name string
 		addr string
 		code int
-	}{{"next backup succeeds", good.URL, exitOK}, {"next backup fails", "http://" + closedAddr(t), exitFailure}} {
+	}{{"next backup succeeds", good.URL, exitOK}, {"next backup fails", "http://" + testkit.ClosedAddr(t), exitFailure}} {
 		t.Run(next.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "backup.db")
 			receiptdBinary(t)

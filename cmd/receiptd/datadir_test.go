@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // dataDirWith makes a data directory the way receiptd does (database and
@@ -150,7 +150,7 @@ func TestRunStopsAcknowledgingWhenDatabaseMoved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
-			d := startBinary(t, dir, "http://"+closedAddr(t))
+			d := startBinary(t, dir, "http://"+testkit.ClosedAddr(t))
 			base, logs := d.base, d.logs
 			require.Equal(t, http.StatusAccepted, postSample(t, base, "000001"))
 
@@ -243,9 +243,9 @@ func TestChangedBodyIsHeldNotSent(t *testing.T) {
 	require.NoError(t, up.Start("127.0.0.1:0"))
 	defer up.Close()
 	base := startBinary(t, dir, up.URL()).base
-	var held, sent entryJSON
+	var held, sent testkit.Entry
 	require.Eventually(t, func() bool {
-		held, sent = getEntry(t, base, "Q000000000001"), getEntry(t, base, "Q000000000002")
+		held, sent = testkit.GetEntry(t, base, "Q000000000001"), testkit.GetEntry(t, base, "Q000000000002")
 		return held.State == "held" && sent.State == "sent"
 	}, 20*time.Second, 50*time.Millisecond, "states: %s, %s", held.State, sent.State)
 	require.Contains(t, held.Outcome.Message, "no longer matches")
@@ -266,7 +266,7 @@ type runningBinary struct {
 // the tax service, waits until it is ready, and kills it at cleanup.
 func startBinary(t *testing.T, dir, upstream string) runningBinary {
 	t.Helper()
-	addr := closedAddr(t)
+	addr := testkit.ClosedAddr(t)
 	cfg := writeFile(t, "config.toml", "listen = \""+addr+"\"\ndata_dir = "+tomlString(dir)+
 		"\n[upstream]\nbase_url = \""+upstream+"\"\nlookup_base_url = \""+upstream+"\"\n"+
 		"[sync]\nmin_backoff = \"100ms\"\nmax_backoff = \"300ms\"\n[log]\nformat = \"json\"\n")
@@ -301,24 +301,4 @@ func startBinary(t *testing.T, dir, upstream string) runningBinary {
 	require.Eventually(t, func() bool { return getStatus(d.base+"/readyz") == http.StatusOK }, 20*time.Second,
 		50*time.Millisecond, "not ready; log: %s", d.logs)
 	return d
-}
-
-// entryJSON is the part of GET /receiptd/entries/{id} the tests read.
-type entryJSON struct {
-	State    string `json:"state"`
-	Outcome  struct{ Message, ID string }
-	Attempts []struct {
-		Result string `json:"result"`
-		Error  string `json:"error"`
-	} `json:"attempts"`
-}
-
-func getEntry(t *testing.T, base, id string) entryJSON {
-	t.Helper()
-	resp, err := http.Get(base + "/receiptd/entries/" + id)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var e entryJSON
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
-	return e
 }

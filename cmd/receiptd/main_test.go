@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // runCLI runs the command line in-process and returns its exit code and
@@ -32,21 +32,11 @@ func writeFile(t *testing.T, name, text string) string {
 	return path
 }
 
-// closedAddr is a loopback address nobody listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 func TestExitCodes(t *testing.T) {
 	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
 	badConfig := writeFile(t, "bad.toml", "listen = \"127.0.0.1:7080\"\nlisten_typo = 1\n[sync]\nconcurrency = -3\n")
 	badValue := writeFile(t, "value.toml", "[sync]\nconcurrency = -3\non_ambiguous = \"maybe\"\n")
-	noDaemon := closedAddr(t)
+	noDaemon := testkit.ClosedAddr(t)
 	tests := []struct {
 		name     string
 		args     []string

@@ -17,6 +17,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // TestRestoreHoldsWhatWasUnsent is issue 13's trial: a backup taken while
@@ -39,7 +40,7 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 
 	require.NoError(t, up.SetFaults(sim.Faults{}))
 	require.Eventually(t, func() bool { return len(up.Receipts()) == 3 }, 20*time.Second, 50*time.Millisecond)
-	require.Eventually(t, func() bool { return getEntry(t, d.base, "Q000000000003").State == "sent" }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return testkit.GetEntry(t, d.base, "Q000000000003").State == "sent" }, 10*time.Second, 50*time.Millisecond)
 
 	code, _, stderr = runCLI(t, "restore", "-config", d.cfg, backup)
 	require.Equal(t, exitFailure, code, "a restore while receiptd runs is refused")
@@ -70,7 +71,7 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 	require.Equal(t, http.StatusOK, postSample(t, d.base, "000004"))
 	require.Len(t, up.Receipts(), 4, "none of the restored receipts is sent again")
 	for _, id := range []string{"Q000000000001", "Q000000000002", "Q000000000003"} {
-		e := getEntry(t, d.base, id)
+		e := testkit.GetEntry(t, d.base, id)
 		require.Equal(t, "held", e.State, id)
 		require.Contains(t, e.Outcome.Message, "restored from a backup")
 	}
@@ -89,7 +90,7 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, out, "Q000000000001: queued")
 	require.Eventually(t, func() bool { return len(up.Receipts()) == 5 }, 10*time.Second, 50*time.Millisecond)
-	require.Equal(t, "held", getEntry(t, d.base, "Q000000000002").State)
+	require.Equal(t, "held", testkit.GetEntry(t, d.base, "Q000000000002").State)
 }
 
 // TestRestoreRefusesDamagedBackup: a backup that does not open as a
@@ -202,7 +203,7 @@ func TestRestoreAfterAKillKeepsWhatOnlyTheLogHeld(t *testing.T) {
 	require.NoError(t, st.Close())
 
 	d = startBinary(t, dir, up.URL())
-	require.Equal(t, "held", getEntry(t, d.base, "Q000000000001").State)
+	require.Equal(t, "held", testkit.GetEntry(t, d.base, "Q000000000001").State)
 	require.Equal(t, http.StatusNotFound, getStatus(d.base+"/receiptd/entries/Q000000000003"),
 		"nothing of the old log is replayed into the restored database")
 	require.Equal(t, http.StatusAccepted, postSample(t, d.base, "000007"))

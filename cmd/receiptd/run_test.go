@@ -21,6 +21,7 @@ import (
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 var (
@@ -115,10 +116,10 @@ func tomlString(s string) string { return `'` + s + `'` }
 // TestRunServesAndStopsOnSIGTERM starts the daemon, talks to it through
 // the CLI with only the config file, and stops it the way systemd does.
 func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
-	addr := closedAddr(t)
+	addr := testkit.ClosedAddr(t)
 	cfg := writeFile(t, "config.toml", "listen = \""+addr+"\"\ndata_dir = "+tomlString(t.TempDir())+
-		"\nshutdown_timeout = \"5s\"\n[upstream]\nbase_url = \"http://"+closedAddr(t)+"\"\n"+
-		"lookup_base_url = \"http://"+closedAddr(t)+"\"\n[log]\nformat = \"json\"\n")
+		"\nshutdown_timeout = \"5s\"\n[upstream]\nbase_url = \"http://"+testkit.ClosedAddr(t)+"\"\n"+
+		"lookup_base_url = \"http://"+testkit.ClosedAddr(t)+"\"\n[log]\nformat = \"json\"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run := binCmd(ctx, t, "run", "-config", cfg)
@@ -163,7 +164,7 @@ func waitForLine(t *testing.T, r io.Reader, want string) string {
 func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	demo := binCmd(ctx, t, "demo", "-listen", closedAddr(t))
+	demo := binCmd(ctx, t, "demo", "-listen", testkit.ClosedAddr(t))
 	stdout, err := demo.StdoutPipe()
 	require.NoError(t, err)
 	var stderr bytes.Buffer
@@ -205,7 +206,7 @@ func TestDemo(t *testing.T) {
 func TestDemoOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	demo := binCmd(ctx, t, "demo", "-listen", closedAddr(t), "-outage", "2s", "-outage-after", "300ms")
+	demo := binCmd(ctx, t, "demo", "-listen", testkit.ClosedAddr(t), "-outage", "2s", "-outage-after", "300ms")
 	stderr, err := demo.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, demo.Start())

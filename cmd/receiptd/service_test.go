@@ -20,6 +20,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 func TestSystemdUnit(t *testing.T) {
@@ -103,9 +104,9 @@ func TestSampleReceiptIsValid(t *testing.T) {
 // would: Start returns once the daemon listens, Stop waits for it.
 func TestProgramStartStop(t *testing.T) {
 	cfg := config.Default()
-	cfg.Listen = closedAddr(t)
+	cfg.Listen = testkit.ClosedAddr(t)
 	cfg.DataDir = t.TempDir()
-	cfg.Upstream.BaseURL = "http://" + closedAddr(t)
+	cfg.Upstream.BaseURL = "http://" + testkit.ClosedAddr(t)
 	cfg.Upstream.LookupBaseURL = cfg.Upstream.BaseURL
 	p := &program{cfg: cfg, log: zap.NewNop()}
 	require.NoError(t, p.Stop(nil), "Stop before Start does nothing")
@@ -131,7 +132,7 @@ func TestProgramStartStop(t *testing.T) {
 	require.NoError(t, blocker.Start(nil))
 	defer func() { require.NoError(t, blocker.Stop(nil)) }()
 	cfg2 := cfg
-	cfg2.Listen = closedAddr(t)
+	cfg2.Listen = testkit.ClosedAddr(t)
 	p2.cfg = cfg2
 	err = p2.Start(nil)
 	require.ErrorContains(t, err, filepath.Join(cfg.DataDir, "receiptd.db"))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/testkit"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/windows"
 	"golang.org/x/sys/windows/registry"
@@ -33,11 +34,11 @@ func TestServiceLifecycle(t *testing.T) {
 		t.Skipf("installs the system service receiptd; set %s=1 to run it", serviceTestEnv)
 	}
 	dir := t.TempDir()
-	addr := closedAddr(t)
+	addr := testkit.ClosedAddr(t)
 	const shutdown = 5 * time.Second
 	cfg := writeFile(t, "service.toml", "listen = \""+addr+"\"\ndata_dir = "+tomlString(filepath.Join(dir, "data"))+
-		"\nshutdown_timeout = \"5s\"\n[upstream]\nbase_url = \"http://"+closedAddr(t)+"\"\n"+
-		"lookup_base_url = \"http://"+closedAddr(t)+"\"\n[log]\nfile = "+tomlString(filepath.Join(dir, "receiptd.log"))+"\n")
+		"\nshutdown_timeout = \"5s\"\n[upstream]\nbase_url = \"http://"+testkit.ClosedAddr(t)+"\"\n"+
+		"lookup_base_url = \"http://"+testkit.ClosedAddr(t)+"\"\n[log]\nfile = "+tomlString(filepath.Join(dir, "receiptd.log"))+"\n")
 	svcCmd(t, "install", "-config", cfg)
 	t.Cleanup(func() {
 		_ = exec.Command(receiptdBinary(t), "uninstall").Run()

@@ -12,6 +12,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // queuedWhileDown posts a receipt while the simulator is down and returns
@@ -19,7 +20,7 @@ import (
 func (e *env) queuedWhileDown(suffix string) (string, resp) {
 	e.t.Helper()
 	require.NoError(e.t, e.sim.SetFaults(sim.Faults{Down: true}))
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody(suffix))
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt(suffix))
 	qid := r.h.Get(api.HeaderQueueID)
 	require.NotEmpty(e.t, qid, "%d %s", r.code, r.body)
 	return qid, r
@@ -70,7 +71,7 @@ func TestLateAnswerOnceAfterAnOutage(t *testing.T) {
 
 	// The POS that lost the late answer on the wire can still send the same
 	// request again within the replay window.
-	rep := e.do(http.MethodPost, "/rest/receipt", receiptBody("000100"))
+	rep := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000100"))
 	require.Equal(t, http.StatusOK, rep.code, "%s", rep.body)
 	require.Equal(t, "true", rep.h.Get(api.HeaderReplayed))
 	require.Equal(t, issued[0].Lottery, rep.json(t)["lottery"])
@@ -102,7 +103,7 @@ func TestLateAnswerOfARejectedReceipt(t *testing.T) {
 
 func TestAnswerGivenInTimeIsNotGivenLate(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000102"))
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000102"))
 	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
 	qid := r.h.Get(api.HeaderQueueID)
 	late := e.do(http.MethodGet, "/receiptd/entries/"+qid+"/answer", "")
@@ -152,7 +153,7 @@ func TestRetriedEntryForgetsItsOldAnswer(t *testing.T) {
 
 	late := e.do(http.MethodGet, "/receiptd/entries/"+qid+"/answer", "")
 	require.Equal(t, http.StatusAccepted, late.code, "the refusal before the retry is no answer now: %s", late.body)
-	rep := e.do(http.MethodPost, "/rest/receipt", receiptBody("000104"))
+	rep := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000104"))
 	require.Equal(t, http.StatusAccepted, rep.code, "%s", rep.body)
 	require.Equal(t, "true", rep.h.Get(api.HeaderReplayed))
 

@@ -12,6 +12,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // wallClock is a till's wall clock that a test sets back and forward; the
@@ -67,7 +68,7 @@ func TestClockPutBackDoesNotStrandABackoff(t *testing.T) {
 	c := newWallClock(time.Date(2026, 11, 23, 14, 0, 0, 0, ulaanbaatar))
 	e := clockEnv(t, c, envOpts{})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{ErrorRate: 1}))
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("cb1"), "Prefer", "wait=0")
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("cb1"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code)
 	id := r.h.Get(api.HeaderQueueID)
 	require.Eventually(t, func() bool { return attemptsOf(e, id) == 1 }, 10*time.Second, 10*time.Millisecond)
@@ -84,7 +85,7 @@ func TestClockPutForwardRetriesOnceNotInABurst(t *testing.T) {
 	c := newWallClock(time.Date(2026, 11, 23, 14, 0, 0, 0, ulaanbaatar))
 	e := clockEnv(t, c, envOpts{worker: syncer.Config{DownAfter: 1000}})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{ErrorRate: 1}))
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("cf1"), "Prefer", "wait=0")
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("cf1"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code)
 	id := r.h.Get(api.HeaderQueueID)
 	require.Eventually(t, func() bool { return attemptsOf(e, id) == 1 }, 10*time.Second, 10*time.Millisecond)
@@ -105,7 +106,7 @@ func TestAgeingAcrossClockChanges(t *testing.T) {
 	e := clockEnv(t, c, envOpts{noWorker: true,
 		api:    api.Options{UnsentWarn: 400 * time.Millisecond, UnsentCritical: time.Hour},
 		worker: syncer.Config{UnsentWarn: 400 * time.Millisecond, UnsentCritical: time.Hour}})
-	require.Equal(t, http.StatusAccepted, e.do(http.MethodPost, "/rest/receipt", receiptBody("age1"), "Prefer", "wait=0").code)
+	require.Equal(t, http.StatusAccepted, e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("age1"), "Prefer", "wait=0").code)
 	status := func() map[string]any { return e.do(http.MethodGet, "/receiptd/status", "").json(e.t) }
 	require.Equal(t, "none", status()["alert"])
 
@@ -128,7 +129,7 @@ func TestDayKeyAcrossMidnightBothWays(t *testing.T) {
 	c := newWallClock(time.Time{})
 	e := clockEnv(t, c, envOpts{noWorker: true})
 	post := func(suffix string) (string, bool) {
-		r := e.do(http.MethodPost, "/rest/receipt", receiptBody(suffix), "Prefer", "wait=0")
+		r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt(suffix), "Prefer", "wait=0")
 		require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
 		return r.h.Get(api.HeaderQueueID), r.h.Get(api.HeaderReplayed) == "true"
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // posPost posts a receipt on a fresh connection, as a POS without
@@ -23,7 +24,7 @@ import (
 func posPost(t *testing.T, base, suffix string, hdr ...string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/rest/receipt", strings.NewReader(receiptBody(suffix)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/rest/receipt", strings.NewReader(testkit.Receipt(suffix)))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {

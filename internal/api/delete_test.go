@@ -11,6 +11,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 func deleteBody(id, date string) string {
@@ -22,7 +23,7 @@ func deleteBody(id, date string) string {
 
 func TestDeleteNotYetSentIsCancelled(t *testing.T) {
 	e := newEnv(t, envOpts{noWorker: true})
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000100"), "Prefer", "wait=0")
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000100"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code)
 	qid := r.h.Get(api.HeaderQueueID)
 
@@ -41,7 +42,7 @@ func TestDeleteNotYetSentIsCancelled(t *testing.T) {
 	// Start the worker and let it drain a later receipt: the cancelled one
 	// never reaches the simulator.
 	e.runWorker()
-	later := e.do(http.MethodPost, "/rest/receipt", receiptBody("000101"))
+	later := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000101"))
 	require.Equal(t, http.StatusOK, later.code, "%s", later.body)
 	require.Equal(t, 1, e.sim.Requests(sim.RouteCreateReceipt))
 	require.Equal(t, "000101", e.sim.Receipts()[0].BillIDSuffix)
@@ -51,7 +52,7 @@ func TestDeleteNotYetSentIsCancelled(t *testing.T) {
 
 func TestDeleteWhileBeingSentRunsAfterTheSend(t *testing.T) {
 	e := newEnv(t, envOpts{sim: sim.Options{Latency: 700 * time.Millisecond}})
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000110"), "Prefer", "wait=0")
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000110"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code)
 	qid := r.h.Get(api.HeaderQueueID)
 	e.waitState(qid, queue.StateSending)
@@ -73,7 +74,7 @@ func TestDeleteWhileBeingSentRunsAfterTheSend(t *testing.T) {
 
 func TestDeleteOfSentReceiptIsQueuedAndSent(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000120"))
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000120"))
 	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
 	m := r.json(t)
 	upstreamID, date := m["id"].(string), m["date"].(string)

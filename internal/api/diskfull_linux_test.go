@@ -18,6 +18,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/store/storetest"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 const diskFullEnv = "RECEIPTD_API_DISKFULL_DB"
@@ -73,7 +74,7 @@ func TestDiskFullChild(t *testing.T) {
 
 	pad := strings.Repeat("p", 900<<10)
 	post := func(i int, pad string) resp {
-		body := strings.Replace(receiptBody(fmt.Sprintf("%06d", i)), `"totalVat":1`, `"totalVat":1,"pad":"`+pad+`"`, 1)
+		body := strings.Replace(testkit.Receipt(fmt.Sprintf("%06d", i)), `"totalVat":1`, `"totalVat":1,"pad":"`+pad+`"`, 1)
 		return e.do(http.MethodPost, "/rest/receipt", body)
 	}
 	accepted := 0

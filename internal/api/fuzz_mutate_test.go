@@ -12,6 +12,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store/storetest"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // mutationPaths are the places FuzzReceiptMutations changes: every field
@@ -116,7 +117,7 @@ func FuzzReceiptMutations(f *testing.F) {
 		true:  api.New(api.Deps{Store: st, Queue: q}, api.Options{QueuedAnswer: api.QueuedAnswerError}).Handler(),
 	}
 	f.Fuzz(func(t *testing.T, at, kind uint8, v string, n uint16, key string, asError bool) {
-		dec := json.NewDecoder(strings.NewReader(receiptBody("fz")))
+		dec := json.NewDecoder(strings.NewReader(testkit.Receipt("fz")))
 		dec.UseNumber()
 		var m map[string]any
 		if err := dec.Decode(&m); err != nil {

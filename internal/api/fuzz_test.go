@@ -11,6 +11,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/store/storetest"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // FuzzCreateHandler sends any body (and any Idempotency-Key) to POST
@@ -18,8 +19,8 @@ import (
 // only for a body ParseCreate accepts, and an accepted body is never refused
 // as malformed.
 func FuzzCreateHandler(f *testing.F) {
-	f.Add([]byte(receiptBody("000001")), "")
-	f.Add([]byte(receiptBody("000002")), "key-1")
+	f.Add([]byte(testkit.Receipt("000001")), "")
+	f.Add([]byte(testkit.Receipt("000002")), "key-1")
 	f.Add([]byte(`{}`), "")
 	f.Add([]byte(`{"a":[[[[[[]]]]]]}`), "\x00")
 	for _, c := range malformedCases(f) {

@@ -11,6 +11,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // TestHeldMeansHeld: a receipt whose answer was lost, with on_ambiguous =
@@ -20,7 +21,7 @@ import (
 func TestHeldMeansHeld(t *testing.T) {
 	e := newEnv(t, envOpts{worker: syncer.Config{OnAmbiguous: "hold", PollInterval: time.Hour}})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{DropRate: 1}))
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000700"))
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000700"))
 	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
 	m := r.json(t)
 	id := m["queueId"].(string)
@@ -29,7 +30,7 @@ func TestHeldMeansHeld(t *testing.T) {
 		require.Contains(t, m["message"], "An operator must check")
 		require.NotContains(t, m["message"], "keeps sending")
 	}
-	replay := e.do(http.MethodPost, "/rest/receipt", receiptBody("000700")).json(t)
+	replay := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000700")).json(t)
 	require.Contains(t, replay["message"], "answer was lost")
 	require.Contains(t, replay["message"], "An operator must check")
 	require.NotContains(t, replay["message"], "keeps sending")
@@ -52,13 +53,13 @@ func TestHeldMeansHeld(t *testing.T) {
 func TestReplayOfRejectedReceiptAfterItsAnswerLeftMemory(t *testing.T) {
 	e := newEnv(t, envOpts{answers: syncer.MailboxConfig{ResultTTL: time.Nanosecond}})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{RejectNext: 1, RejectMessage: "districtCode: unknown"}))
-	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000710"))
+	first := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000710"))
 	require.Equal(t, http.StatusBadRequest, first.code, "the upstream's refusal: %s", first.body)
 	qid := first.h.Get(api.HeaderQueueID)
 	e.waitState(qid, queue.StateRejected)
 	time.Sleep(time.Millisecond) // past ResultTTL
 
-	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000710"))
+	again := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000710"))
 	require.Equal(t, "true", again.h.Get(api.HeaderReplayed))
 	require.Equal(t, http.StatusBadRequest, again.code, "%s", again.body)
 	m := again.json(t)

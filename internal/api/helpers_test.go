@@ -26,17 +26,6 @@ import (
 	"github.com/receiptd/receiptd/internal/syncer"
 )
 
-// receiptFmt is a valid create request (the simulator accepts it: totals add
-// up); %s is the billIdSuffix.
-const receiptFmt = `{"branchNo":"001","totalAmount":12345.6789012345678901,"merchantTin":"5317878","posNo":"P1",
-"type":"B2C_RECEIPT","billIdSuffix":"%s","totalVat":1,"districtCode":"2501","customerTin":"88776655443",
-"receipts":[{"totalAmount":12345.6789012345678901,"taxType":"VAT_ABLE","totalVAT":1,"merchantTin":"5317878","bankAccountNo":"5012345678",
- "items":[{"name":"a","measureUnit":"ш","qty":1,"unitPrice":0.1,"totalAmount":0.1},
-          {"name":"b","measureUnit":"ш","qty":1,"unitPrice":12345.5789012345678901,"totalAmount":12345.5789012345678901}]}],
-"payments":[{"code":"CASH","status":"PAID","paidAmount":12345.6789012345678901}]}`
-
-func receiptBody(suffix string) string { return fmt.Sprintf(receiptFmt, suffix) }
-
 // envOpts configure newEnv.
 type envOpts struct {
 	api       api.Options

@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // mutated decodes the valid receipt, lets change edit it and encodes it
 // again; numbers stay json.Number so they are written back exactly.
 func mutated(t testing.TB, change func(m map[string]any)) string {
 	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(receiptBody("000900")))
+	dec := json.NewDecoder(strings.NewReader(testkit.Receipt("000900")))
 	dec.UseNumber()
 	var m map[string]any
 	require.NoError(t, dec.Decode(&m))
@@ -52,7 +53,7 @@ type badCase struct {
 }
 
 func malformedCases(t testing.TB) []badCase {
-	valid := receiptBody("000900")
+	valid := testkit.Receipt("000900")
 	deep := `{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`
 	cases := []badCase{
 		{name: "not JSON", body: "hello", want: "body"},

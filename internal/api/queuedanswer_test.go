@@ -11,6 +11,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // requirePosError checks that r is PosAPI's error envelope and nothing
@@ -40,7 +41,7 @@ func TestQueuedAnswerErrorUntilSentThenTheRealAnswer(t *testing.T) {
 	require.Contains(t, msg, "new bill number")
 	require.Equal(t, "10", first.h.Get(api.HeaderRetryAfter))
 
-	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000200"))
+	again := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000200"))
 	require.Equal(t, http.StatusServiceUnavailable, again.code, "still unsent: %s", again.body)
 	require.Equal(t, "true", again.h.Get(api.HeaderReplayed))
 	require.Equal(t, qid, again.h.Get(api.HeaderQueueID))
@@ -49,7 +50,7 @@ func TestQueuedAnswerErrorUntilSentThenTheRealAnswer(t *testing.T) {
 	require.NoError(t, e.sim.SetFaults(sim.Faults{}))
 	var real resp
 	require.Eventually(t, func() bool {
-		real = e.do(http.MethodPost, "/rest/receipt", receiptBody("000200"))
+		real = e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000200"))
 		return real.code != http.StatusServiceUnavailable
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Equal(t, http.StatusOK, real.code, "%s", real.body)
@@ -75,16 +76,16 @@ func TestQueuedAnswerErrorForADelete(t *testing.T) {
 	c := e.do(http.MethodDelete, "/rest/receipt", deleteBody(qid, ""))
 	require.Equal(t, http.StatusOK, c.code, "%s", c.body)
 	// The cancelled sale sent again is an error, never a 2xx.
-	rep := e.do(http.MethodPost, "/rest/receipt", receiptBody("000201"))
+	rep := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000201"))
 	require.Equal(t, http.StatusConflict, rep.code, "%s", rep.body)
 	require.Contains(t, requirePosError(t, rep), "cancelled")
 }
 
 func TestQueuedAnswerErrorReplayOnceTheAnswerIsGone(t *testing.T) {
 	e := newEnv(t, errorMode(envOpts{answers: syncer.MailboxConfig{ResultTTL: time.Nanosecond}}))
-	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000202"))
+	first := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000202"))
 	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
-	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000202"))
+	again := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000202"))
 	require.Equal(t, http.StatusConflict, again.code, "never a 2xx a POS would print without lottery: %s", again.body)
 	msg := requirePosError(t, again)
 	require.Contains(t, msg, first.json(t)["id"].(string))
@@ -94,11 +95,11 @@ func TestQueuedAnswerErrorReplayOnceTheAnswerIsGone(t *testing.T) {
 func TestQueuedAnswerErrorForAHeldReceipt(t *testing.T) {
 	e := newEnv(t, errorMode(envOpts{worker: syncer.Config{OnAmbiguous: "hold"}}))
 	require.NoError(t, e.sim.SetFaults(sim.Faults{DropRate: 1}))
-	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000203"))
+	first := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000203"))
 	qid := first.h.Get(api.HeaderQueueID)
 	require.NotEmpty(t, qid, "%d %s", first.code, first.body)
 	e.waitState(qid, "held")
-	again := e.do(http.MethodPost, "/rest/receipt", receiptBody("000203"))
+	again := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000203"))
 	require.Equal(t, http.StatusServiceUnavailable, again.code, "held may still be sent: %s", again.body)
 	require.Contains(t, requirePosError(t, again), "operator must check it")
 	late := e.do(http.MethodGet, "/receiptd/entries/"+qid+"/answer", "")

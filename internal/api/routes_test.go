@@ -21,13 +21,14 @@ import (
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 func TestEntriesRoutes(t *testing.T) {
 	e := newEnv(t, envOpts{noWorker: true})
 	var ids []string
 	for i := range 5 {
-		r := e.do(http.MethodPost, "/rest/receipt", receiptBody(fmt.Sprintf("%06d", 500+i)), "Prefer", "wait=0")
+		r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt(fmt.Sprintf("%06d", 500+i)), "Prefer", "wait=0")
 		require.Equal(t, http.StatusAccepted, r.code)
 		ids = append(ids, r.h.Get(api.HeaderQueueID))
 	}
@@ -82,7 +83,7 @@ func TestEntriesRoutes(t *testing.T) {
 
 func TestStatusRoute(t *testing.T) {
 	e := newEnv(t, envOpts{api: api.Options{Version: "1.2.3"}})
-	require.Equal(t, http.StatusOK, e.do(http.MethodPost, "/rest/receipt", receiptBody("000600")).code)
+	require.Equal(t, http.StatusOK, e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000600")).code)
 	m := e.do(http.MethodGet, "/receiptd/status", "").json(t)
 	require.Equal(t, "1.2.3", m["version"])
 	require.Equal(t, "none", m["alert"], "nothing unsent")
@@ -105,7 +106,7 @@ func TestStatusAgeing(t *testing.T) {
 	// ages entries on once seen.
 	e := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Clock: bothClock(now)},
 		api: api.Options{Now: now, UnsentWarn: time.Hour, UnsentCritical: 2 * time.Hour}})
-	require.Equal(t, http.StatusAccepted, e.do(http.MethodPost, "/rest/receipt", receiptBody("000601"), "Prefer", "wait=0").code)
+	require.Equal(t, http.StatusAccepted, e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000601"), "Prefer", "wait=0").code)
 	for _, c := range []struct {
 		after time.Duration
 		alert string
@@ -120,7 +121,7 @@ func TestStatusAgeing(t *testing.T) {
 
 func TestBackupRoute(t *testing.T) {
 	e := newEnv(t, envOpts{noWorker: true})
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000700"), "Prefer", "wait=0")
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000700"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code)
 	b := e.do(http.MethodGet, "/receiptd/backup", "")
 	require.Equal(t, http.StatusOK, b.code)
@@ -180,7 +181,7 @@ func TestMetricsCountRoutes(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "/receiptd/entries/Q000000000077", "").code)
 	require.Equal(t, http.StatusForbidden, e.do(http.MethodGet, "/healthz", "", "Host", "evil.example").code)
 	for range 2 { // stored, then replayed
-		c := e.do(http.MethodPost, "/rest/receipt", receiptBody("000901"), "Prefer", "wait=0")
+		c := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000901"), "Prefer", "wait=0")
 		require.Equal(t, http.StatusAccepted, c.code, "%s", c.body)
 	}
 	require.Equal(t, http.StatusBadRequest, e.do(http.MethodPost, "/rest/receipt", "{}").code)
@@ -206,7 +207,7 @@ func TestShutdownAnswersWaitingRequests(t *testing.T) {
 	e.base = "http://" + ln.Addr().String()
 	answered := make(chan resp, 1)
 	go func() {
-		answered <- e.do(http.MethodPost, "/rest/receipt", receiptBody("000800"))
+		answered <- e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000800"))
 	}()
 	require.Eventually(t, func() bool { return e.counts()[queue.StateQueued] == 1 }, 5*time.Second, 5*time.Millisecond)
 	cancel()
@@ -308,7 +309,7 @@ func TestReadyzFailsWhenDatabaseMoved(t *testing.T) {
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/readyz", "").code)
 	require.NoError(t, os.Rename(e.st.Path(), e.st.Path()+".moved"))
 	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodGet, "/readyz", "").code)
-	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", receiptBody("000902")).code)
+	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000902")).code)
 }
 
 // TestReplayAfterDatabaseMovedIs503: a replay commits nothing new, yet it
@@ -321,7 +322,7 @@ func TestReplayAfterDatabaseMovedIs503(t *testing.T) {
 		t.Skip("Windows does not let an open database file be renamed")
 	}
 	e := newEnv(t, envOpts{noWorker: true})
-	body := receiptBody("000903")
+	body := testkit.Receipt("000903")
 	first := e.do(http.MethodPost, "/rest/receipt", body)
 	require.Less(t, first.code, 300, "%s", first.body)
 	require.NoError(t, os.Rename(e.st.Path(), e.st.Path()+".moved"))
@@ -332,5 +333,5 @@ func TestReplayAfterDatabaseMovedIs503(t *testing.T) {
 	}, 5*time.Second, 50*time.Millisecond, "a replay is still acknowledged")
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", body).code, "the replay again")
-	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", receiptBody("000904")).code)
+	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000904")).code)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/api"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 func TestHostAllowList(t *testing.T) {
@@ -66,7 +67,7 @@ func TestCrossOriginRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			hdr := append([]string{"Prefer", "wait=0"}, c.hdr...)
-			r := e.do(http.MethodPost, "/rest/receipt", receiptBody(fmt.Sprintf("%06d", len(c.name))), hdr...)
+			r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt(fmt.Sprintf("%06d", len(c.name))), hdr...)
 			require.Equal(t, c.code, r.code, "%s", r.body)
 			if c.code == http.StatusForbidden {
 				require.Contains(t, r.json(t)["message"], "cross-origin")
@@ -92,7 +93,7 @@ func TestContentTypeRequired(t *testing.T) {
 		{"application/jsonx", http.StatusUnsupportedMediaType},
 	} {
 		t.Run(c.ct, func(t *testing.T) {
-			r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000200"), "Content-Type", c.ct, "Prefer", "wait=0")
+			r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000200"), "Content-Type", c.ct, "Prefer", "wait=0")
 			require.Equal(t, c.code, r.code, "%s", r.body)
 			d := e.do(http.MethodDelete, "/rest/receipt", `{"id":"Q999999999999"}`, "Content-Type", c.ct, "Prefer", "wait=0")
 			if c.code == http.StatusUnsupportedMediaType {
@@ -111,20 +112,20 @@ func TestBearerToken(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, e.do(http.MethodGet, path, "", "Authorization", "Bearer wrong").code, path)
 		require.Equal(t, http.StatusUnauthorized, e.do(http.MethodGet, path, "", "Authorization", "Basic czNjcmV0LXRva2Vu").code, path)
 	}
-	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000300"))
+	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000300"))
 	require.Equal(t, http.StatusUnauthorized, r.code)
 	require.Contains(t, r.h.Get("WWW-Authenticate"), "Bearer")
 	require.Equal(t, 0, e.counts()["queued"], "nothing stored without the token")
 
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/healthz", "").code, "liveness needs no token")
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/receiptd/status", "", "Authorization", "Bearer s3cret-token").code)
-	r = e.do(http.MethodPost, "/rest/receipt", receiptBody("000300"), "Authorization", "bearer s3cret-token", "Prefer", "wait=0")
+	r = e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000300"), "Authorization", "bearer s3cret-token", "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code, "%s", r.body)
 }
 
 func TestBodyLimit(t *testing.T) {
 	e := newEnv(t, envOpts{noWorker: true, api: api.Options{MaxBody: 4096}})
-	big := strings.Replace(receiptBody("000400"), `"totalVat":1`, `"totalVat":1,"pad":"`+strings.Repeat("x", 5000)+`"`, 1)
+	big := strings.Replace(testkit.Receipt("000400"), `"totalVat":1`, `"totalVat":1,"pad":"`+strings.Repeat("x", 5000)+`"`, 1)
 	r := e.do(http.MethodPost, "/rest/receipt", big)
 	require.Equal(t, http.StatusRequestEntityTooLarge, r.code, "%s", r.body)
 	require.Contains(t, r.json(t)["message"], "4096")

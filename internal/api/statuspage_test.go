@@ -9,14 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 func TestStatusPageShowsQueueAndFailures(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	ok := e.do(http.MethodPost, "/rest/receipt", receiptBody("page-ok"))
+	ok := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("page-ok"))
 	require.Equal(t, http.StatusOK, ok.code, "%s", ok.body)
 	// Totals that do not add up: the simulator rejects it with a message.
-	bad := strings.Replace(receiptBody("page-bad"), `"totalAmount":`, `"totalAmount":1,"x":`, 1)
+	bad := strings.Replace(testkit.Receipt("page-bad"), `"totalAmount":`, `"totalAmount":1,"x":`, 1)
 	rej := e.do(http.MethodPost, "/rest/receipt", bad)
 	require.Equal(t, http.StatusBadRequest, rej.code, "%s", rej.body)
 	id := rej.h.Get("X-Queue-Id")

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // BenchmarkCachedLookup measures a cached merchant-info lookup through the
@@ -16,7 +19,7 @@ import (
 //
 //	go test -run=^$ -bench=CachedLookup -benchtime=20000x ./internal/cache/
 func BenchmarkCachedLookup(b *testing.B) {
-	s := startSim(b)
+	s := testkit.StartSim(b, sim.Options{Seed: 1})
 	e := newEnv(b, openStore(b), newClient(b, s.URL()), Config{})
 	url := e.srv.URL + "/api/info/check/getInfo?tin=5317878"
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -47,7 +50,7 @@ func BenchmarkCachedLookup(b *testing.B) {
 // BenchmarkCachedLookupParallel is the same with concurrent clients
 // (GOMAXPROCS goroutines).
 func BenchmarkCachedLookupParallel(b *testing.B) {
-	s := startSim(b)
+	s := testkit.StartSim(b, sim.Options{Seed: 1})
 	e := newEnv(b, openStore(b), newClient(b, s.URL()), Config{})
 	url := e.srv.URL + "/api/info/check/barcode/v2/1"
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -90,7 +93,7 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 // BenchmarkHitHandler is the cache's own share of a hit: the handler called
 // directly, no network.
 func BenchmarkHitHandler(b *testing.B) {
-	s := startSim(b)
+	s := testkit.StartSim(b, sim.Options{Seed: 1})
 	e := newEnv(b, openStore(b), newClient(b, s.URL()), Config{})
 	e.get(b, "/api/info/check/getInfo?tin=5317878")
 	req := httptest.NewRequest(http.MethodGet, "/api/info/check/getInfo?tin=5317878", nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // lookups the sim answers, with the refresh interval of their kind.
@@ -37,7 +38,7 @@ var simLookups = []struct {
 }
 
 func TestOnlineFillsThenOfflineServesStale(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 
 	// Online: every lookup is a MISS with the upstream's exact bytes, then a HIT.
@@ -127,7 +128,7 @@ func requireEnvelope(t *testing.T, a answer, status int) {
 }
 
 func TestConcurrentMissesMakeOneRequest(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	// The latency keeps the first fetch in flight while the others arrive.
 	require.NoError(t, s.SetFaults(sim.Faults{Latency: 300 * time.Millisecond}))
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
@@ -248,7 +249,7 @@ func TestUpstreamAnswers(t *testing.T) {
 }
 
 func TestNegativeAnswersExpireSooner(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{NegativeTTL: 5 * time.Minute})
 	for _, p := range []string{"/api/info/check/getInfo?tin=999", "/api/info/check/getInfo?tin=5317878",
 		"/api/info/check/getTinInfo?regNo=0000"} {
@@ -263,7 +264,7 @@ func TestNegativeAnswersExpireSooner(t *testing.T) {
 }
 
 func TestMaxStaleBoundsStaleServing(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{MaxStale: time.Hour})
 	const path = "/api/info/check/getInfo?tin=5317878"
 	require.Equal(t, Miss, e.get(t, path).cache())
@@ -277,7 +278,7 @@ func TestMaxStaleBoundsStaleServing(t *testing.T) {
 }
 
 func TestSendDataPassesThrough(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	for i := range 2 {
 		a := e.get(t, "/rest/sendData")
@@ -295,7 +296,7 @@ func TestSendDataPassesThrough(t *testing.T) {
 }
 
 func TestRoutesAndMethods(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	requireEnvelope(t, e.get(t, "/rest/nothing"), http.StatusNotFound)
 	requireEnvelope(t, e.get(t, "/api/info/check/barcode/v2x"), http.StatusNotFound)
@@ -310,7 +311,7 @@ func TestRoutesAndMethods(t *testing.T) {
 }
 
 func TestClassificationSegmentRules(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	bad := map[string]string{
 		"seven segments":    "/1/11/111/1111/11111/1111111/7",
@@ -338,7 +339,7 @@ func TestClassificationSegmentRules(t *testing.T) {
 }
 
 func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	stop := runCache(t, e.c)
 	stored := func(lks ...lookup) bool {
@@ -393,7 +394,7 @@ func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
 }
 
 func TestStaleRefreshFailureIsNotRetriedPerHit(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	const path = "/api/info/check/getInfo?tin=5317878"
 	require.Equal(t, Miss, e.get(t, path).cache())
@@ -468,7 +469,7 @@ func TestIndexAndStoreAgreeUnderChurn(t *testing.T) {
 }
 
 func TestNewDropsUndecodableRecords(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	st := openStore(t)
 	e := newEnv(t, st, newClient(t, s.URL()), Config{})
 	require.Equal(t, Miss, e.get(t, "/rest/info").cache())
@@ -498,7 +499,7 @@ func TestNewDropsUndecodableRecords(t *testing.T) {
 // cache, the district and product tax code lists stay, in memory and on
 // disk, and are served offline.
 func TestGlobalListsAreNeverEvicted(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	st := openStore(t)
 	e := newEnv(t, st, newClient(t, s.URL()), Config{MaxEntries: 2})
 	lists := []string{"/api/info/check/getBranchInfo", "/api/receipt/receipt/getProductTaxCode"}

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/receiptd/receiptd/internal/client"
-	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/store/storetest"
 )
@@ -36,15 +35,6 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
-}
-
-// startSim starts the simulator on 127.0.0.1:0.
-func startSim(t testing.TB) *sim.Sim {
-	t.Helper()
-	s := sim.New(sim.Options{Seed: 1})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 // newClient is a real client of base for both PosAPI and lookups.

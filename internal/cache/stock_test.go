@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 const stockPath = "/api/inventory/stock/getStockQr?stockQr=BF6B1FBA86FB4C41ADDBB01C09C024F5"
@@ -35,7 +36,7 @@ func (e *env) do(t *testing.T, method, path, body string, headers map[string]str
 // stock API; the answer is cached per stamp and served offline; a refusal
 // (no token) is passed through and not cached.
 func TestStockQrCachedWithForwardedToken(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	auth := map[string]string{"Authorization": "Bearer pos-token"}
 
@@ -67,7 +68,7 @@ func TestStockQrCachedWithForwardedToken(t *testing.T) {
 // lookup API as they are, its answer comes back; unreachable is a 503
 // envelope; only POST is allowed.
 func TestSaveOprMerchantsPassedThrough(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	const path = "/api/tpi/receipt/saveOprMerchants"
 	body := `{"posNo":"10005299","merchantTins":["77001059076"]}`
@@ -96,7 +97,7 @@ func TestSaveOprMerchantsPassedThrough(t *testing.T) {
 // brings one (it would get the first one's refusal); requests with the
 // same token share one fetch.
 func TestStockQrFetchNotSharedAcrossCredentials(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	require.NoError(t, s.SetFaults(sim.Faults{Latency: 300 * time.Millisecond}))
 	auth := map[string]string{"Authorization": "Bearer pos-token"}
@@ -118,7 +119,7 @@ func TestStockQrFetchNotSharedAcrossCredentials(t *testing.T) {
 // TestSaveOprMerchantsTooLargeIs413: a body over the API's own bound (its
 // http.MaxBytesReader) is 413 as for every other route, not a 400.
 func TestSaveOprMerchantsTooLargeIs413(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodPost, "/api/tpi/receipt/saveOprMerchants", strings.NewReader(`{"posNo":"10005299"}`))

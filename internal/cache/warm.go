@@ -10,6 +10,11 @@ import (
 	"github.com/receiptd/receiptd/internal/client"
 )
 
+// maxWarmTINs bounds the TINs taken from /rest/info; a till has a handful.
+const maxWarmTINs = 200
+
+// warmRounds returns the warm set's rounds as of what is stored now.
+//
 // Warm-up: a till that has been online once has every list it needs
 // offline. The warm set is built in rounds, each from what the one before
 // stored: the global lists (district codes, product tax codes), PosAPI's
@@ -19,11 +24,6 @@ import (
 // receipt, the bank accounts of its merchants, and the classification's
 // second level. Run refreshes each entry of it when its refresh interval
 // has passed, and Warmth reports what is missing.
-
-// maxWarmTINs bounds the TINs taken from /rest/info; a till has a handful.
-const maxWarmTINs = 200
-
-// warmRounds returns the warm set's rounds as of what is stored now.
 func (c *Cache) warmRounds() [2][]lookup {
 	first := []lookup{{op: client.OpBranchInfo}, {op: client.OpProductTaxCode},
 		{op: client.OpInfo}, {op: client.OpClassification}}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // TestWarmthNamesWhatIsMissing: with the tax service down from the start,
@@ -17,7 +18,7 @@ import (
 // Run fills the whole set, the second round (bank accounts and merchant
 // info of /rest/info's TINs, the classification's second level) included.
 func TestWarmthNamesWhatIsMissing(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	w := e.c.Warmth()
@@ -42,7 +43,7 @@ func TestWarmthNamesWhatIsMissing(t *testing.T) {
 // warm-up is retried every 30 s; the log says so once when it starts
 // failing and once when it is complete again, not on every round.
 func TestWarmUpLogsAnOutageOnce(t *testing.T) {
-	s := startSim(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	core, logs := observer.New(zap.InfoLevel)
 	c, err := New(context.Background(), openStore(t), newClient(t, s.URL()), Config{}, zap.New(core), nil)

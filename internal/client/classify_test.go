@@ -16,17 +16,8 @@ import (
 
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
 
 // silentTCP accepts connections and never says anything: a TLS handshake
 // against it hangs until the deadline.
@@ -96,7 +87,7 @@ func classCases(t *testing.T) []classCase {
 	httpDate := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
 
 	return []classCase{
-		{name: "closed port", base: func(t *testing.T) string { return "http://" + closedAddr(t) }, class: client.NotSent},
+		{name: "closed port", base: func(t *testing.T) string { return "http://" + testkit.ClosedAddr(t) }, class: client.NotSent},
 		{name: "TLS handshake fails (unknown CA)", base: func(*testing.T) string { return tlsSrv.URL }, class: client.NotSent},
 		{name: "timeout during TLS handshake", base: func(t *testing.T) string { return "https://" + silentTCP(t) }, class: client.NotSent},
 		{name: "hangs after reading the body", base: func(t *testing.T) string {

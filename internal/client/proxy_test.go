@@ -12,6 +12,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // proxyStandIn is a forward HTTP proxy on loopback that records every
@@ -113,7 +114,7 @@ func TestLookupProxyRefused(t *testing.T) {
 	require.NoError(t, s.Start("127.0.0.1:0"))
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	c, err := client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: "https://tax.example",
-		Proxy: "http://" + closedAddr(t), Timeout: 5 * time.Second})
+		Proxy: "http://" + testkit.ClosedAddr(t), Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	_, err = c.BranchInfo(context.Background())
 	var e *client.Error

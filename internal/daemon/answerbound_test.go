@@ -15,6 +15,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // TestLateAnswersStayWithinTheirByteBound: an upstream whose every create
@@ -41,12 +42,12 @@ func TestLateAnswersStayWithinTheirByteBound(t *testing.T) {
 
 	var ids []string
 	for i := range n {
-		resp, body := post(t, d.URL(), fmt.Sprintf(sample, fmt.Sprint("big", i)))
+		resp, body := post(t, d.URL(), testkit.Receipt(fmt.Sprint("big", i)))
 		require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", body)
 		ids = append(ids, resp.Header.Get("X-Queue-Id"))
 	}
 	for _, id := range ids {
-		require.Eventually(t, func() bool { return getEntry(t, d.URL(), id).State == "sent" }, 20*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return testkit.GetEntry(t, d.URL(), id).State == "sent" }, 20*time.Second, 10*time.Millisecond)
 	}
 	// Before any is fetched: the metrics show the bound kept. An answer is
 	// handed over just after its entry reads sent, so the last one's drop

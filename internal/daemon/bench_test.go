@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // BenchmarkAccept posts receipts through the whole daemon with
@@ -27,7 +28,7 @@ func BenchmarkAccept(b *testing.B) {
 	url := d.URL() + "/rest/receipt"
 	b.ResetTimer()
 	for i := range b.N {
-		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(fmt.Sprintf(sample, fmt.Sprintf("b%08d", i))))
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(testkit.Receipt(fmt.Sprintf("b%08d", i))))
 		require.NoError(b, err)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Prefer", "wait=0")
@@ -54,7 +55,7 @@ func BenchmarkAcceptParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			body := fmt.Sprintf(sample, fmt.Sprintf("p%08d", n.Add(1)))
+			body := testkit.Receipt(fmt.Sprintf("p%08d", n.Add(1)))
 			req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 			if err != nil {
 				b.Error(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // floodConns is how many connections the noisy neighbour holds: more than
@@ -42,7 +43,7 @@ func TestConnectionFloodDoesNotLockOutThePOS(t *testing.T) {
 		t.Skip("builds the binary and opens 5,000 connections")
 	}
 	raiseNoFile(t, floodConns+1000)
-	s := startSim(t, sim.Options{Seed: 14})
+	s := testkit.StartSim(t, sim.Options{Seed: 14})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -72,7 +73,7 @@ func TestConnectionFloodDoesNotLockOutThePOS(t *testing.T) {
 
 	pos := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	start := time.Now()
-	req, err := http.NewRequest(http.MethodPost, p.URL()+"/rest/receipt", strings.NewReader(fmt.Sprintf(sample, "flood1")))
+	req, err := http.NewRequest(http.MethodPost, p.URL()+"/rest/receipt", strings.NewReader(testkit.Receipt("flood1")))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := pos.Do(req)

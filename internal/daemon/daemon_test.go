@@ -3,7 +3,6 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 func testConfig(t testing.TB, upstream string) config.Config {
@@ -44,20 +44,6 @@ func run(t testing.TB, d *daemon.Daemon) func() error {
 	}
 }
 
-const sample = `{"branchNo":"001","totalAmount":10.5,"totalVAT":0.95,"districtCode":"2501","merchantTin":"5317878","posNo":"P1","type":"B2C_RECEIPT",
-"billIdSuffix":%q,"receipts":[{"totalAmount":10.5,"totalVAT":0.95,"taxType":"VAT_ABLE","merchantTin":"5317878",
-"items":[{"name":"tea","measureUnit":"pc","qty":1,"unitPrice":10.5,"totalAmount":10.5}]}],
-"payments":[{"code":"CASH","status":"PAID","paidAmount":10.5}]}`
-
-// startSim starts the tax service simulator on loopback for the test.
-func startSim(t *testing.T, o sim.Options) *sim.Sim {
-	t.Helper()
-	s := sim.New(o)
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 func post(t *testing.T, url, body string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := http.Post(url+"/rest/receipt", "application/json", strings.NewReader(body))
@@ -81,12 +67,12 @@ func readResponse(t *testing.T, resp *http.Response) (*http.Response, []byte) {
 }
 
 func TestDaemonAcceptsAndDeliversThenStopsCleanly(t *testing.T) {
-	s := startSim(t, sim.Options{Seed: 1})
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	d, err := daemon.New(testConfig(t, s.URL()), zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
 	stop := run(t, d)
 
-	resp, body := post(t, d.URL(), fmt.Sprintf(sample, "d1"))
+	resp, body := post(t, d.URL(), testkit.Receipt("d1"))
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	require.NotEmpty(t, resp.Header.Get("X-Queue-Id"))
 	require.Contains(t, string(body), s.Receipts()[0].Lottery)
@@ -126,7 +112,7 @@ func TestNonLoopbackWithoutTokenIsRefused(t *testing.T) {
 }
 
 func TestAcceptWaitZeroAnswersAtOnce(t *testing.T) {
-	s := startSim(t, sim.Options{Seed: 2, Latency: 2 * time.Second})
+	s := testkit.StartSim(t, sim.Options{Seed: 2, Latency: 2 * time.Second})
 	cfg := testConfig(t, s.URL())
 	cfg.Accept.Wait = config.Dur(0)
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
@@ -134,7 +120,7 @@ func TestAcceptWaitZeroAnswersAtOnce(t *testing.T) {
 	stop := run(t, d)
 	defer func() { require.NoError(t, stop()) }()
 
-	resp, body := post(t, d.URL(), fmt.Sprintf(sample, "nowait"))
+	resp, body := post(t, d.URL(), testkit.Receipt("nowait"))
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, "accept.wait = 0s never waits for the upstream: %s", body)
 	require.NotEmpty(t, resp.Header.Get("X-Queue-Id"))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // TestDiskFullAndBack runs the daemon on a 3 MiB volume with the tax
@@ -34,7 +35,7 @@ func TestDiskFullAndBack(t *testing.T) {
 		t.Skipf("mount a small tmpfs: %v (needs root)", err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(small, syscall.MNT_DETACH) })
-	up := startSim(t, sim.Options{})
+	up := testkit.StartSim(t, sim.Options{})
 	require.NoError(t, up.SetFaults(sim.Faults{Down: true}))
 	cfg := testConfig(t, up.URL())
 	cfg.DataDir = small + "/data"
@@ -45,7 +46,7 @@ func TestDiskFullAndBack(t *testing.T) {
 	acked := 0
 	var refused []byte
 	for i := 0; i < 20000 && refused == nil; i++ {
-		resp, body := post(t, d.URL(), fmt.Sprintf(sample, fmt.Sprint("full", i)))
+		resp, body := post(t, d.URL(), testkit.Receipt(fmt.Sprint("full", i)))
 		switch resp.StatusCode {
 		case http.StatusAccepted:
 			acked++
@@ -65,7 +66,7 @@ func TestDiskFullAndBack(t *testing.T) {
 
 	require.NoError(t, syscall.Mount("tmpfs", small, "tmpfs", syscall.MS_REMOUNT, "size=64m"))
 	require.Eventually(t, func() bool {
-		resp, _ := post(t, d.URL(), fmt.Sprintf(sample, fmt.Sprint("room", acked)))
+		resp, _ := post(t, d.URL(), testkit.Receipt(fmt.Sprint("room", acked)))
 		if resp.StatusCode == http.StatusAccepted {
 			acked++
 		}

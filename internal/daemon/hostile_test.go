@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // hostile is an upstream that misbehaves in one way on every create (and
@@ -99,26 +99,6 @@ func (h *hostile) big(w http.ResponseWriter, head, tail string) {
 	_ = h.write(w, strings.Repeat("x", 1<<20-len(head)-len(tail))+tail)
 }
 
-type entryState struct {
-	State     string `json:"state"`
-	Ambiguous int    `json:"ambiguousAttempts"`
-	Outcome   *struct {
-		ID      string `json:"id"`
-		Message string `json:"message"`
-	} `json:"outcome"`
-}
-
-func getEntry(t *testing.T, base, id string) entryState {
-	t.Helper()
-	resp, err := http.Get(base + "/receiptd/entries/" + id)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var e entryState
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
-	return e
-}
-
 // TestHostileUpstreamCannotIssueASaleAgainAndAgain: whatever a broken tax
 // service answers (a 200 that is not JSON, SUCCESS without an id, a 50 MB
 // body, nothing at all, or an answer trickling in), a receipt is sent at
@@ -135,15 +115,15 @@ func TestHostileUpstreamCannotIssueASaleAgainAndAgain(t *testing.T) {
 			stop := run(t, d)
 			defer func() { require.NoError(t, stop()) }()
 
-			resp, body := post(t, d.URL(), fmt.Sprintf(sample, "h-"+strings.ReplaceAll(mode, " ", "")))
+			resp, body := post(t, d.URL(), testkit.Receipt("h-"+strings.ReplaceAll(mode, " ", "")))
 			require.Equal(t, http.StatusAccepted, resp.StatusCode, "%.200s", body)
 			require.Less(t, len(body), 4096, "the POS got the broken answer")
 			id := resp.Header.Get("X-Queue-Id")
 			require.NotEmpty(t, id)
 
-			var e entryState
+			var e testkit.Entry
 			require.Eventually(t, func() bool {
-				e = getEntry(t, d.URL(), id)
+				e = testkit.GetEntry(t, d.URL(), id)
 				return e.State == "held"
 			}, 30*time.Second, 20*time.Millisecond, "entry never held: %+v", e)
 			require.Equal(t, 3, e.Ambiguous)
@@ -151,7 +131,7 @@ func TestHostileUpstreamCannotIssueASaleAgainAndAgain(t *testing.T) {
 			// Several backoff caps (100 ms) later nothing more was sent.
 			time.Sleep(time.Second)
 			require.EqualValues(t, 3, up.creates.Load(), "creates sent")
-			require.Equal(t, "held", getEntry(t, d.URL(), id).State)
+			require.Equal(t, "held", testkit.GetEntry(t, d.URL(), id).State)
 			if mode == "50MB" {
 				require.Less(t, up.written.Load(), int64(3*fiftyMB), "the daemon read the answers whole")
 			}

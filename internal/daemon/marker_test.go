@@ -15,6 +15,7 @@ import (
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // markerTx is the transaction the data directory's marker records.
@@ -38,7 +39,7 @@ func markerTx(t *testing.T, dir string) uint64 {
 // is not rewritten while nothing is committed.
 func TestMarkerSavedAfterCommits(t *testing.T) {
 	defer daemon.SetMarkerEvery(50 * time.Millisecond)()
-	s := startSim(t, sim.Options{Seed: 3})
+	s := testkit.StartSim(t, sim.Options{Seed: 3})
 	cfg := testConfig(t, s.URL())
 	d, err := daemon.New(cfg, zap.NewNop(), "test")
 	require.NoError(t, err)
@@ -59,7 +60,7 @@ func TestMarkerSavedAfterCommits(t *testing.T) {
 	}
 	before := settled()
 	for i := range 3 {
-		resp, b := post(t, d.URL(), fmt.Sprintf(sample, fmt.Sprintf("mk%04d", i)))
+		resp, b := post(t, d.URL(), testkit.Receipt(fmt.Sprintf("mk%04d", i)))
 		require.Equal(t, 2, resp.StatusCode/100, "%s", b) // the answer itself (200) or 202
 	}
 	require.Eventually(t, func() bool { return markerTx(t, cfg.DataDir) > before }, 5*time.Second, 10*time.Millisecond,

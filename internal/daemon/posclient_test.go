@@ -16,6 +16,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // The published Go client github.com/techpartners-asia/ebarimt-pos3-go at
@@ -108,7 +109,7 @@ func goReceiptSend(t *testing.T, base, body string) (goReceiptResponse, error) {
 func issuedByPOS(r goReceiptResponse) bool { return r.Status != "ERROR" }
 
 func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
-	s := startSim(t, sim.Options{Seed: 7})
+	s := testkit.StartSim(t, sim.Options{Seed: 7})
 	cfg := testConfig(t, s.URL())
 	cfg.Accept.QueuedAnswer = config.QueuedAnswerError
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
@@ -117,7 +118,7 @@ func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
 	defer func() { require.NoError(t, stop()) }()
 
 	// Online: the tax service's own answer, printed as issued.
-	online, err := goReceiptSend(t, d.URL(), fmt.Sprintf(sample, "go1"))
+	online, err := goReceiptSend(t, d.URL(), testkit.Receipt("go1"))
 	require.NoError(t, err, "every body parses as PosAPI's")
 	require.True(t, issuedByPOS(online))
 	require.Equal(t, "SUCCESS", online.Status)
@@ -126,7 +127,7 @@ func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
 	// Offline: the cashier sees the error path every time they try.
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	for range 3 {
-		r, err := goReceiptSend(t, d.URL(), fmt.Sprintf(sample, "go2"))
+		r, err := goReceiptSend(t, d.URL(), testkit.Receipt("go2"))
 		require.NoError(t, err, "every body parses as PosAPI's")
 		require.False(t, issuedByPOS(r), "a queued receipt read as issued: %+v", r)
 		require.Contains(t, r.Message, "Do NOT ring this sale again")
@@ -137,7 +138,7 @@ func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
 	require.NoError(t, s.SetFaults(sim.Faults{}))
 	var r goReceiptResponse
 	require.Eventually(t, func() bool {
-		r, err = goReceiptSend(t, d.URL(), fmt.Sprintf(sample, "go2"))
+		r, err = goReceiptSend(t, d.URL(), testkit.Receipt("go2"))
 		require.NoError(t, err, "every body parses as PosAPI's")
 		return issuedByPOS(r)
 	}, 15*time.Second, 50*time.Millisecond)
@@ -153,13 +154,13 @@ func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
 // receipt as issued, with no id, lottery or QR data. This is why "error"
 // exists.
 func TestUnmodifiedGoClientMisreadsA202(t *testing.T) {
-	s := startSim(t, sim.Options{Seed: 8})
+	s := testkit.StartSim(t, sim.Options{Seed: 8})
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	d, err := daemon.New(testConfig(t, s.URL()), zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
 	stop := run(t, d)
 	defer func() { require.NoError(t, stop()) }()
-	res, body := post(t, d.URL(), fmt.Sprintf(sample, "go3"))
+	res, body := post(t, d.URL(), testkit.Receipt("go3"))
 	require.Equal(t, http.StatusAccepted, res.StatusCode, "%s", body)
 	var r goReceiptResponse
 	require.NoError(t, json.Unmarshal(body, &r))
@@ -184,9 +185,9 @@ func TestUnmodifiedGoClientParsesANonJSONRefusal(t *testing.T) {
 	require.NoError(t, err)
 	stop := run(t, d)
 	defer func() { require.NoError(t, stop()) }()
-	res, body := post(t, d.URL(), fmt.Sprintf(sample, "go4"))
+	res, body := post(t, d.URL(), testkit.Receipt("go4"))
 	require.Equal(t, http.StatusForbidden, res.StatusCode, "%s", body)
-	r, err := goReceiptSend(t, d.URL(), fmt.Sprintf(sample, "go4"))
+	r, err := goReceiptSend(t, d.URL(), testkit.Receipt("go4"))
 	require.NoError(t, err, "every body parses as PosAPI's")
 	require.False(t, issuedByPOS(r))
 	require.Contains(t, r.Message, "HTTP 403")

@@ -13,6 +13,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // TestWarmBeforeTheFirstOutage: a daemon that has been online once, with
@@ -20,7 +21,7 @@ import (
 // cache once the tax service is gone, and a POS that looks up the buyer's
 // merchant info before each sale (as the Go client does) can still sell.
 func TestWarmBeforeTheFirstOutage(t *testing.T) {
-	s := startSim(t, sim.Options{Seed: 5})
+	s := testkit.StartSim(t, sim.Options{Seed: 5})
 	cfg := testConfig(t, s.URL())
 	cfg.Accept.Wait = config.Dur(200 * time.Millisecond)
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")

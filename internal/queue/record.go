@@ -13,28 +13,6 @@ import (
 	"time"
 )
 
-// An entry's record, as the entries bucket and the write-ahead log hold it.
-//
-// Schema 3 (compact), what encode writes:
-//
-//	0x00 0x01                 marker and format
-//	uvarint seq               the queueId's number
-//	kind byte, state byte     indexes into kinds and AllStates
-//	acceptedAt, updatedAt     each 0x00 (the zero time), 0x01 and a varint of unix ns, or 0x02 and
-//	                          varints of unix seconds and nanoseconds (outside the years ns can hold)
-//	hash                      0x01 and 32 bytes (64 lowercase hex digits), or 0x00 and a string
-//	string ×4                 idempotency key, merchantTin, posNo, billIdSuffix (uvarint length, bytes)
-//	string                    the other fields as JSON (entryRest), empty when all are zero
-//	body                      the rest of the record
-//
-// Schema 2 and before (still read): uvarint length, the entry as JSON
-// without its body, the body. A JSON record never starts with 0x00 (its
-// length is not 0), so the first byte tells them apart.
-//
-// Why: the JSON form spent about 360 bytes on field names, timestamps and
-// a hex hash for a new receipt; this one about 110, which puts four
-// typical receipts in a 4 KiB page instead of three (docs/performance.md).
-
 const (
 	compactMarker = 0x00
 	compactFormat = 0x01
@@ -69,6 +47,28 @@ func rawHash(h string) ([]byte, bool) {
 	return raw, err == nil
 }
 
+// encode returns e's record, as the entries bucket and the write-ahead log
+// hold it.
+//
+// Schema 3 (compact), what it writes:
+//
+//	0x00 0x01                 marker and format
+//	uvarint seq               the queueId's number
+//	kind byte, state byte     indexes into kinds and AllStates
+//	acceptedAt, updatedAt     each 0x00 (the zero time), 0x01 and a varint of unix ns, or 0x02 and
+//	                          varints of unix seconds and nanoseconds (outside the years ns can hold)
+//	hash                      0x01 and 32 bytes (64 lowercase hex digits), or 0x00 and a string
+//	string ×4                 idempotency key, merchantTin, posNo, billIdSuffix (uvarint length, bytes)
+//	string                    the other fields as JSON (entryRest), empty when all are zero
+//	body                      the rest of the record
+//
+// Schema 2 and before (still read): uvarint length, the entry as JSON
+// without its body, the body. A JSON record never starts with 0x00 (its
+// length is not 0), so the first byte tells them apart.
+//
+// Why: the JSON form spent about 360 bytes on field names, timestamps and
+// a hex hash for a new receipt; this one about 110, which puts four
+// typical receipts in a 4 KiB page instead of three (docs/performance.md).
 func encode(e *Entry) ([]byte, error) { return encodeTo(nil, e) }
 
 // encodeTo appends the record of e to dst.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // Backoff bounds the tests below rely on: cenkalti/backoff's default
@@ -35,7 +36,7 @@ func TestServerErrorSpacesTheEntrysRetries(t *testing.T) {
 	cfg.MinBackoff, cfg.MaxBackoff = spacedMin, spacedMax
 	r := newRig(t, cfg, sim.Options{})
 	r.useScripted(t, cfg, up)
-	e := r.enqueue(receiptBody("bo1"))
+	e := r.enqueue(testkit.Receipt("bo1"))
 	r.start()
 	r.waitSettled(20 * time.Second)
 

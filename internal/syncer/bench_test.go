@@ -11,6 +11,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // BenchmarkDrain drains a backlog to the simulator answering after a fixed
@@ -65,7 +66,7 @@ func simCapacity(b *testing.B, s *sim.Sim, conc, n int) float64 {
 		go func() {
 			defer wg.Done()
 			for i := range n / conc {
-				_, err := c.CreateReceipt(context.Background(), []byte(receiptBody(fmt.Sprintf("cap%d-%d", g, i))))
+				_, err := c.CreateReceipt(context.Background(), []byte(testkit.Receipt(fmt.Sprintf("cap%d-%d", g, i))))
 				if err != nil {
 					b.Error(err)
 					return

@@ -14,6 +14,7 @@ import (
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // failingWrites is the real queue whose FinishAndClaim commits fail as on
@@ -41,7 +42,7 @@ func TestOutcomeRecordedOnceSpaceReturns(t *testing.T) {
 	full.Store(true)
 	fd := &failingWrites{Queue: r.q, fails: func(int) bool { return full.Load() }}
 	r.w = syncer.New(fd, r.c, fastConfig(), r.logger(), nil)
-	e := r.enqueue(receiptBody("full"))
+	e := r.enqueue(testkit.Receipt("full"))
 	r.start()
 
 	require.Eventually(t, func() bool { return fd.failed.Load() >= 3 }, 5*time.Second, time.Millisecond)

@@ -12,6 +12,7 @@ import (
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // countedClaims is the real queue, counting Claim calls.
@@ -34,7 +35,7 @@ func TestIdleWorkerDoesNotPoll(t *testing.T) {
 	cq := &countedClaims{Queue: r.q}
 	r.w = syncer.New(cq, r.c, cfg, r.logger(), nil)
 	r.start()
-	e := r.enqueue(receiptBody("idle1"))
+	e := r.enqueue(testkit.Receipt("idle1"))
 	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSent }, 5*time.Second, time.Millisecond)
 
 	time.Sleep(100 * time.Millisecond) // the claims that follow a send
@@ -42,7 +43,7 @@ func TestIdleWorkerDoesNotPoll(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // 25 poll intervals
 	require.LessOrEqual(t, cq.claims.Load()-before, int64(1), "claims while idle")
 
-	e = r.enqueue(receiptBody("idle2"))
+	e = r.enqueue(testkit.Receipt("idle2"))
 	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSent }, 5*time.Second, time.Millisecond)
 }
 
@@ -57,12 +58,12 @@ func TestIdleWorkerWakesForOperatorWork(t *testing.T) {
 	cfg := fastConfig()
 	cfg.PollInterval = time.Hour
 	r := newRig(t, cfg, sim.Options{Seed: 7})
-	restored := r.enqueue(receiptBody("restored1"))
+	restored := r.enqueue(testkit.Receipt("restored1"))
 	n, err := r.q.HoldRestored(ctx, "restored from a backup")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.NoError(t, r.sim.SetFaults(sim.Faults{RejectNext: 1}))
-	rejected := r.enqueue(receiptBody("rejected1"))
+	rejected := r.enqueue(testkit.Receipt("rejected1"))
 	r.start()
 	reaches := func(id string, s queue.State, what string) {
 		t.Helper()
@@ -84,7 +85,7 @@ func TestIdleWorkerWakesForOperatorWork(t *testing.T) {
 
 	// A delete requested while its receipt is in flight waits for it.
 	require.NoError(t, r.sim.SetFaults(sim.Faults{Latency: 300 * time.Millisecond}))
-	behind := r.enqueue(receiptBody("behind1"))
+	behind := r.enqueue(testkit.Receipt("behind1"))
 	reaches(behind.QueueID, queue.StateSending, "the create in flight")
 	d, action, err = r.q.RequestDelete(ctx, behind.QueueID, "", time.Now())
 	require.NoError(t, err)
@@ -95,7 +96,7 @@ func TestIdleWorkerWakesForOperatorWork(t *testing.T) {
 
 	// Queued when the daemon stops; a new queue and worker find it.
 	r.stop()
-	left := r.enqueue(receiptBody("left1"))
+	left := r.enqueue(testkit.Receipt("left1"))
 	require.NoError(t, r.st.Close())
 	r.st, err = store.Open(r.dbPath, store.Options{})
 	require.NoError(t, err)

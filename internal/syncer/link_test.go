@@ -17,6 +17,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // scripted is an upstream whose answer to each create is chosen by the
@@ -172,7 +173,7 @@ func TestEmptyQueueProbeNoticesRecovery(t *testing.T) {
 	cfg.MinBackoff, cfg.MaxBackoff = 500*time.Millisecond, time.Second
 	r := newRig(t, cfg, sim.Options{Seed: 18})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))
-	e := r.enqueue(receiptBody("gone"))
+	e := r.enqueue(testkit.Receipt("gone"))
 	r.start()
 	require.Eventually(t, func() bool {
 		got, err := r.q.Get(e.QueueID)

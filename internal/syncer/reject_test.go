@@ -11,6 +11,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // A rejection keeps status ERROR, a message and the HTTP status whatever
@@ -40,7 +41,7 @@ func TestRejectedOutcomeWhateverTheBody(t *testing.T) {
 			cfg := fastConfig()
 			r := newRig(t, cfg, sim.Options{})
 			r.useScripted(t, cfg, up)
-			e := r.enqueue(receiptBody("rej"))
+			e := r.enqueue(testkit.Receipt("rej"))
 			d, _, err := r.q.RequestDelete(context.Background(), "999999999999999999999999999999999", "2026-11-22 10:00:00", time.Now())
 			require.NoError(t, err)
 			r.start()
@@ -62,7 +63,7 @@ func TestRejectedOutcomeWhateverTheBody(t *testing.T) {
 // "not found". That is the delete done, not a rejection.
 func TestDeleteRetriedAfterALostAnswerEndsDeleted(t *testing.T) {
 	r := newRig(t, fastConfig(), sim.Options{Seed: 21})
-	e := r.enqueue(receiptBody("lostdel"))
+	e := r.enqueue(testkit.Receipt("lostdel"))
 	r.start()
 	r.waitSettled(5 * time.Second)
 	r.stop()

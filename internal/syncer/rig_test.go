@@ -20,6 +20,7 @@ import (
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // rig is a worker draining a real queue (bbolt in t.TempDir()) to the
@@ -121,16 +122,6 @@ func (r *rig) close() {
 	}
 }
 
-// receiptBody is a valid create request; its totals add up exactly.
-func receiptBody(suffix string) string {
-	return fmt.Sprintf(`{"branchNo":"001","totalAmount":12345.6789012345678901,"merchantTin":"5317878","posNo":"P1",
-"type":"B2C_RECEIPT","billIdSuffix":%q,"customerTin":"CUST9911","totalVAT":1,"districtCode":"2501",
-"receipts":[{"totalAmount":12345.6789012345678901,"taxType":"VAT_ABLE","totalVAT":1,"merchantTin":"5317878",
- "items":[{"name":"a","measureUnit":"pc","qty":1,"unitPrice":0.1,"totalAmount":0.1},
-          {"name":"b","measureUnit":"pc","qty":1,"unitPrice":12345.5789012345678901,"totalAmount":12345.5789012345678901}]}],
-"payments":[{"code":"CASH","status":"PAID","paidAmount":12345.6789012345678901}]}`, suffix)
-}
-
 // enqueue puts body in the queue the way the API does.
 func (r *rig) enqueue(body string) queue.Entry {
 	r.t.Helper()
@@ -149,7 +140,7 @@ func (r *rig) enqueue(body string) queue.Entry {
 func (r *rig) enqueueN(prefix string, n int) []queue.Entry {
 	out := make([]queue.Entry, n)
 	for i := range out {
-		out[i] = r.enqueue(receiptBody(fmt.Sprintf("%s%04d", prefix, i)))
+		out[i] = r.enqueue(testkit.Receipt(fmt.Sprintf("%s%04d", prefix, i)))
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 func TestDrainsEveryReceiptOnce(t *testing.T) {
@@ -118,7 +119,7 @@ func TestMaxAmbiguousHolds(t *testing.T) {
 	cfg.MaxAmbiguous = 3
 	r := newRig(t, cfg, sim.Options{Seed: 5})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{DropRate: 1}))
-	e := r.enqueue(receiptBody("max1"))
+	e := r.enqueue(testkit.Receipt("max1"))
 	r.start()
 	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateHeld }, 10*time.Second, 10*time.Millisecond)
 	time.Sleep(200 * time.Millisecond) // several backoff steps: nothing more is sent
@@ -140,7 +141,7 @@ func TestAmbiguousHeld(t *testing.T) {
 	cfg.OnAmbiguous = "hold"
 	r := newRig(t, cfg, sim.Options{Seed: 5})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{DropRate: 1}))
-	e := r.enqueue(receiptBody("hold1"))
+	e := r.enqueue(testkit.Receipt("hold1"))
 	r.start()
 	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateHeld }, 5*time.Second, 10*time.Millisecond)
 	r.stop()
@@ -161,7 +162,7 @@ func TestRejectedDoesNotBlock(t *testing.T) {
 	r := newRig(t, fastConfig(), sim.Options{Seed: 6})
 	good1 := r.enqueueN("a", 50)
 	// Totals that do not add up: the simulator answers ERROR.
-	bad := r.enqueue(strings.Replace(receiptBody("bad"), `"totalAmount":12345.6789012345678901,"merchantTin"`, `"totalAmount":1,"merchantTin"`, 1))
+	bad := r.enqueue(strings.Replace(testkit.Receipt("bad"), `"totalAmount":12345.6789012345678901,"merchantTin"`, `"totalAmount":1,"merchantTin"`, 1))
 	good2 := r.enqueueN("b", 50)
 	r.start()
 	r.waitSettled(20 * time.Second)
@@ -178,7 +179,7 @@ func TestRejectedDoesNotBlock(t *testing.T) {
 
 func TestPaymentOutcome(t *testing.T) {
 	r := newRig(t, fastConfig(), sim.Options{Seed: 7})
-	e := r.enqueue(strings.Replace(receiptBody("pay1"), `"status":"PAID"`, `"status":"PAY"`, 1))
+	e := r.enqueue(strings.Replace(testkit.Receipt("pay1"), `"status":"PAID"`, `"status":"PAY"`, 1))
 	r.start()
 	r.waitSettled(5 * time.Second)
 	got := r.get(e.QueueID)
@@ -203,9 +204,9 @@ func TestDeletesInterleavedWithCreates(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, queue.DeleteQueued, action)
 		deletes = append(deletes, d)
-		r.enqueue(receiptBody("mid" + string(rune('0'+i))))
+		r.enqueue(testkit.Receipt("mid" + string(rune('0'+i))))
 	}
-	unsent := r.enqueue(receiptBody("cancelme"))
+	unsent := r.enqueue(testkit.Receipt("cancelme"))
 	_, action, err := r.q.RequestDelete(ctx, unsent.QueueID, "", time.Now())
 	require.NoError(t, err)
 	require.Equal(t, queue.DeleteCancelled, action)
@@ -228,7 +229,7 @@ func TestDeletesInterleavedWithCreates(t *testing.T) {
 
 func TestDeleteWaitsForItsCreate(t *testing.T) {
 	r := newRig(t, fastConfig(), sim.Options{Seed: 9, Latency: 300 * time.Millisecond})
-	e := r.enqueue(receiptBody("slow1"))
+	e := r.enqueue(testkit.Receipt("slow1"))
 	r.start()
 	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSending }, 5*time.Second, 5*time.Millisecond)
 	d, action, err := r.q.RequestDelete(context.Background(), e.QueueID, "", time.Now())
@@ -245,7 +246,7 @@ func TestLotteryAndQRNeverStoredOrLogged(t *testing.T) {
 	r := newRig(t, fastConfig(), sim.Options{Seed: 10})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{DropRate: 0.2}))
 	r.enqueueN("secret", 20)
-	r.enqueue(strings.Replace(receiptBody("pay"), `"status":"PAID"`, `"status":"PAY"`, 1))
+	r.enqueue(strings.Replace(testkit.Receipt("pay"), `"status":"PAID"`, `"status":"PAY"`, 1))
 	r.start()
 	r.waitSettled(20 * time.Second)
 	r.close()
@@ -261,13 +262,13 @@ func TestLotteryAndQRNeverStoredOrLogged(t *testing.T) {
 		require.Empty(t, containsAny(string(db), is.Lottery, is.QRData), "lottery or QR data on disk")
 		require.Empty(t, containsAny(logs, is.Lottery, is.QRData), "lottery or QR data in the log")
 	}
-	require.NotContains(t, logs, "CUST9911", "customer TIN in the log")
+	require.NotContains(t, logs, testkit.CustomerTIN, "customer TIN in the log")
 }
 
 func TestAwaitHandsOverTheAnswer(t *testing.T) {
 	r := newRig(t, fastConfig(), sim.Options{Seed: 11})
 	r.start()
-	e := r.enqueue(receiptBody("wait1"))
+	e := r.enqueue(testkit.Receipt("wait1"))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	res, ok := r.answers.Await(ctx, e.QueueID)
@@ -286,10 +287,10 @@ func TestAwaitReturnsAtOnceWhenDown(t *testing.T) {
 	r := newRig(t, fastConfig(), sim.Options{Seed: 12})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))
 	r.start()
-	first := r.enqueue(receiptBody("down1"))
+	first := r.enqueue(testkit.Receipt("down1"))
 	require.Eventually(t, func() bool { return !r.w.Status().Up }, 5*time.Second, 5*time.Millisecond)
 
-	e := r.enqueue(receiptBody("down2"))
+	e := r.enqueue(testkit.Receipt("down2"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	done := make(chan bool, 1)
@@ -311,7 +312,7 @@ func TestAgeingAlertLoggedOncePerCrossing(t *testing.T) {
 	cfg.UnsentWarn, cfg.UnsentCritical = 100*time.Millisecond, 800*time.Millisecond
 	r := newRig(t, cfg, sim.Options{Seed: 13})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))
-	r.enqueue(receiptBody("old1"))
+	r.enqueue(testkit.Receipt("old1"))
 	r.start()
 	require.Eventually(t, func() bool { return r.w.Status().Alert == syncer.AlertCritical }, 5*time.Second, 10*time.Millisecond)
 	time.Sleep(300 * time.Millisecond) // several more checks at the same level
@@ -348,7 +349,7 @@ func TestShutdownRecordsInFlightSends(t *testing.T) {
 	cfg := fastConfig()
 	cfg.ShutdownTimeout = 5 * time.Second
 	r := newRig(t, cfg, sim.Options{Seed: 14, Latency: 300 * time.Millisecond})
-	e := r.enqueue(receiptBody("inflight"))
+	e := r.enqueue(testkit.Receipt("inflight"))
 	r.start()
 	require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSending }, 5*time.Second, 5*time.Millisecond)
 	r.stop() // returns only after the send finished and was recorded
@@ -360,7 +361,7 @@ func TestShutdownIsBoundedWhileAProbeHangs(t *testing.T) {
 	cfg.ShutdownTimeout = 100 * time.Millisecond
 	r := newRig(t, cfg, sim.Options{Seed: 15})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))
-	e := r.enqueue(receiptBody("hang"))
+	e := r.enqueue(testkit.Receipt("hang"))
 	r.start()
 	require.Eventually(t, func() bool { return !r.w.Status().Up }, 5*time.Second, 5*time.Millisecond)
 
@@ -387,7 +388,7 @@ func TestShutdownIsBoundedWhileAProbeHangs(t *testing.T) {
 
 func TestLastSuccessSurvivesARestart(t *testing.T) {
 	r := newRig(t, fastConfig(), sim.Options{Seed: 16})
-	r.enqueue(receiptBody("before-restart"))
+	r.enqueue(testkit.Receipt("before-restart"))
 	r.start()
 	r.waitSettled(5 * time.Second)
 	r.stop()
