@@ -29,6 +29,8 @@
 //	store_failed                          gauge     1 when the database refuses writes until restart (WatchStore)
 //	log_flushes_total                     counter   write-ahead log flushes (WatchLog)
 //	log_records_total                     counter   records they made durable; over flushes, the mean group
+//	posapi_left_lotteries, posapi_last_sent_age_seconds, clock_skew_seconds, send_data_total{result}:
+//	                                      PosAPI's own limits (WatchPosAPI, posapi.go)
 //
 // Label values are the caller's: kind, outcome, result and route must come
 // from small fixed sets (a route is the route pattern, never the raw path).
@@ -90,6 +92,8 @@ type Metrics struct {
 	log            *logCollector
 	answers        *answersCollector
 	answersDropped prometheus.Counter
+	posapi         *posapiCollector // registered by WatchPosAPI
+	posapiOnce     sync.Once
 
 	routesMu sync.Mutex
 	routes   map[string]struct{}
@@ -140,6 +144,7 @@ func New() *Metrics {
 		store:   newStoreCollector(),
 		log:     newLogCollector(),
 		answers: newAnswersCollector(),
+		posapi:  newPosAPICollector(),
 		answersDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "answers_dropped_total",
 			Help: "Upstream answers no POS had received yet, pushed out of memory by accept.answer_count or accept.answer_mb.",
