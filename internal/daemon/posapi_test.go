@@ -152,7 +152,7 @@ func TestClockSkewShows(t *testing.T) {
 	require.InDelta(t, -300, skew, 2, "the tax service's clock minus ours")
 	require.Regexp(t, `(?m)^receiptd_clock_skew_seconds -(299|300|301)$`, metricsText(t, d.URL()))
 	_, page := getBody(t, d.URL()+"/")
-	require.Contains(t, string(page), "This computer&#39;s clock is 5m ahead of")
+	require.Contains(t, string(page), "This computer&#39;s clock is about 5 min ahead of")
 	require.Contains(t, string(page), "posapi.max_clock_skew")
 }
 

@@ -152,7 +152,7 @@ func clockItem(p PosAPI) attentionItem {
 		whose = "the tax service's (the date of issued receipts)"
 	}
 	it := attentionItem{ID: "clock", Level: levelWarn, Symbol: "⚠",
-		Title: fmt.Sprintf("This computer's clock is %s %s %s clock", human(absDur(skew)), dir, whose),
+		Title: fmt.Sprintf("This computer's clock is %s %s %s clock", skewWords(absDur(skew)), dir, whose),
 		Why: fmt.Sprintf("More than posapi.max_clock_skew (%s) apart. Receipts are dated by the till's clock and a sale's day "+
 			"(its idempotency day) is counted by it: sales near midnight land on the wrong day, and the tax service may refuse "+
 			"receipts dated in the future.", threshold(p.MaxClockSkew)),
@@ -170,6 +170,15 @@ func clockItem(p PosAPI) attentionItem {
 		}
 	}
 	return it
+}
+
+// skewWords is a clock's difference as a person says it: exact under a
+// minute, "about 5 min" beyond (the readings are good to a second or two).
+func skewWords(d time.Duration) string {
+	if d < time.Minute {
+		return human(d)
+	}
+	return "about " + about(d)
 }
 
 // about is a duration in round words for a forecast: "3 h", "45 min".

@@ -72,7 +72,7 @@ func TestPosAPIAttention(t *testing.T) {
 			skew := -5 * time.Minute
 			p.ClockSkew = &skew
 		}),
-		want: []string{"Needs attention (1)", "⚠ This computer's clock is 5m ahead of the tax service's clock",
+		want: []string{"Needs attention (1)", "⚠ This computer's clock is about 5 min ahead of the tax service's clock",
 			"More than posapi.max_clock_skew (2m) apart.", "sudo timedatectl set-ntp true", "sudo chronyc makestep"},
 		absent: []string{"lottery numbers left"},
 	}, {
@@ -101,7 +101,7 @@ func TestClockStepsOnWindows(t *testing.T) {
 		skew := 10 * time.Minute
 		p.ClockSkew, p.SkewSource = &skew, "posapi"
 	}))
-	require.Contains(t, got, "This computer's clock is 10m behind PosAPI's clock")
+	require.Contains(t, got, "This computer's clock is about 10 min behind PosAPI's clock")
 	require.Contains(t, got, "w32tm /resync")
 	require.NotContains(t, got, "timedatectl")
 }
