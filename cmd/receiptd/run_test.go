@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,34 +23,10 @@ import (
 	"github.com/receiptd/receiptd/internal/testkit"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	binDir    string
-)
+// receiptdBinary is the command under test, built once per test run.
+func receiptdBinary(t *testing.T) string { return testkit.Binary(t) }
 
-// receiptdBinary builds the command once per test run.
-func receiptdBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "receiptd-bin-")
-		if buildErr != nil {
-			return
-		}
-		binPath, buildErr = harness.Build(context.Background(), binDir)
-	})
-	require.NoError(t, buildErr)
-	return binPath
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // binCmd returns an exec.Cmd of the binary with a clean environment
 // (no RECEIPTD_ variables from the developer's shell), in a process group

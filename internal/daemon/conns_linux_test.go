@@ -47,8 +47,7 @@ func TestConnectionFloodDoesNotLockOutThePOS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	bin, err := harness.Build(ctx, dir)
-	require.NoError(t, err)
+	bin := testkit.Binary(t)
 	// The daemon gets its own, smaller descriptor limit (soft and hard,
 	// so Go's start-up does not raise it).
 	wrapper := filepath.Join(dir, "receiptd-nofile")

@@ -27,6 +27,9 @@ func testConfig(t testing.TB, upstream string) config.Config {
 	return cfg
 }
 
+// TestMain removes the binary testkit.Binary built.
+func TestMain(m *testing.M) { testkit.Main(m) }
+
 // run starts d and returns a function that stops it and returns Run's error.
 func run(t testing.TB, d *daemon.Daemon) func() error {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,6 +20,7 @@ import (
 	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 // params sizes a run.
@@ -52,6 +53,9 @@ func seedFor(t *testing.T) int64 {
 	return time.Now().UnixNano()
 }
 
+// TestMain removes the binary testkit.Binary built.
+func TestMain(m *testing.M) { testkit.Main(m) }
+
 func TestSoak(t *testing.T) {
 	p := paramsFor(t)
 	seed := seedFor(t)
@@ -62,8 +66,7 @@ func TestSoak(t *testing.T) {
 	s := sim.New(sim.Options{Seed: seed})
 	require.NoError(t, s.Start("127.0.0.1:0"))
 	t.Cleanup(func() { _ = s.Close() })
-	bin, err := harness.Build(ctx, t.TempDir())
-	require.NoError(t, err)
+	bin := testkit.Binary(t)
 	cfg := soakConfig(t, s.URL())
 	proc, err := harness.Start(ctx, bin, t.TempDir(), cfg)
 	require.NoError(t, err)

@@ -1,18 +1,20 @@
 // Package testkit is the fixtures and helpers the tests of several packages
 // share, so that they do not drift apart: a valid receipt, a running tax
-// service simulator, a loopback address nobody listens on, and an entry as
-// GET /receiptd/entries/{queueId} shows it. Only tests import it.
+// service simulator, a loopback address nobody listens on, an entry as GET
+// /receiptd/entries/{queueId} shows it, and the real daemon under test (the
+// binary built once, started with a configuration, stopped at the end).
+// Only tests import it.
 package testkit
 
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
@@ -44,14 +46,12 @@ func StartSim(t testing.TB, o sim.Options) *sim.Sim {
 	return s
 }
 
-// ClosedAddr is a loopback address nobody listens on: connecting to it is
-// refused at once.
+// ClosedAddr is a loopback address nobody listens on (harness.FreeAddr):
+// connecting to it is refused at once.
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := harness.FreeAddr()
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
 	return addr
 }
 
