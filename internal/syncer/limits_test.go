@@ -2,6 +2,8 @@ package syncer_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -115,3 +118,60 @@ func TestNoSendWhileTheGateIsHeld(t *testing.T) {
 }
 
 var _ syncer.Limits = (*posapi.Watcher)(nil)
+
+// TestSlowSendDataHoldsSends: while receiptd's own sendData runs (slow:
+// the simulator's sendDataLatency), no receipt is sent; the receipts
+// posted meanwhile go once it has answered.
+func TestSlowSendDataHoldsSends(t *testing.T) {
+	s := testkit.StartSim(t, sim.Options{Seed: 14, Lotteries: 1000})
+	require.NoError(t, s.SetFaults(sim.Faults{SendDataLatency: 400 * time.Millisecond}))
+	var mu sync.Mutex
+	var sendDataStart, sendDataEnd time.Time
+	var creates []time.Time // when each create reached the upstream
+	wrapped := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		switch req.URL.Path {
+		case "/rest/sendData":
+			mu.Lock()
+			sendDataStart = time.Now()
+			mu.Unlock()
+			defer func() { mu.Lock(); sendDataEnd = time.Now(); mu.Unlock() }()
+		case "/rest/receipt":
+			mu.Lock()
+			creates = append(creates, time.Now())
+			mu.Unlock()
+		}
+		s.Handler().ServeHTTP(w, req)
+	}))
+	t.Cleanup(wrapped.Close)
+
+	cfg := fastConfig()
+	r := newRig(t, cfg, sim.Options{Seed: 15})
+	c, err := client.New(client.Config{BaseURL: wrapped.URL, LookupBaseURL: wrapped.URL, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	s.SetLeftLotteries(100) // below min_lotteries: the watcher's first round sends the data
+	w := posapi.New(c, posapi.Config{AutoSendData: true, MinLotteries: 200, CheckEvery: time.Hour}, r.logger(), nil)
+	cfg.Limits = w
+	r.w = syncer.New(r.q, c, cfg, r.logger(), nil)
+	r.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); w.Run(ctx) }()
+	defer func() { cancel(); wg.Wait() }()
+
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return !sendDataStart.IsZero() }, 5*time.Second, time.Millisecond)
+	entries := r.enqueueN("S", 5)
+	r.waitSettled(10 * time.Second)
+	for _, e := range entries {
+		require.Equal(t, queue.StateSent, r.get(e.QueueID).State)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.False(t, sendDataEnd.IsZero())
+	require.Len(t, creates, 5)
+	for _, at := range creates {
+		require.False(t, at.After(sendDataStart) && at.Before(sendDataEnd),
+			"a create at %s during sendData %s..%s", at.Format(time.StampMicro), sendDataStart.Format(time.StampMicro), sendDataEnd.Format(time.StampMicro))
+	}
+	require.Equal(t, 1, s.SendDataCalls())
+}
