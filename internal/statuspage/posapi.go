@@ -91,9 +91,13 @@ func reserveItem(d Data, p *PosAPI) (attentionItem, bool) {
 	if p.Need != "" {
 		it.Why += " Now: " + p.Need + "."
 	}
-	it.Problem = sendDataSentence(d, p)
-	if p.LastSendData != nil {
+	// A failed sendData is the cause to act on; anything else is what
+	// receiptd is doing about it.
+	if failed {
+		it.Problem = sendDataSentence(d, p)
 		it.Raw, it.RawAt = p.LastSendData.Message, ago(p.LastSendData.At, d.Now)
+	} else {
+		it.Why += " " + sendDataSentence(d, p)
 	}
 	it.Steps = reserveSteps(p)
 	return it, true
