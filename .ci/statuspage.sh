@@ -9,6 +9,10 @@
 #   outage     the simulator down, one more receipt queued
 #   critical   the daemon restarted with alerts.unsent_critical = "2s"
 #   recovered  the simulator back: the old error is shown dated and past
+#   lotteries-low  PosAPI's reserve down to 150 (PUT /sim/lotteries) and its
+#              sendData failing: the forecast and what receiptd asked of PosAPI
+#   clock-skewed   the simulator's clock 5 minutes behind (its clockSkew
+#              fault): the skew and how to fix the clock
 #
 #   .ci/statuspage.sh              all of the above
 #   .ci/statuspage.sh -url URL     only load an already running page at URL
@@ -240,6 +244,40 @@ states() {
   page_has "Earlier problem, now past \([0-9:]+ UTC, [0-9a-z ]+ ago\): Nothing answered" "the old error, dated and past"
   fold_lacks "Last error" "the old error as if it were now"
   fold_lacks "cannot be reached" "the outage"
+
+  posapi_states
+}
+
+# posapi_states: PosAPI's own limits, before a sale fails.
+posapi_states() {
+  local code i
+  code=$(curl -sS --noproxy '*' -o /dev/null -w '%{http_code}' -X PUT -d '{"left":150}' "$sim/sim/lotteries") ||
+    die "PUT $sim/sim/lotteries: no answer"
+  [ "$code" = 200 ] || die "PUT $sim/sim/lotteries: HTTP $code"
+  faults '{"sendDataFail":true}'
+  # A POS's /rest/info through receiptd: the watcher reads the reserve from it.
+  curl -sS --noproxy '*' -o /dev/null "$api/rest/info" || die "GET $api/rest/info: no answer"
+  for i in $(seq 10 19); do
+    code=$(post "$(receipt "$i")")
+    [ "$code" = 200 ] || die "receipt $i: HTTP $code, want 200: $(cat "$work/answer.json")"
+  done
+  wait_status '"lastSendData":{"at":"[^"]*","ok":false'
+  shoot lotteries-low
+  fold_has "⚠ Lotteries run out in about [0-9]+ h at today's pace" "the forecast"
+  fold_has "only [0-9]+ lottery numbers are left \(posapi.min_lotteries = 200\)" "why PosAPI should send its data"
+  fold_has "receiptd asked PosAPI to send its data at [0-9:]+ [A-Z]+ and it failed: HTTP 500: simulated: could not send the data to the tax authority" \
+    "what receiptd asked of PosAPI and what it answered"
+  fold_has "Check this computer's internet connection" "the next step"
+  fold_lacks "Nothing needs attention" "an all-clear"
+
+  faults '{"clockSkew":"-5m"}'
+  code=$(post "$(receipt 20)")
+  [ "$code" = 200 ] || die "receipt 20: HTTP $code, want 200: $(cat "$work/answer.json")"
+  wait_status '"clockSkewSeconds":-[23][0-9][0-9],'
+  shoot clock-skewed
+  fold_has "⚠ This computer's clock is about 5 min ahead of (PosAPI's|the tax service's)" "the skew, in words"
+  fold_has "posapi.max_clock_skew \(2m\)" "the limit it is past"
+  fold_has "sudo timedatectl set-ntp true" "how to fix the clock"
 }
 
 main "$@"

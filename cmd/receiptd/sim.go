@@ -13,7 +13,8 @@ func init() {
 }
 
 func runSim(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "sim", "sim [-listen ADDR] [-seed N] [-latency D] [-error-rate F] [-drop-rate F] [-reject N [-reject-message M]]")
+	fs := newFlagSet(env, "sim", "sim [-listen ADDR] [-seed N] [-latency D] [-error-rate F] [-drop-rate F] [-reject N [-reject-message M]]\n"+
+		"    [-lotteries N] [-send-data-fail] [-send-data-latency D] [-clock-skew D]")
 	listen := fs.String("listen", "127.0.0.1:7081", "address to listen on: 7081 is where receiptd's default upstream.base_url expects PosAPI, since receiptd takes PosAPI's usual port 7080")
 	seed := fs.Int64("seed", time.Now().UnixNano(), "seed of ids, lottery numbers and fault rolls (a run is reproducible with the same seed)")
 	latency := fs.Duration("latency", 0, "delay added to every answer")
@@ -21,13 +22,22 @@ func runSim(ctx context.Context, env *cmdEnv, args []string) error {
 	dropRate := fs.Float64("drop-rate", 0, "share (0 to 1) of creates and deletes processed, then left unanswered")
 	reject := fs.Int("reject", 0, "refuse the next N receipts as the tax service refuses an invalid one (HTTP 400, status ERROR); later: PUT /sim/faults {\"rejectNext\":N}")
 	rejectMsg := fs.String("reject-message", sim.DefaultRejectMessage, "the message of those refusals")
+	lotteries := fs.Int("lotteries", sim.DefaultLotteries, "PosAPI's lottery reserve (leftLotteries): each B2C receipt uses one, each sendData refills it; "+
+		"at 0 B2C receipts are refused (HTTP 400, status ERROR); later: PUT /sim/lotteries {\"left\":N}")
+	sendDataFail := fs.Bool("send-data-fail", false, "GET /rest/sendData fails (HTTP 500, status ERROR; nothing refilled); later: PUT /sim/faults {\"sendDataFail\":true}")
+	sendDataLatency := fs.Duration("send-data-latency", 0, "delay added to sendData's answer; later: PUT /sim/faults {\"sendDataLatency\":\"20s\"}")
+	clockSkew := fs.Duration("clock-skew", 0, "shift the service's clock (Date header, receipt dates, lastSentDate), e.g. -5m; later: PUT /sim/faults {\"clockSkew\":\"-5m\"}")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	s := sim.New(sim.Options{Seed: *seed})
+	if *lotteries < 1 {
+		return usagef("-lotteries must be at least 1")
+	}
+	s := sim.New(sim.Options{Seed: *seed, Lotteries: *lotteries})
 	defer s.Close()
 	if err := s.SetFaults(sim.Faults{Latency: *latency, ErrorRate: *errorRate, DropRate: *dropRate,
-		RejectNext: *reject, RejectMessage: *rejectMsg}); err != nil {
+		RejectNext: *reject, RejectMessage: *rejectMsg, SendDataFail: *sendDataFail,
+		SendDataLatency: *sendDataLatency, ClockSkew: *clockSkew}); err != nil {
 		return usagef("%v", err)
 	}
 	if err := s.Start(*listen); err != nil {
@@ -51,6 +61,10 @@ control API (never faulted):
                                            slow answers, 20%% 503s, 10%% answers lost after processing
   curl -s -X PUT %[1]s/sim/faults -d '{"rejectNext":2,"rejectMessage":"districtCode is wrong"}'
                                            refuse the next 2 receipts: HTTP 400 {"status":"ERROR","message":...}
+  curl -s -X PUT %[1]s/sim/lotteries -d '{"left":0}'
+                                           empty the lottery reserve: B2C receipts refused until a sendData
+  curl -s -X PUT %[1]s/sim/faults -d '{"sendDataFail":true,"sendDataLatency":"20s","clockSkew":"-5m"}'
+                                           sendData fails after 20s; the service's clock is 5 minutes behind
   curl -s -X PUT %[1]s/sim/faults -d '{}'   healthy again
   curl -s %[1]s/sim/receipts               receipts issued (lottery and QR data included: a test tool)
   curl -s %[1]s/sim/requests               request counts per route

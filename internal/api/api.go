@@ -12,6 +12,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/metrics"
+	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/store"
@@ -60,6 +61,9 @@ type Deps struct {
 	// Warmth, when set, tells the status page whether the lookup cache
 	// holds what the till needs offline.
 	Warmth func() cache.Warmth
+	// PosAPI, when set, is what is known of PosAPI's own limits (posapi
+	// in /receiptd/status, the status page); nil: all unknown.
+	PosAPI *posapi.Watcher
 }
 
 // Options tune the API. Every zero value means the default given.

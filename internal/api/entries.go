@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
@@ -152,6 +153,9 @@ type Status struct {
 	// null when it has not.
 	LastSuccess *time.Time `json:"lastSuccess"`
 	Version     string     `json:"version"`
+	// PosAPI is PosAPI's own limits: its lottery reserve, its last send
+	// and the clock skew (figures null while unknown).
+	PosAPI posapi.Status `json:"posapi"`
 }
 
 // UpstreamStatus is the tax service's reachability as the sync worker sees it.
@@ -171,7 +175,8 @@ func (s *Server) StatusJSON(_ context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("status: %w", err)
 	}
-	st := Status{Counts: map[queue.State]int{}, Version: s.o.Version, Upstream: UpstreamStatus{State: "up"}}
+	st := Status{Counts: map[queue.State]int{}, Version: s.o.Version, Upstream: UpstreamStatus{State: "up"},
+		PosAPI: s.d.PosAPI.Status()}
 	for _, state := range queue.AllStates {
 		st.Counts[state] = counts[state]
 	}

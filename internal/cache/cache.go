@@ -67,6 +67,10 @@ type Config struct {
 	// MaxEntries bounds the number of entries besides the district and
 	// product tax code lists, which are never evicted. Zero means 10000.
 	MaxEntries int
+	// OnInfo, when set, is handed every /rest/info answer fetched (a
+	// POS's, the warm-up's), so PosAPI's lottery reserve and last send are
+	// known without asking again (package posapi). It must be quick.
+	OnInfo func(body []byte)
 }
 
 // Defaults used for zero Config fields.

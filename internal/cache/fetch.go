@@ -99,6 +99,9 @@ func (c *Cache) fetchNow(ctx context.Context, lk lookup) result {
 		}
 		return result{err: err}
 	}
+	if lk.op == client.OpInfo && c.cfg.OnInfo != nil {
+		c.cfg.OnInfo(raw.Body)
+	}
 	rec := &record{
 		fetched: c.now(), status: raw.StatusCode, body: raw.Body,
 		contentType: storableType(raw.Header.Get("Content-Type")),

@@ -156,6 +156,24 @@ type Config struct {
 	// environment, which never proxies a loopback address, so receipts do
 	// not travel through a proxy meant for the public API.
 	Proxy string
+	// OnTiming, when set, is told the timing of every answer whose head
+	// arrived (see Timing): how receiptd compares the tax service's clock
+	// with its own. It is called on the request's goroutine and must be
+	// quick; it never sees a body.
+	OnTiming func(Timing)
+}
+
+// Timing is our clock around one exchange and the times the answer gave.
+type Timing struct {
+	Op Op
+	// Sent is when the request was about to leave, Received when the
+	// answer's head arrived (our wall clock).
+	Sent, Received time.Time
+	// Date is the answer's Date header as written (empty when absent).
+	Date string
+	// ReceiptDate is a create answer's date as the upstream wrote it
+	// (empty for other operations and answers without one).
+	ReceiptDate string
 }
 
 // Client is the typed tax service client. It is safe for concurrent use.
@@ -177,6 +195,7 @@ type Client struct {
 	// nothing was processed.
 	sendHC     *http.Client
 	transports []*http.Transport
+	onTiming   func(Timing)
 }
 
 // New validates cfg and returns a Client. It opens no connection.
@@ -231,6 +250,7 @@ func New(cfg Config) (*Client, error) {
 		posHC:      &http.Client{Transport: posTr, CheckRedirect: checkRedirect},
 		sendHC:     &http.Client{Transport: sendTr, CheckRedirect: checkRedirect},
 		transports: []*http.Transport{lookupTr, posTr, sendTr},
+		onTiming:   cfg.OnTiming,
 	}
 	return c, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync/atomic"
+	"time"
 )
 
 // Raw is an upstream answer as it came: status, headers and body
@@ -17,6 +18,9 @@ type Raw struct {
 	StatusCode int
 	Header     http.Header
 	Body       []byte
+	// Sent and Received are our wall clock when the request was about to
+	// leave and when the answer's head arrived.
+	Sent, Received time.Time
 }
 
 // sendTrace records, from the transport's own callbacks, whether the request
@@ -76,12 +80,16 @@ func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte
 		return nil, &Error{Op: op, Class: NotSent, Err: fmt.Errorf("build request: %w", err)}
 	}
 	c.setHeaders(req, op, body != nil)
+	sent := time.Now()
 	resp, err := c.httpClient(op).Do(req)
 	if err != nil {
 		return nil, tr.transportError(op, err)
 	}
 	defer resp.Body.Close()
-	raw := &Raw{StatusCode: resp.StatusCode, Header: resp.Header}
+	raw := &Raw{StatusCode: resp.StatusCode, Header: resp.Header, Sent: sent, Received: time.Now()}
+	if op != OpCreateReceipt {
+		c.noteTiming(op, raw, "") // CreateReceipt tells it with the answer's date
+	}
 	raw.Body, err = readBody(resp.Body, c.maxAnswer)
 	if errors.Is(err, ErrBodyTooLarge) {
 		cl := Transient
@@ -102,6 +110,14 @@ func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte
 			Err: fmt.Errorf("read response: %w", err)}
 	}
 	return raw, nil
+}
+
+// noteTiming tells Config.OnTiming about one answer.
+func (c *Client) noteTiming(op Op, raw *Raw, receiptDate string) {
+	if c.onTiming == nil || raw == nil {
+		return
+	}
+	c.onTiming(Timing{Op: op, Sent: raw.Sent, Received: raw.Received, Date: raw.Header.Get("Date"), ReceiptDate: receiptDate})
 }
 
 // readBody reads at most limit bytes; a longer body is ErrBodyTooLarge

@@ -151,6 +151,7 @@ func (c *Client) CreateReceipt(ctx context.Context, body []byte) (*Receipt, erro
 	if rec == nil {
 		rec = &Receipt{Body: raw.Body}
 	}
+	c.noteTiming(op, raw, rec.Date)
 	rec.HTTPStatus = raw.StatusCode
 	if err != nil {
 		return rec, err

@@ -33,6 +33,7 @@ type Config struct {
 	Retention Retention `toml:"retention"`
 	Auth      Auth      `toml:"auth"`
 	Log       Log       `toml:"log"`
+	PosAPI    PosAPI    `toml:"posapi"`
 }
 
 // Accept is how POST /rest/receipt answers.
@@ -232,6 +233,7 @@ func Default() Config {
 		Retention: Retention{Keep: Dur(2160 * time.Hour), PruneInterval: Dur(time.Hour)},
 		Auth:      Auth{AllowedHosts: []string{}},
 		Log:       Log{Level: "info", Format: "auto", MaxSizeMB: 10, MaxFiles: 5},
+		PosAPI:    defaultPosAPI(),
 	}
 }
 

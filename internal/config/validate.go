@@ -76,6 +76,7 @@ func (c Config) Validate() error {
 	c.Upstream.check(&ch, c.Listen)
 	c.Sync.check(&ch)
 	c.Cache.check(&ch)
+	c.PosAPI.check(&ch)
 	ch.positive("alerts.unsent_warn", c.Alerts.UnsentWarn)
 	if c.Alerts.UnsentWarn.Duration > c.Alerts.UnsentCritical.Duration {
 		ch.add("alerts.unsent_warn", "must not be longer than alerts.unsent_critical (%s)", c.Alerts.UnsentCritical)

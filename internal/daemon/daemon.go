@@ -28,6 +28,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/metrics"
+	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
@@ -58,6 +59,7 @@ type Daemon struct {
 	worker    *syncer.Worker
 	answers   *syncer.Mailbox
 	cache     *cache.Cache
+	posapi    *posapi.Watcher
 	api       *api.Server
 	listeners []net.Listener
 }
@@ -92,15 +94,22 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		LogDir: filepath.Join(cfg.DataDir, LogDir)}); err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
-	up, err := client.New(clientConfig(cfg.Upstream))
+	cc := clientConfig(cfg.Upstream)
+	// Every answer's Date header tells the watcher the tax service's
+	// clock; d.posapi is set below, before anything is sent.
+	cc.OnTiming = func(t client.Timing) { d.posapi.ObserveTiming(t) }
+	up, err := client.New(cc)
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
+	d.posapi = posapi.New(up, posapiConfig(cfg.PosAPI), log, m)
 	d.answers = syncer.NewMailbox(mailboxConfig(cfg.Accept), log, m)
 	sc := syncConfig(cfg)
-	sc.Answers = d.answers
+	sc.Answers, sc.Limits = d.answers, d.posapi
 	d.worker = syncer.New(d.q, up, sc, log, m)
-	if d.cache, err = cache.New(context.Background(), d.st, up, cacheConfig(cfg.Cache), log, m); err != nil {
+	cacheCfg := cacheConfig(cfg.Cache)
+	cacheCfg.OnInfo = func(body []byte) { _ = d.posapi.ObserveInfo(body) } // an answer without the reserve changes nothing
+	if d.cache, err = cache.New(context.Background(), d.st, up, cacheCfg, log, m); err != nil {
 		return nil, fmt.Errorf("open lookup cache: %w", err)
 	}
 	m.WatchQueue(d.queueStats)
@@ -141,7 +150,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 	return api.New(api.Deps{
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
-		Warmth: d.cache.Warmth,
+		Warmth: d.cache.Warmth, PosAPI: d.posapi,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
@@ -223,6 +232,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	start(d.applyLoop)
 	start(d.worker.Run)
 	start(d.cache.Run)
+	start(d.posapi.Run)
 	start(d.pruneLoop)
 	start(d.identityLoop)
 	d.api.SetReady(true)

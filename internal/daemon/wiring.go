@@ -6,6 +6,7 @@ import (
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
 
@@ -35,6 +36,17 @@ func syncConfig(c config.Config) syncer.Config {
 		MaxAmbiguous:    c.Sync.MaxAmbiguous,
 		ShutdownTimeout: c.ShutdownTimeout.Duration,
 		UnsentWarn:      c.Alerts.UnsentWarn.Duration, UnsentCritical: c.Alerts.UnsentCritical.Duration,
+		// A receipt refused for an empty lottery reserve waits as a
+		// transient failure does, at the longest backoff.
+		ReserveRetry: c.Sync.MaxBackoff.Duration,
+	}
+}
+
+// posapiConfig maps [posapi] onto the watcher's.
+func posapiConfig(p config.PosAPI) posapi.Config {
+	return posapi.Config{
+		CheckEvery: p.CheckEvery.Duration, AutoSendData: p.AutoSendData, SendAfter: p.SendAfter.Duration,
+		MinLotteries: p.MinLotteries, SendEvery: p.SendEvery.Duration, MaxClockSkew: p.MaxClockSkew.Duration,
 	}
 }
 

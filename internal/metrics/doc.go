@@ -29,6 +29,8 @@
 //	store_failed                          gauge     1 when the database refuses writes until restart (WatchStore)
 //	log_flushes_total                     counter   write-ahead log flushes (WatchLog)
 //	log_records_total                     counter   records they made durable; over flushes, the mean group
+//	posapi_left_lotteries, posapi_last_sent_age_seconds, clock_skew_seconds, send_data_total{result}:
+//	                                      PosAPI's own limits (WatchPosAPI, posapi.go)
 //
 // Label values are the caller's: kind, outcome, result and route must come
 // from small fixed sets (a route is the route pattern, never the raw path).

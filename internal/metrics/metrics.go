@@ -55,6 +55,8 @@ type Metrics struct {
 	log            *logCollector
 	answers        *answersCollector
 	answersDropped prometheus.Counter
+	posapi         *posapiCollector // registered by WatchPosAPI
+	posapiOnce     sync.Once
 
 	routesMu sync.Mutex
 	routes   map[string]struct{}
@@ -105,6 +107,7 @@ func New() *Metrics {
 		store:   newStoreCollector(),
 		log:     newLogCollector(),
 		answers: newAnswersCollector(),
+		posapi:  newPosAPICollector(),
 		answersDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "answers_dropped_total",
 			Help: "Upstream answers no POS had received yet, pushed out of memory by accept.answer_count or accept.answer_mb.",

@@ -89,6 +89,10 @@ const (
 	// ResultDamaged: nothing was sent, the stored body failed its check
 	// against BodyHash.
 	ResultDamaged Result = "damaged_body"
+	// ResultNoLotteries: PosAPI refused a B2C receipt because its lottery
+	// reserve is empty; nothing was issued, and the entry stays queued
+	// until the reserve is refilled (package posapi).
+	ResultNoLotteries Result = "no_lotteries"
 	// ResultOperatorRetry: not an attempt, the record of an operator's
 	// retry (Retry); UpstreamID keeps the earlier outcome's id.
 	ResultOperatorRetry Result = "operator_retry"

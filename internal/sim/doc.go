@@ -4,8 +4,14 @@
 // payment, ERROR for an invalid receipt), a record of everything it
 // received, and faults injected on demand: down (connections refused),
 // latency, a 5xx share, process-then-drop (the receipt is issued, then
-// the connection is closed without an answer) and the rejection of the
-// next N receipts with a given message.
+// the connection is closed without an answer), the rejection of the
+// next N receipts with a given message, a failing or slow sendData and a
+// skewed clock (the Date header, receipt dates and lastSentDate).
+//
+// As PosAPI does, it hands out lottery numbers from a reserve
+// (leftLotteries in /rest/info, Options.Lotteries) that each B2C receipt
+// uses up and each sendData refills; a B2C receipt while the reserve is
+// empty is refused with ReserveEmptyMessage and nothing is issued.
 //
 // Every answer carries every field the vendor's OpenAPI description of
 // PosAPI 3.0 lists, in the live service's types (testdata/fields.txt pins

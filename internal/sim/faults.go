@@ -34,6 +34,17 @@ type Faults struct {
 	// RejectMessage is the rejection's message; empty means
 	// DefaultRejectMessage.
 	RejectMessage string
+	// SendDataFail makes GET /rest/sendData fail as PosAPI does when it
+	// cannot reach the tax authority: HTTP 500 {"status":"ERROR"}, the
+	// reserve and lastSentDate left as they were.
+	SendDataFail bool
+	// SendDataLatency delays sendData's answer (on top of Latency): the
+	// live call can take as long as PosAPI's upload of its backlog.
+	SendDataLatency time.Duration
+	// ClockSkew shifts the simulated service's clock (may be negative):
+	// the Date header of every answer, the date of issued receipts and
+	// lastSentDate.
+	ClockSkew time.Duration
 }
 
 var (
@@ -52,7 +63,7 @@ func (f Faults) validate() error {
 	if f.ErrorRate < 0 || f.ErrorRate > 1 || f.DropRate < 0 || f.DropRate > 1 {
 		return fmt.Errorf("%w: rates must be within [0,1]", ErrBadFaults)
 	}
-	if f.Latency < 0 || f.DownFor < 0 {
+	if f.Latency < 0 || f.DownFor < 0 || f.SendDataLatency < 0 {
 		return fmt.Errorf("%w: durations must not be negative", ErrBadFaults)
 	}
 	if f.RejectNext < 0 {
@@ -70,17 +81,27 @@ type faultsJSON struct {
 	// RejectNext and RejectMessage: see Faults.
 	RejectNext    int    `json:"rejectNext,omitempty"`
 	RejectMessage string `json:"rejectMessage,omitempty"`
+	// SendDataFail, SendDataLatency and ClockSkew: see Faults.
+	SendDataFail    bool   `json:"sendDataFail,omitempty"`
+	SendDataLatency string `json:"sendDataLatency,omitempty"`
+	ClockSkew       string `json:"clockSkew,omitempty"`
 }
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
 func (f Faults) MarshalJSON() ([]byte, error) {
 	j := faultsJSON{Down: f.Down, ErrorRate: f.ErrorRate, DropRate: f.DropRate,
-		RejectNext: f.RejectNext, RejectMessage: f.RejectMessage}
+		RejectNext: f.RejectNext, RejectMessage: f.RejectMessage, SendDataFail: f.SendDataFail}
 	if f.DownFor > 0 {
 		j.DownFor = f.DownFor.String()
 	}
 	if f.Latency > 0 {
 		j.Latency = f.Latency.String()
+	}
+	if f.SendDataLatency > 0 {
+		j.SendDataLatency = f.SendDataLatency.String()
+	}
+	if f.ClockSkew != 0 {
+		j.ClockSkew = f.ClockSkew.String()
 	}
 	return json.Marshal(j)
 }
@@ -92,17 +113,21 @@ func (f *Faults) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	out := Faults{Down: j.Down, ErrorRate: j.ErrorRate, DropRate: j.DropRate,
-		RejectNext: j.RejectNext, RejectMessage: j.RejectMessage}
-	var err error
-	if j.DownFor != "" {
-		if out.DownFor, err = time.ParseDuration(j.DownFor); err != nil {
-			return fmt.Errorf("downFor: %w", err)
+		RejectNext: j.RejectNext, RejectMessage: j.RejectMessage, SendDataFail: j.SendDataFail}
+	for _, d := range []struct {
+		name string
+		in   string
+		out  *time.Duration
+	}{{"downFor", j.DownFor, &out.DownFor}, {"latency", j.Latency, &out.Latency},
+		{"sendDataLatency", j.SendDataLatency, &out.SendDataLatency}, {"clockSkew", j.ClockSkew, &out.ClockSkew}} {
+		if d.in == "" {
+			continue
 		}
-	}
-	if j.Latency != "" {
-		if out.Latency, err = time.ParseDuration(j.Latency); err != nil {
-			return fmt.Errorf("latency: %w", err)
+		v, err := time.ParseDuration(d.in)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.name, err)
 		}
+		*d.out = v
 	}
 	*f = out
 	return nil
@@ -122,6 +147,8 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		drop(w)
 		return
 	}
+	// The service's own clock, as net/http would write it, shifted.
+	w.Header().Set("Date", s.now().Add(f.ClockSkew).UTC().Format(http.TimeFormat))
 	wait(r.Context(), s.opts.Latency+f.Latency)
 	s.mux.ServeHTTP(w, r)
 }

@@ -13,9 +13,6 @@ const (
 	operatorTIN  = "5317878"
 	simPosNo     = "SIM-001"
 	posVersion   = "3.2.39"
-	// lotteries is how many lottery numbers the POS holds at start;
-	// leftLotteries counts down with each B2C receipt.
-	lotteries = 100000
 )
 
 // posDir is where PosAPI runs on a Windows till (appInfo's directories).
@@ -63,7 +60,7 @@ func bankAccountID(tin, no string) json.Number {
 
 func (s *Sim) info(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
-	left, lastSent := lotteries-s.lotteries, s.lastSent
+	left, lastSent := s.left, s.lastSent
 	s.mu.Unlock()
 	merchantsOut := make([]any, 0, len(registered))
 	for _, m := range registered {
@@ -102,15 +99,6 @@ func partyName(tin string) string {
 func vatPayer(tin string) bool {
 	v, _ := merchants[tin]["vatPayer"].(bool)
 	return v
-}
-
-func (s *Sim) sendData(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	sent := s.unsent
-	s.unsent = 0
-	s.lastSent = s.now()
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"status": "SUCCESS", "message": "", "sent": sent})
 }
 
 func (s *Sim) bankAccounts(w http.ResponseWriter, r *http.Request) {

@@ -55,7 +55,11 @@ func (s *Sim) createReceipt(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
-	resp, issued := s.issue(req, body)
+	resp, issued, ok := s.issue(req, body)
+	if !ok {
+		writeJSON(w, http.StatusBadRequest, errorBody(ReserveEmptyMessage))
+		return
+	}
 	if s.roll(s.Faults().DropRate) {
 		s.markDropped(issued.ID)
 		drop(w)
@@ -65,8 +69,9 @@ func (s *Sim) createReceipt(w http.ResponseWriter, r *http.Request) {
 }
 
 // issue records a valid receipt and builds the answer: the request minus
-// billIdSuffix, plus what the service adds.
-func (s *Sim) issue(req map[string]any, body []byte) (map[string]any, Issued) {
+// billIdSuffix, plus what the service adds. A B2C receipt while the
+// lottery reserve is empty is not issued (false).
+func (s *Sim) issue(req map[string]any, body []byte) (map[string]any, Issued, bool) {
 	status := "SUCCESS"
 	if pays, ok := req["payments"].([]any); ok {
 		for _, p := range pays {
@@ -75,14 +80,19 @@ func (s *Sim) issue(req map[string]any, body []byte) (map[string]any, Issued) {
 			}
 		}
 	}
+	b2c := strings.HasPrefix(str(req["type"]), "B2C")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if b2c && s.left <= 0 {
+		return nil, Issued{}, false
+	}
+	date := s.clockLocked().In(ulaanbaatar).Format(dateLayout)
 	is := Issued{ID: s.digits(33), BillIDSuffix: str(req["billIdSuffix"]), MerchantTin: str(req["merchantTin"]),
 		PosNo: str(req["posNo"]), Status: status, QRData: s.digits(120),
-		Date: s.now().In(ulaanbaatar).Format(dateLayout), Body: bytes.Clone(body), At: s.now()}
-	if strings.HasPrefix(str(req["type"]), "B2C") {
+		Date: date, Body: bytes.Clone(body), At: s.now()}
+	if b2c {
 		is.Lottery = "SN " + s.digits(8)
-		s.lotteries++
+		s.left--
 	}
 	subs, _ := req["receipts"].([]any)
 	for _, sub := range subs {
@@ -96,7 +106,7 @@ func (s *Sim) issue(req map[string]any, body []byte) (map[string]any, Issued) {
 	s.byID[is.ID] = len(s.receipts)
 	s.receipts = append(s.receipts, is)
 	s.unsent++
-	return req, is
+	return req, is, true
 }
 
 func (s *Sim) markDropped(id string) {

@@ -40,7 +40,13 @@ type Options struct {
 	Latency time.Duration
 	// Now is the clock of receipt dates; nil means time.Now.
 	Now func() time.Time
+	// Lotteries is the size of PosAPI's lottery reserve: leftLotteries at
+	// start and after each sendData. Zero means DefaultLotteries.
+	Lotteries int
 }
+
+// DefaultLotteries is the reserve when Options.Lotteries is zero.
+const DefaultLotteries = 100000
 
 // Issued is one receipt the simulator issued (including those whose answer
 // was then dropped).
@@ -73,9 +79,11 @@ type Sim struct {
 	deleted  []string
 	counts   map[string]int
 	unsent   int       // receipts issued since the last sendData
-	lastSent time.Time // the last sendData (New's time before any)
-	// lotteries counts the lottery numbers handed out (leftLotteries).
-	lotteries int
+	lastSent time.Time // the last sendData (New's time before any), on the skewed clock
+	// left is leftLotteries: the reserve counts down with each B2C
+	// receipt and is refilled to reserve by each sendData.
+	left, reserve int
+	sendDataOK    int // successful sendData calls
 
 	srvMu     sync.Mutex // guards the listener state; never held with mu while waiting
 	addr      string
@@ -132,6 +140,11 @@ func New(opts Options) *Sim {
 	s.rng = rand.New(rand.NewPCG(uint64(opts.Seed), uint64(opts.Seed)^0x9e3779b97f4a7c15))
 	s.posID = 10000000 + s.rng.Int64N(90000000)
 	s.lastSent = s.now()
+	s.reserve = opts.Lotteries
+	if s.reserve <= 0 {
+		s.reserve = DefaultLotteries
+	}
+	s.left = s.reserve
 	s.mux = s.routes()
 	return s
 }

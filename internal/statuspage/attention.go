@@ -81,6 +81,7 @@ func attention(d Data, waiting int, failures []failureRow) []attentionItem {
 	if d.Alert == AlertCritical {
 		items = append(items, ageingItem(d, waiting))
 	}
+	items = append(items, posapiItems(d)...)
 	for _, s := range []string{"held", "rejected", "payment", "delete_rejected"} {
 		if n := d.Counts[s]; n > 0 {
 			items = append(items, entriesItem(s, n, failures))

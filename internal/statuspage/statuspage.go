@@ -83,6 +83,9 @@ type Data struct {
 	// Offline is whether the cache holds what a till needs offline; nil:
 	// not known (the block is left out).
 	Offline *Offline
+	// PosAPI is PosAPI's own limits (lottery reserve, last send, clock);
+	// nil: not known (no item).
+	PosAPI *PosAPI
 }
 
 // Failure is one failed attempt or rejected entry.

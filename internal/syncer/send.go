@@ -56,8 +56,19 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 
 // attempt sends e once and decides what its answer means.
 func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
-	start, at := w.now(), w.wall()
 	w.answers.sending(e.QueueID)
+	// Never in parallel with receiptd's own sendData (posapi).
+	end, err := w.cfg.Limits.BeginSend(ctx)
+	if err != nil {
+		res := attemptResult{next: queue.StateQueued, err: err}
+		if e.Kind == queue.KindDelete {
+			res.next = queue.StateDeleteQueued
+		}
+		res.attempt.At, res.attempt.Result, res.attempt.Error = w.wall(), queue.ResultNotSent, "not sent: "+err.Error()
+		return res
+	}
+	defer end()
+	start, at := w.now(), w.wall()
 	var res attemptResult
 	if e.Kind == queue.KindDelete {
 		res = w.sendDelete(ctx, e)
@@ -76,6 +87,7 @@ func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
 	}
 	r, err := w.up.CreateReceipt(ctx, e.Body)
 	if err == nil {
+		w.cfg.Limits.ReceiptIssued(isB2C(e.Body))
 		res := attemptResult{next: queue.StateSent, outcome: outcomeOf(r)}
 		res.attempt.Result = queue.ResultSuccess
 		if r.Status == "PAYMENT" {
@@ -86,6 +98,9 @@ func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
 		return res
 	}
 	res := w.failed(e, err, queue.StateQueued)
+	if res.attempt.Result == queue.ResultRejected && w.cfg.Limits.ReserveRefusal(ctx, isB2C(e.Body), res.outcome.Message) {
+		return w.reserveWait(res, res.outcome.Message)
+	}
 	if res.attempt.Result == queue.ResultRejected {
 		res.next = queue.StateRejected
 		if r != nil {
@@ -275,7 +290,7 @@ func (w *Worker) noteLink(res attemptResult) {
 	case res.attempt.Result == queue.ResultDamaged:
 		// Nothing was sent: the upstream's state is unknown from this.
 	case res.attempt.Result == queue.ResultSuccess, res.attempt.Result == queue.ResultPayment,
-		res.attempt.Result == queue.ResultRejected:
+		res.attempt.Result == queue.ResultRejected, res.attempt.Result == queue.ResultNoLotteries:
 		w.markUp(res.attempt.Result != queue.ResultRejected)
 	case res.attempt.HTTPStatus == http.StatusTooManyRequests:
 		w.throttled(res.retryAfter, res.err)

@@ -54,6 +54,11 @@ type Config struct {
 	PollInterval   time.Duration // how often entries waiting out a backoff are looked for; zero: 1s
 	// Clock is the worker's time; nil means the system's (SystemClock).
 	Clock Clock
+	// Limits watches PosAPI's own limits (package posapi); nil: none.
+	Limits Limits
+	// ReserveRetry is how long a B2C receipt refused for an empty lottery
+	// reserve waits before it is sent again; zero: DefaultReserveRetry.
+	ReserveRetry time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -81,6 +86,10 @@ func (c Config) withDefaults() Config {
 	def(&c.UnsentCritical, 72*time.Hour)
 	def(&c.AlertInterval, 30*time.Second)
 	def(&c.PollInterval, time.Second)
+	def(&c.ReserveRetry, DefaultReserveRetry)
+	if c.Limits == nil {
+		c.Limits = noLimits{}
+	}
 	return c
 }
 

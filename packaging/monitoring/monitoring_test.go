@@ -124,7 +124,8 @@ func scrapeRealDaemon(t *testing.T) map[string]*dto.MetricFamily {
 		defer resp.Body.Close()
 		p := expfmt.NewTextParser(model.UTF8Validation)
 		fams, err = p.TextToMetricFamilies(resp.Body)
-		return err == nil && fams["receiptd_unsent_alert_level"] != nil
+		return err == nil && fams["receiptd_unsent_alert_level"] != nil && fams["receiptd_posapi_left_lotteries"] != nil &&
+			fams["receiptd_clock_skew_seconds"] != nil
 	}, 10*time.Second, 50*time.Millisecond)
 	return fams
 }

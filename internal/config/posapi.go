@@ -1,0 +1,63 @@
+package config
+
+import "time"
+
+// PosAPI is what receiptd watches of PosAPI's own limits and does about
+// them: its lottery reserve (leftLotteries), its last send of data to the
+// tax authority (lastSentDate) and the tax service's clock.
+type PosAPI struct {
+	// CheckEvery is the longest time between two reads of /rest/info while
+	// PosAPI answers (the lookup cache's reads count too); at least 10s.
+	CheckEvery Duration `toml:"check_every"`
+	// AutoSendData lets receiptd call GET /rest/sendData itself when
+	// SendAfter or MinLotteries say so; false only warns.
+	AutoSendData bool `toml:"auto_send_data"`
+	// SendAfter: a lastSentDate older than this asks for a sendData.
+	SendAfter Duration `toml:"send_after"`
+	// MinLotteries: fewer lottery numbers left than this asks for a
+	// sendData; 0 only when the reserve is empty.
+	MinLotteries int `toml:"min_lotteries"`
+	// SendEvery is the shortest time between two sendData calls of
+	// receiptd's own (a POS's are passed through whenever it calls); at
+	// least 1s.
+	SendEvery Duration `toml:"send_every"`
+	// MaxClockSkew is the largest difference between the tax service's
+	// clock and ours that is not a problem; at least 1s.
+	MaxClockSkew Duration `toml:"max_clock_skew"`
+}
+
+// minCheckEvery keeps receiptd from polling PosAPI's /rest/info in a
+// tight loop.
+const minCheckEvery = 10 * time.Second
+
+// maxMinLotteries bounds posapi.min_lotteries: a PosAPI holds tens of
+// thousands at most, and a larger threshold would ask for a sendData at
+// every chance.
+const maxMinLotteries = 1000000
+
+func defaultPosAPI() PosAPI {
+	return PosAPI{
+		CheckEvery:   Dur(10 * time.Minute),
+		AutoSendData: true,
+		SendAfter:    Dur(12 * time.Hour),
+		MinLotteries: 200,
+		SendEvery:    Dur(time.Hour),
+		MaxClockSkew: Dur(2 * time.Minute),
+	}
+}
+
+func (p PosAPI) check(ch *checker) {
+	if p.CheckEvery.Duration < minCheckEvery {
+		ch.add("posapi.check_every", "must be at least %s, not %s", minCheckEvery, p.CheckEvery)
+	}
+	ch.positive("posapi.send_after", p.SendAfter)
+	if p.MinLotteries < 0 || p.MinLotteries > maxMinLotteries {
+		ch.add("posapi.min_lotteries", "must be at least 0 and at most %d, not %d", maxMinLotteries, p.MinLotteries)
+	}
+	if p.SendEvery.Duration < time.Second {
+		ch.add("posapi.send_every", "must be at least 1s, not %s", p.SendEvery)
+	}
+	if p.MaxClockSkew.Duration < time.Second {
+		ch.add("posapi.max_clock_skew", "must be at least 1s, not %s", p.MaxClockSkew)
+	}
+}

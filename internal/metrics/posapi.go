@@ -1,0 +1,77 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PosAPIStats is what the PosAPI watcher reports at each scrape; a nil
+// figure is unknown and its series is left out (not reported as 0).
+type PosAPIStats struct {
+	LeftLotteries      *float64 // receiptd_posapi_left_lotteries
+	LastSentAgeSeconds *float64 // receiptd_posapi_last_sent_age_seconds
+	ClockSkewSeconds   *float64 // receiptd_clock_skew_seconds: the tax service's clock minus ours
+	// SendDataOK and SendDataFailed count receiptd's own sendData calls
+	// (receiptd_send_data_total{result="ok"|"failed"}).
+	SendDataOK, SendDataFailed uint64
+}
+
+// WatchPosAPI makes every scrape call f for the PosAPI series:
+//
+//	posapi_left_lotteries           gauge    PosAPI's lottery reserve as last known
+//	posapi_last_sent_age_seconds    gauge    age of PosAPI's lastSentDate
+//	clock_skew_seconds              gauge    the tax service's clock minus ours
+//	send_data_total{result}         counter  receiptd's own sendData calls: ok, failed
+//
+// The first call registers the collector; a later call replaces f, and
+// nil stops reporting (the series disappear).
+func (m *Metrics) WatchPosAPI(f func() PosAPIStats) {
+	if m == nil {
+		return
+	}
+	m.posapiOnce.Do(func() { m.reg.MustRegister(m.posapi) })
+	m.posapi.set(f)
+}
+
+type posapiCollector struct {
+	watched[func() PosAPIStats]
+
+	left, age, skew, sendData *prometheus.Desc
+}
+
+func newPosAPICollector() *posapiCollector {
+	return &posapiCollector{
+		left: prometheus.NewDesc(namespace+"_posapi_left_lotteries",
+			"PosAPI's lottery reserve (leftLotteries of /rest/info, less the B2C receipts issued since); B2C receipts are refused at 0.", nil, nil),
+		age: prometheus.NewDesc(namespace+"_posapi_last_sent_age_seconds",
+			"Age of PosAPI's last send of its data to the tax authority (lastSentDate of /rest/info).", nil, nil),
+		skew: prometheus.NewDesc(namespace+"_clock_skew_seconds",
+			"The tax service's clock (Date headers, receipt dates) minus this computer's, in seconds.", nil, nil),
+		sendData: prometheus.NewDesc(namespace+"_send_data_total",
+			"receiptd's own GET /rest/sendData calls by result (ok, failed).", []string{"result"}, nil),
+	}
+}
+
+func (c *posapiCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.left
+	ch <- c.age
+	ch <- c.skew
+	ch <- c.sendData
+}
+
+func (c *posapiCollector) Collect(ch chan<- prometheus.Metric) {
+	f := c.get()
+	if f == nil {
+		return
+	}
+	st := f()
+	for _, g := range []struct {
+		d *prometheus.Desc
+		v *float64
+	}{{c.left, st.LeftLotteries}, {c.age, st.LastSentAgeSeconds}, {c.skew, st.ClockSkewSeconds}} {
+		if g.v != nil {
+			ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, *g.v)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.sendData, prometheus.CounterValue, float64(st.SendDataOK), "ok")
+	ch <- prometheus.MustNewConstMetric(c.sendData, prometheus.CounterValue, float64(st.SendDataFailed), "failed")
+}

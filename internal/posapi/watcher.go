@@ -1,0 +1,327 @@
+// Package posapi watches PosAPI's own limits for the shop, before a sale
+// fails: the lottery reserve PosAPI issues B2C receipts from
+// (leftLotteries), its last send of data to the tax authority
+// (lastSentDate), and the tax service's clock against ours. It owns what
+// is known of them, the forecast of when the reserve runs out, receiptd's
+// own sendData calls and the gate that keeps them apart from receipt
+// sends.
+//
+// It promises that
+//   - /rest/info is read at least every Config.CheckEvery while PosAPI
+//     answers, and every /rest/info answer receiptd gets anyway (the
+//     lookup cache's) counts as a read (ObserveInfo);
+//   - with Config.AutoSendData, GET /rest/sendData is called when
+//     lastSentDate is older than Config.SendAfter, fewer than
+//     Config.MinLotteries are left, or a B2C receipt was refused for an
+//     empty reserve, at most once per Config.SendEvery and never while a
+//     receipt is being sent (BeginSend); its result is kept and /rest/info
+//     read again;
+//   - the forecast uses the B2C receipts of the last 24 hours, counted per
+//     minute in a ring of fixed size;
+//   - nothing it keeps or logs is a lottery number, QR data or a customer
+//     identifier: it sees counts, dates and PosAPI's messages only.
+//
+// How a refusal for an empty reserve is recognised is decided in
+// docs/decisions/posapi.md (ReserveRefusal).
+package posapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/metrics"
+)
+
+// Upstream is what the watcher asks PosAPI; *client.Client implements it.
+// Get returns the answer byte-for-byte, and for a non-2xx answer the
+// *client.Raw AND an error.
+type Upstream interface {
+	Get(ctx context.Context, op client.Op, query url.Values, segments ...string) (*client.Raw, error)
+}
+
+var _ Upstream = (*client.Client)(nil)
+
+// Config tunes the watcher (the [posapi] section). A zero duration means
+// its default.
+type Config struct {
+	CheckEvery time.Duration // longest time between two /rest/info reads; zero: 10m
+	// AutoSendData lets the watcher call sendData itself; false only
+	// reports that one is needed.
+	AutoSendData bool
+	SendAfter    time.Duration // a lastSentDate older than this needs a sendData; zero: 12h
+	// MinLotteries: fewer left than this needs a sendData; zero: only an
+	// empty reserve does.
+	MinLotteries int
+	SendEvery    time.Duration // shortest time between two own sendData calls; zero: 1h
+	MaxClockSkew time.Duration // the largest skew that is not a problem; zero: 2m
+	// Now is the wall clock (lastSentDate ages, when things happened);
+	// nil means time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.CheckEvery, 10*time.Minute)
+	def(&c.SendAfter, 12*time.Hour)
+	def(&c.SendEvery, time.Hour)
+	def(&c.MaxClockSkew, 2*time.Minute)
+	if c.MinLotteries < 0 {
+		c.MinLotteries = 0
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// maxTick bounds the watch loop's period: a due sendData or info read
+// waits at most this long for a round.
+const maxTick = 15 * time.Second
+
+// Watcher keeps what is known of PosAPI's limits and acts on it. Create
+// it with New and run it with Run; every other method may be called from
+// any goroutine, and on a nil *Watcher does nothing (so the worker, the
+// cache and the API work without one).
+type Watcher struct {
+	cfg  Config
+	up   Upstream
+	log  *zap.Logger
+	m    *metrics.Metrics
+	gate gate
+	wake chan struct{}
+
+	mu    sync.Mutex
+	info  infoState
+	pace  pace
+	clock map[string]reading
+	send  sendState
+	// skewWarned and needWarned keep the log to one line per problem.
+	skewWarned bool
+	needWarned string
+}
+
+// infoState is what /rest/info said, and what happened since.
+type infoState struct {
+	known    bool
+	left     int64     // leftLotteries as PosAPI wrote it
+	sentRaw  string    // lastSentDate as PosAPI wrote it
+	sent     time.Time // parsed; zero when it could not be
+	at       time.Time // when it was read
+	issued   int64     // B2C receipts issued since it was read
+	tried    time.Time // the last read, failed or not
+	failing  string    // the last read's failure ("" when it worked)
+	failedAt time.Time
+	// empty: a B2C receipt was refused for an empty reserve since the
+	// last read.
+	empty bool
+}
+
+// New returns a watcher of PosAPI through up; it starts nothing. log and
+// m may be nil.
+func New(up Upstream, cfg Config, log *zap.Logger, m *metrics.Metrics) *Watcher {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	w := &Watcher{
+		cfg: cfg.withDefaults(), up: up, log: log.Named("posapi"), m: m,
+		wake: make(chan struct{}, 1), clock: map[string]reading{},
+	}
+	w.pace.start = w.cfg.Now()
+	m.WatchPosAPI(w.stats)
+	return w
+}
+
+// Run watches until ctx ends: a round at start, then every few seconds
+// (and at once when a refusal for an empty reserve wakes it), each reading
+// /rest/info when it is due and calling sendData when it is needed. It
+// returns when ctx ends and its round has finished.
+func (w *Watcher) Run(ctx context.Context) {
+	w.watchLoop(ctx)
+}
+
+func (w *Watcher) watchLoop(ctx context.Context) {
+	t := time.NewTicker(min(w.cfg.CheckEvery, w.cfg.SendEvery, maxTick))
+	defer t.Stop()
+	for {
+		w.round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-w.wake:
+		}
+	}
+}
+
+// round reads /rest/info when due and sends the data when needed.
+func (w *Watcher) round(ctx context.Context) {
+	now := w.cfg.Now()
+	w.mu.Lock()
+	last := w.info.tried
+	if w.info.at.After(last) {
+		last = w.info.at
+	}
+	infoDue := last.IsZero() || now.Sub(last) >= w.cfg.CheckEvery
+	w.mu.Unlock()
+	if infoDue {
+		w.readInfo(ctx)
+	}
+	if reason := w.sendDue(w.cfg.Now()); reason != "" {
+		w.sendData(ctx, reason)
+	}
+}
+
+// readInfo reads /rest/info now.
+func (w *Watcher) readInfo(ctx context.Context) {
+	now := w.cfg.Now()
+	w.mu.Lock()
+	w.info.tried = now
+	w.mu.Unlock()
+	raw, err := w.up.Get(ctx, client.OpInfo, nil)
+	if err == nil {
+		err = w.ObserveInfo(raw.Body)
+	}
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	w.mu.Lock()
+	first := w.info.failing == ""
+	w.info.failing, w.info.failedAt = err.Error(), now
+	w.mu.Unlock()
+	if first {
+		w.log.Info("cannot read PosAPI's /rest/info; its lottery reserve and last send are as last read", zap.Error(err))
+	}
+}
+
+// ErrNoReserve: a /rest/info answer without a whole-number leftLotteries.
+var ErrNoReserve = errors.New("no leftLotteries in PosAPI's /rest/info answer")
+
+// ObserveInfo takes what a /rest/info answer says of the reserve and the
+// last send; the lookup cache hands over every answer it fetches. An
+// answer without leftLotteries changes nothing (ErrNoReserve).
+func (w *Watcher) ObserveInfo(body []byte) error {
+	if w == nil {
+		return nil
+	}
+	var info struct {
+		LeftLotteries json.Number `json:"leftLotteries"`
+		LastSentDate  *string     `json:"lastSentDate"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&info); err != nil {
+		return fmt.Errorf("read /rest/info: %w", err)
+	}
+	left, err := info.LeftLotteries.Int64()
+	if err != nil {
+		return fmt.Errorf("read /rest/info: %w", ErrNoReserve)
+	}
+	now := w.cfg.Now()
+	st := infoState{known: true, left: left, at: now, tried: now}
+	if info.LastSentDate != nil {
+		st.sentRaw = *info.LastSentDate
+		if t, err := client.ParseTime(st.sentRaw); err == nil {
+			st.sent = t
+		}
+	}
+	w.mu.Lock()
+	recovered := w.info.failing != ""
+	w.info = st
+	w.mu.Unlock()
+	if recovered {
+		w.log.Info("PosAPI's /rest/info answers again", zap.Int64("leftLotteries", left), zap.String("lastSentDate", st.sentRaw))
+	}
+	return nil
+}
+
+// ReceiptIssued counts a receipt the tax service issued; only B2C ones
+// use a lottery number.
+func (w *Watcher) ReceiptIssued(b2c bool) {
+	if w == nil || !b2c {
+		return
+	}
+	now := w.cfg.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pace.add(now, 1)
+	w.info.issued++
+}
+
+// ObserveTiming compares the tax service's clock in one answer with ours
+// (client.Config.OnTiming).
+func (w *Watcher) ObserveTiming(t client.Timing) {
+	if w == nil {
+		return
+	}
+	seen := observe(t)
+	if len(seen) == 0 {
+		return
+	}
+	now := w.cfg.Now()
+	w.mu.Lock()
+	for _, s := range seen {
+		w.clock[s.source] = reading{skew: s.skew, at: now}
+	}
+	skew, _, ok := w.skewLocked(now)
+	over := ok && abs(skew) > w.cfg.MaxClockSkew
+	warn := over && !w.skewWarned
+	back := !over && w.skewWarned
+	w.skewWarned = over
+	w.mu.Unlock()
+	switch {
+	case warn:
+		w.log.Warn("this computer's clock differs from the tax service's", zap.Duration("skew", skew),
+			zap.Duration("max", w.cfg.MaxClockSkew), zap.String("fix", clockFix))
+	case back:
+		w.log.Info("this computer's clock agrees with the tax service's again", zap.Duration("skew", skew))
+	}
+}
+
+// clockFix is the log's advice for a skewed clock.
+const clockFix = "synchronise the clock: Windows: w32tm /resync; Linux: timedatectl set-ntp true (or chronyc makestep)"
+
+// skewLocked is the skew that matters now: of the sources read within
+// readingTTL, the one furthest from ours (any of the tax service's clocks
+// disagreeing is a problem), and its source; mu held.
+func (w *Watcher) skewLocked(now time.Time) (time.Duration, string, bool) {
+	var best time.Duration
+	var src string
+	for _, s := range []string{SourceLookup, SourcePosAPI, SourceReceipt} {
+		r, ok := w.clock[s]
+		if !ok || now.Sub(r.at) > readingTTL {
+			continue
+		}
+		if src == "" || abs(r.skew) > abs(best) {
+			best, src = r.skew, s
+		}
+	}
+	return best, src, src != ""
+}
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// signal wakes the watch loop without blocking.
+func (w *Watcher) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}

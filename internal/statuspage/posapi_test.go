@@ -1,0 +1,116 @@
+package statuspage
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func posapiData(change func(p *PosAPI)) Data {
+	d := emptyData()
+	left := int64(5000)
+	skew := 2 * time.Second
+	p := &PosAPI{LeftLotteries: &left, PerHour: 12, LastSentDate: "2026-11-22 21:00:00", LastSentAge: time.Hour,
+		ClockSkew: &skew, SkewSource: "lookup", AutoSendData: true, MinLotteries: 200, SendEvery: time.Hour,
+		MaxClockSkew: 2 * time.Minute}
+	change(p)
+	d.PosAPI = p
+	return d
+}
+
+func TestPosAPIAttention(t *testing.T) {
+	onOS(t, "linux")
+	for _, tc := range []struct {
+		name   string
+		data   Data
+		want   []string // in this order
+		absent []string
+	}{{
+		name:   "healthy",
+		data:   posapiData(func(*PosAPI) {}),
+		want:   []string{"✓ Nothing needs attention"},
+		absent: []string{"lottery", "clock"},
+	}, {
+		name: "lotteries low, receiptd asked",
+		data: posapiData(func(p *PosAPI) {
+			left := int64(36)
+			p.LeftLotteries, p.RunOutAt = &left, now.Add(3*time.Hour)
+			p.Need = "only 36 lottery numbers are left (posapi.min_lotteries = 200)"
+			p.LastSendData = &SendData{At: now.Add(-28 * time.Minute), OK: true, Message: "HTTP 200"}
+		}),
+		want: []string{"Needs attention (1)", "⚠ Lotteries run out in about 3 h at today's pace",
+			"PosAPI has 36 lottery numbers left and issues about 12 B2C receipts an hour.",
+			"Now: only 36 lottery numbers are left (posapi.min_lotteries = 200).",
+			"receiptd asked PosAPI to send its data at 14:02:00 UTC and it answered: HTTP 200",
+			"Nothing else is needed"},
+	}, {
+		name: "reserve empty, sendData failing",
+		data: posapiData(func(p *PosAPI) {
+			left := int64(0)
+			p.LeftLotteries, p.RunOutAt = &left, now
+			p.Need = "PosAPI refused a B2C receipt because its lottery reserve is empty"
+			p.LastSendData = &SendData{At: now.Add(-time.Minute), OK: false, Message: "HTTP 500: could not reach the tax authority"}
+		}),
+		want: []string{"✗ PosAPI has no lottery numbers left: B2C receipts wait until it has sent its data",
+			"receiptd keeps those receipts queued (not refused)",
+			"it failed: HTTP 500: could not reach the tax authority",
+			"Check this computer's internet connection", "curl -s http://127.0.0.1:7080/rest/sendData"},
+	}, {
+		name: "auto send off",
+		data: posapiData(func(p *PosAPI) {
+			p.AutoSendData = false
+			p.Need = "PosAPI last sent its data 14h ago (posapi.send_after = 12h0m0s)"
+		}),
+		want: []string{"⚠ PosAPI should send its data to the tax authority",
+			"posapi.auto_send_data is off: receiptd does not ask PosAPI to send its data; a person has to.",
+			"curl -s http://127.0.0.1:7080/rest/sendData", "posapi.auto_send_data = true"},
+	}, {
+		name: "clock skewed",
+		data: posapiData(func(p *PosAPI) {
+			skew := -5 * time.Minute
+			p.ClockSkew = &skew
+		}),
+		want: []string{"Needs attention (1)", "⚠ This computer's clock is about 5 min ahead of the tax service's clock",
+			"More than posapi.max_clock_skew (2m) apart.", "sudo timedatectl set-ntp true", "sudo chronyc makestep"},
+		absent: []string{"lottery numbers left"},
+	}, {
+		name: "a run-out days away is no item",
+		data: posapiData(func(p *PosAPI) { p.RunOutAt = now.Add(72 * time.Hour) }),
+		want: []string{"✓ Nothing needs attention"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := attentionText(t, tc.data)
+			at := 0
+			for _, w := range tc.want {
+				i := strings.Index(got[at:], w)
+				require.GreaterOrEqual(t, i, 0, "want %q after position %d in the attention section:\n%s", w, at, got)
+				at += i
+			}
+			for _, a := range tc.absent {
+				require.NotContains(t, got, a)
+			}
+		})
+	}
+}
+
+func TestClockStepsOnWindows(t *testing.T) {
+	onOS(t, "windows")
+	got := attentionText(t, posapiData(func(p *PosAPI) {
+		skew := 10 * time.Minute
+		p.ClockSkew, p.SkewSource = &skew, "posapi"
+	}))
+	require.Contains(t, got, "This computer's clock is about 10 min behind PosAPI's clock")
+	require.Contains(t, got, "w32tm /resync")
+	require.NotContains(t, got, "timedatectl")
+}
+
+func TestAbout(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{{30 * time.Second, "a minute"}, {44 * time.Minute, "44 min"}, {170 * time.Minute, "3 h"}, {80 * time.Hour, "3 days"}} {
+		require.Equal(t, tc.want, about(tc.d))
+	}
+}
