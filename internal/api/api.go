@@ -97,6 +97,7 @@ import (
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
@@ -142,6 +143,9 @@ type Deps struct {
 	// Warmth, when set, tells the status page whether the lookup cache
 	// holds what the till needs offline.
 	Warmth func() cache.Warmth
+	// Backup, when set, gives the snapshot loop's state for
+	// /receiptd/status and the status page.
+	Backup func() snapshot.Status
 }
 
 // Options tune the API. Every zero value means the default given.

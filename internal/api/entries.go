@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
 
@@ -151,6 +152,9 @@ type Status struct {
 	// null when it has not.
 	LastSuccess *time.Time `json:"lastSuccess"`
 	Version     string     `json:"version"`
+	// Backup is the [backup] snapshot loop's state; its dir is empty when
+	// snapshots are off.
+	Backup snapshot.Status `json:"backup"`
 }
 
 // UpstreamStatus is the tax service's reachability as the sync worker sees it.
@@ -204,6 +208,9 @@ func (s *Server) StatusJSON(_ context.Context) (Status, error) {
 			ls := ws.LastSuccess.UTC()
 			st.LastSuccess = &ls
 		}
+	}
+	if s.d.Backup != nil {
+		st.Backup = s.d.Backup()
 	}
 	return st, nil
 }

@@ -29,6 +29,7 @@
 //	store_failed                          gauge     1 when the database refuses writes until restart (WatchStore)
 //	log_flushes_total                     counter   write-ahead log flushes (WatchLog)
 //	log_records_total                     counter   records they made durable; over flushes, the mean group
+//	backup_*                              snapshots ([backup]): last success, failures, size (backup.go)
 //
 // Label values are the caller's: kind, outcome, result and route must come
 // from small fixed sets (a route is the route pattern, never the raw path).

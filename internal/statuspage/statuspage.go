@@ -99,6 +99,8 @@ type Data struct {
 	// Offline is whether the cache holds what a till needs offline; nil:
 	// not known (the block is left out).
 	Offline *Offline
+	// Backup is the snapshot loop's state; nil: snapshots are off.
+	Backup *Backup
 }
 
 // Failure is one failed attempt or rejected entry.
