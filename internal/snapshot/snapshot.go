@@ -208,7 +208,7 @@ func (s *Snapshotter) writeTmp(ctx context.Context, tmp string) (queue.Copy, err
 	if err != nil {
 		return queue.Copy{}, fmt.Errorf("snapshot: %w", err)
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
+	bw := bufio.NewWriterSize(&syncingWriter{f: f}, 1<<20)
 	c, err := s.src.WriteCopy(ctx, bw)
 	if err == nil {
 		err = bw.Flush()
@@ -305,3 +305,29 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// syncEvery is how much of a snapshot may be written before it is
+// fsynced. Without it the whole copy (hundreds of MiB) sits dirty in the
+// page cache until the final fsync, and on a journaling file system in
+// ordered mode (ext4's default) the write-ahead log's fdatasync on the
+// same disk can end up waiting behind its writeback: an accept then
+// waits for the snapshot. Fsyncing as it goes bounds that wait to
+// syncEvery's writeback (docs/decisions/snapshots.md has the figures).
+const syncEvery = 8 << 20
+
+// syncingWriter writes to f and fsyncs it every syncEvery bytes.
+type syncingWriter struct {
+	f       *os.File
+	pending int
+}
+
+func (w *syncingWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.pending += n
+	if err == nil && w.pending >= syncEvery {
+		w.pending = 0
+		err = w.f.Sync()
+	}
+	return n, err
+}
+
