@@ -313,7 +313,7 @@ func syncDir(dir string) error {
 // same disk can end up waiting behind its writeback: an accept then
 // waits for the snapshot. Fsyncing as it goes bounds that wait to
 // syncEvery's writeback (docs/decisions/snapshots.md has the figures).
-const syncEvery = 8 << 20
+const syncEvery = 2 << 20
 
 // syncingWriter writes to f and fsyncs it every syncEvery bytes.
 type syncingWriter struct {
