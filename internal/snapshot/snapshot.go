@@ -330,4 +330,3 @@ func (w *syncingWriter) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
-
