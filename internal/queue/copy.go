@@ -43,6 +43,10 @@ func (q *Queue) WriteCopy(ctx context.Context, w io.Writer) (Copy, error) {
 		return err
 	})
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			// bbolt's WriteTo formats its writer's error with %s.
+			err = fmt.Errorf("%w: %v", cerr, err)
+		}
 		return c, fmt.Errorf("copy database %s: %w", q.st.Path(), err)
 	}
 	return c, nil
