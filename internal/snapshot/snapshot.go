@@ -189,6 +189,11 @@ func (s *Snapshotter) write(ctx context.Context, start time.Time) (Result, error
 	}
 	err = syncDir(s.cfg.Dir)
 	if err == nil {
+		// The check walks the whole copy and does not watch ctx: skip
+		// it at shutdown rather than hold the stop up.
+		err = ctx.Err()
+	}
+	if err == nil {
 		err = check(final, c.Entries)
 	}
 	if err != nil {
