@@ -91,6 +91,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	b := &bench{bin: bin, dir: dir}
+	if snapshotFlags.only {
+		return b.snapshotOnly(ctx, o)
+	}
 	res, err := b.measureAll(ctx, o)
 	if err != nil {
 		return err
@@ -117,6 +120,7 @@ type results struct {
 	empty   startResult
 	fill    fillResult
 	idle    idleResult
+	snap    snapshotResult
 }
 
 func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
@@ -157,6 +161,10 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 	}
 	step(fmt.Sprintf("post %d receipts from 64 clients, restart", o.backlog))
 	if r.fill, err = b.runFill(ctx, o.backlog, o.settle); err != nil {
+		return r, err
+	}
+	step(fmt.Sprintf("accept at %d clients on %d entries, without and with snapshots", snapshotFlags.clients, o.backlog))
+	if r.snap, err = b.runSnapshot(ctx, o); err != nil {
 		return r, err
 	}
 	step(fmt.Sprintf("idle daemon, upstream up, %s", o.idleFor))

@@ -72,6 +72,7 @@ func (r results) rows(o options) []row {
 		measured:  fmt.Sprintf("%s / %s", ms(r.lookup.lookup.p50()), ms(r.lookup.lookup.p99())),
 		reference: fmt.Sprintf("GET /healthz p50 %s p99 %s", ms(r.lookup.healthz.p50()), ms(r.lookup.healthz.p99())),
 		target:    "p99 < 1ms", result: verdict(r.lookup.lookup.p99() < time.Millisecond)})
+	rows = append(rows, r.snap.rows()...)
 	return append(rows, r.idleRows()...)
 }
 
@@ -132,6 +133,7 @@ func (r results) notes(o options) string {
 	fmt.Fprintf(&b, "- idle: a new daemon, simulator up, 15 s after /readyz (start-up, the lookup cache's warm-up and the marker\n")
 	fmt.Fprintf(&b, "  saved 10 s after its commit are over), then CPU (run time summed over /proc/PID/task/*/schedstat)\n")
 	fmt.Fprintf(&b, "  and context switches (voluntary+nonvoluntary, summed over /proc/PID/task/*/status) over %s.\n", r.idle.window)
+	fmt.Fprintf(&b, "%s\n", r.snap.notes())
 	fmt.Fprintf(&b, "- cached lookup: %d sequential keep-alive GETs after warm-up, all X-Cache: HIT.", o.lookups)
 	return b.String()
 }

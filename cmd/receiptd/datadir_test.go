@@ -264,12 +264,13 @@ type runningBinary struct {
 
 // startBinary runs the real binary on data directory dir with upstream as
 // the tax service, waits until it is ready, and kills it at cleanup.
-func startBinary(t *testing.T, dir, upstream string) runningBinary {
+// extra is appended to its config file (whole sections).
+func startBinary(t *testing.T, dir, upstream string, extra ...string) runningBinary {
 	t.Helper()
 	addr := testkit.ClosedAddr(t)
 	cfg := writeFile(t, "config.toml", "listen = \""+addr+"\"\ndata_dir = "+tomlString(dir)+
 		"\n[upstream]\nbase_url = \""+upstream+"\"\nlookup_base_url = \""+upstream+"\"\n"+
-		"[sync]\nmin_backoff = \"100ms\"\nmax_backoff = \"300ms\"\n[log]\nformat = \"json\"\n")
+		"[sync]\nmin_backoff = \"100ms\"\nmax_backoff = \"300ms\"\n[log]\nformat = \"json\"\n"+strings.Join(extra, ""))
 	receiptdBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	run := binCmd(ctx, t, "run", "-config", cfg)

@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	commands["restore"] = command{summary: "put a backup back as the database (receiptd stopped); unsent entries come back held", run: runRestore}
+	commands["restore"] = command{summary: "put a backup or a snapshot back as the database (receiptd stopped), also into an empty data directory; unsent entries come back held", run: runRestore}
 }
 
 // restoredMessage is the outcome message of every entry restore holds.
@@ -35,7 +35,7 @@ func runRestore(ctx context.Context, env *cmdEnv, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("want the backup file to restore")
+		return usagef("want the backup or snapshot file to restore")
 	}
 	lc, err := loadConfig(*cfgPath)
 	if err != nil {

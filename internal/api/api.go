@@ -14,6 +14,7 @@ import (
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
@@ -64,6 +65,9 @@ type Deps struct {
 	// PosAPI, when set, is what is known of PosAPI's own limits (posapi
 	// in /receiptd/status, the status page); nil: all unknown.
 	PosAPI *posapi.Watcher
+	// Backup, when set, gives the snapshot loop's state for
+	// /receiptd/status and the status page.
+	Backup func() snapshot.Status
 }
 
 // Options tune the API. Every zero value means the default given.

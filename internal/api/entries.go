@@ -13,6 +13,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
 
@@ -156,6 +157,9 @@ type Status struct {
 	// PosAPI is PosAPI's own limits: its lottery reserve, its last send
 	// and the clock skew (figures null while unknown).
 	PosAPI posapi.Status `json:"posapi"`
+	// Backup is the [backup] snapshot loop's state; its dir is empty when
+	// snapshots are off.
+	Backup snapshot.Status `json:"backup"`
 }
 
 // UpstreamStatus is the tax service's reachability as the sync worker sees it.
@@ -210,6 +214,9 @@ func (s *Server) StatusJSON(_ context.Context) (Status, error) {
 			ls := ws.LastSuccess.UTC()
 			st.LastSuccess = &ls
 		}
+	}
+	if s.d.Backup != nil {
+		st.Backup = s.d.Backup()
 	}
 	return st, nil
 }

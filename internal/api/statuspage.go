@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/statuspage"
 )
 
@@ -60,6 +61,7 @@ func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 			})
 		}
 	}
+	d.Backup = backupOf(st.Backup)
 	if s.d.Warmth != nil {
 		w := s.d.Warmth()
 		d.Offline = &statuspage.Offline{Wanted: w.Wanted, Missing: w.Missing, LastRun: w.LastRun}
@@ -76,4 +78,23 @@ func failureOf(e queue.Entry) statuspage.Failure {
 		f.Message = e.Attempts[n-1].Error
 	}
 	return f
+}
+
+// backupOf is the snapshot loop's state for the status page; nil when
+// snapshots are off.
+func backupOf(b snapshot.Status) *statuspage.Backup {
+	if b.Dir == "" {
+		return nil
+	}
+	out := &statuspage.Backup{Dir: b.Dir, LastFile: b.LastFile, LastError: b.LastError}
+	if b.LastSuccess != nil {
+		out.LastSuccess = *b.LastSuccess
+	}
+	if b.LastErrorAt != nil {
+		out.LastErrorAt = *b.LastErrorAt
+	}
+	if b.Next != nil {
+		out.Next = *b.Next
+	}
+	return out
 }

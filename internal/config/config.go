@@ -31,6 +31,7 @@ type Config struct {
 	Cache     Cache     `toml:"cache"`
 	Alerts    Alerts    `toml:"alerts"`
 	Retention Retention `toml:"retention"`
+	Backup    Backup    `toml:"backup"`
 	Auth      Auth      `toml:"auth"`
 	Log       Log       `toml:"log"`
 	PosAPI    PosAPI    `toml:"posapi"`
@@ -231,6 +232,7 @@ func Default() Config {
 		Cache:     defaultCache(),
 		Alerts:    Alerts{UnsentWarn: Dur(24 * time.Hour), UnsentCritical: Dur(72 * time.Hour)},
 		Retention: Retention{Keep: Dur(2160 * time.Hour), PruneInterval: Dur(time.Hour)},
+		Backup:    defaultBackup(),
 		Auth:      Auth{AllowedHosts: []string{}},
 		Log:       Log{Level: "info", Format: "auto", MaxSizeMB: 10, MaxFiles: 5},
 		PosAPI:    defaultPosAPI(),

@@ -30,6 +30,7 @@ import (
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
@@ -60,6 +61,7 @@ type Daemon struct {
 	answers   *syncer.Mailbox
 	cache     *cache.Cache
 	posapi    *posapi.Watcher
+	snap      *snapshot.Snapshotter
 	api       *api.Server
 	listeners []net.Listener
 }
@@ -120,6 +122,7 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		_, logFull := d.q.LogFull()
 		return h.DiskFull != "" || logFull != nil, h.Failed != ""
 	})
+	d.snap = d.newSnapshotter(m)
 	if d.api, err = d.newAPI(m, version); err != nil {
 		return nil, err
 	}
@@ -150,7 +153,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 	return api.New(api.Deps{
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
-		Warmth: d.cache.Warmth, PosAPI: d.posapi,
+		Warmth: d.cache.Warmth, PosAPI: d.posapi, Backup: d.snap.Status,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
@@ -235,6 +238,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	start(d.posapi.Run)
 	start(d.pruneLoop)
 	start(d.identityLoop)
+	start(d.snap.Loop)
 	d.api.SetReady(true)
 	d.log.Info("receiptd ready", zap.String("url", d.URL()), zap.String("db", d.st.Path()),
 		zap.String("upstream", d.cfg.Upstream.BaseURL))

@@ -31,6 +31,7 @@
 //	log_records_total                     counter   records they made durable; over flushes, the mean group
 //	posapi_left_lotteries, posapi_last_sent_age_seconds, clock_skew_seconds, send_data_total{result}:
 //	                                      PosAPI's own limits (WatchPosAPI, posapi.go)
+//	backup_*                              snapshots ([backup]): last success, failures, size (backup.go)
 //
 // Label values are the caller's: kind, outcome, result and route must come
 // from small fixed sets (a route is the route pattern, never the raw path).

@@ -90,6 +90,9 @@ func attention(d Data, waiting int, failures []failureRow) []attentionItem {
 	if d.Alert == AlertWarn {
 		items = append(items, ageingItem(d, waiting))
 	}
+	if it, ok := backupItem(d); ok {
+		items = append(items, it)
+	}
 	return items
 }
 

@@ -86,6 +86,8 @@ type Data struct {
 	// PosAPI is PosAPI's own limits (lottery reserve, last send, clock);
 	// nil: not known (no item).
 	PosAPI *PosAPI
+	// Backup is the snapshot loop's state; nil: snapshots are off.
+	Backup *Backup
 }
 
 // Failure is one failed attempt or rejected entry.

@@ -10,9 +10,10 @@
 //     checksummed meta pages).
 //   - A second process on the same file gets ErrLocked naming the file within
 //     Options.LockTimeout; it never hangs.
-//   - A damaged or unreadable file, or one written by a newer receiptd, is
-//     ErrCorrupt naming the file. The file is never replaced by a new empty
-//     database.
+//   - A damaged or unreadable file is ErrCorrupt naming the file; one
+//     written by a newer receiptd is ErrNewerSchema, naming the release to
+//     install (schema.go). Either file is left untouched, and never
+//     replaced by a new empty database.
 //   - OpenDir keeps a marker beside the file (MarkerFile) naming the
 //     database's random id: a data directory that held a database refuses a
 //     missing, empty (ErrMissing), truncated (ErrCorrupt) or replaced

@@ -21,8 +21,8 @@ import (
 var (
 	// ErrLocked means another process holds the database file open.
 	ErrLocked = errors.New("database is locked by another process")
-	// ErrCorrupt means the file is damaged, unreadable, or has a schema newer
-	// than this program knows. The file is left untouched.
+	// ErrCorrupt means the file is damaged or unreadable. The file is left
+	// untouched. (A schema newer than this program knows is ErrNewerSchema.)
 	ErrCorrupt = errors.New("database is damaged or unreadable")
 	// ErrDiskFull means an Update could not be made durable because the disk
 	// or the file cannot grow (ENOSPC, EFBIG, EDQUOT). Nothing of that Update
@@ -290,7 +290,8 @@ func (s *Store) Check() (err error) {
 }
 
 // SchemaVersion is the layout this program writes. Files with a higher
-// version are refused with ErrCorrupt.
+// version are refused with ErrNewerSchema; SchemaReleases (schema.go)
+// names the release that first wrote each version.
 const SchemaVersion = 3
 
 // migrations[i] upgrades a file from version i to i+1, inside one
@@ -337,6 +338,9 @@ func (s *Store) migrate() error {
 			return fmt.Errorf("open database %s: migrate schema %d→%d: %w", s.path, v, v+1, err)
 		}
 	}
+	if err := s.recordRelease(); err != nil {
+		return fmt.Errorf("open database %s: record the schema's release: %w", s.path, err)
+	}
 	return nil
 }
 
@@ -352,8 +356,7 @@ func (s *Store) knownSchema() (uint64, error) {
 		return 0, fmt.Errorf("open database %s: read schema: %w", s.path, err)
 	}
 	if version > SchemaVersion {
-		return 0, fmt.Errorf("open database %s: %w: schema version %d is newer than %d (written by a newer receiptd)",
-			s.path, ErrCorrupt, version, SchemaVersion)
+		return 0, s.newerSchema(version)
 	}
 	return version, nil
 }

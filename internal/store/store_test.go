@@ -91,14 +91,6 @@ func TestOpenCorruptIsRefusedAndFileKept(t *testing.T) {
 	garbage := make([]byte, 8*page)
 	_, _ = rand.Read(garbage)
 
-	newer := func(t *testing.T, path string) {
-		s, err := store.Open(path, store.Options{})
-		require.NoError(t, err)
-		require.NoError(t, s.Update(context.Background(), func(tx *bbolt.Tx) error {
-			return tx.Bucket(store.BucketMeta).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, store.SchemaVersion+1))
-		}))
-		require.NoError(t, s.Close())
-	}
 	cases := []struct {
 		name  string
 		write func(t *testing.T, path string)
@@ -115,7 +107,6 @@ func TestOpenCorruptIsRefusedAndFileKept(t *testing.T) {
 			copy(b[2*page:], garbage[:6*page])
 			require.NoError(t, os.WriteFile(path, b, 0o600))
 		}},
-		{"newer schema", newer},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,7 +10,7 @@ case "$1" in
 esac
 
 if [ "$remove" = yes ] && command -v systemctl >/dev/null 2>&1; then
-	if [ -d /run/systemd/system ]; then
+	if [ -d "${RECEIPTD_PKG_TEST_ROOT:-}/run/systemd/system" ]; then
 		systemctl stop receiptd.service || true
 	fi
 	systemctl disable receiptd.service >/dev/null 2>&1 || true
