@@ -188,8 +188,8 @@ func TestDamagedIndexMarkIsAnError(t *testing.T) {
 // A long tail is indexed a slice per claim, and every claim that finds a
 // non-empty tail claims something, oldest first.
 func TestClaimIndexesALongTailInSlices(t *testing.T) {
-	queue.SetTailIndexBatch(t, 2)
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	queue.SetTailIndexBatch(q, 2)
 	for i := 1; i <= 5; i++ {
 		enqueue(t, q, i)
 	}
@@ -205,8 +205,8 @@ func TestClaimIndexesALongTailInSlices(t *testing.T) {
 
 // A claim for more than a slice indexes as many tail entries as it claims.
 func TestClaimOfMoreThanASliceGetsThemAll(t *testing.T) {
-	queue.SetTailIndexBatch(t, 2)
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	queue.SetTailIndexBatch(q, 2)
 	for i := 1; i <= 5; i++ {
 		enqueue(t, q, i)
 	}
@@ -219,8 +219,8 @@ func TestClaimOfMoreThanASliceGetsThemAll(t *testing.T) {
 // A delete request after a long outage indexes the tail in commits of a
 // slice each, then makes its own small commit.
 func TestDeleteIndexesALongTailInSlices(t *testing.T) {
-	queue.SetTailIndexBatch(t, 2)
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	queue.SetTailIndexBatch(q, 2)
 	for i := 1; i <= 7; i++ {
 		enqueue(t, q, i)
 	}
@@ -256,8 +256,8 @@ func TestOpenRefusesAnIndexMarkPastTheLastEntry(t *testing.T) {
 // at once and share commits; the tail and the indexes must stay exact and
 // every acknowledged receipt present.
 func TestConcurrentMixKeepsTheTailExact(t *testing.T) {
-	queue.SetTailIndexBatch(t, 3)
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	queue.SetTailIndexBatch(q, 3)
 	var (
 		mu    sync.Mutex
 		acked = map[string]bool{}
