@@ -37,6 +37,7 @@ func (e *env) lateAnswer(qid string) resp {
 }
 
 func TestLateAnswerOnceAfterAnOutage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	qid, first := e.queuedWhileDown("000100")
 	require.Equal(t, http.StatusAccepted, first.code, "%s", first.body)
@@ -87,6 +88,7 @@ func TestLateAnswerOnceAfterAnOutage(t *testing.T) {
 }
 
 func TestLateAnswerOfARejectedReceipt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	qid, _ := e.queuedWhileDown("000101")
 	require.NoError(t, e.sim.SetFaults(sim.Faults{RejectNext: 1, RejectMessage: "districtCode: unknown"}))
@@ -101,6 +103,7 @@ func TestLateAnswerOfARejectedReceipt(t *testing.T) {
 }
 
 func TestAnswerGivenInTimeIsNotGivenLate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000102"))
 	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
@@ -111,6 +114,7 @@ func TestAnswerGivenInTimeIsNotGivenLate(t *testing.T) {
 }
 
 func TestLateAnswerOfADelete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	const unknown = "000000000000000000000000000000123"
 	require.NoError(t, e.sim.SetFaults(sim.Faults{Down: true}))
@@ -125,6 +129,7 @@ func TestLateAnswerOfADelete(t *testing.T) {
 }
 
 func TestLateAnswersAreBoundedInBytes(t *testing.T) {
+	t.Parallel()
 	// No answer fits in one byte: every one is pushed out at once, and
 	// the log names the entry (never the answer).
 	e := newEnv(t, envOpts{answers: syncer.MailboxConfig{MaxResultBytes: 1}})
@@ -141,6 +146,7 @@ func TestLateAnswersAreBoundedInBytes(t *testing.T) {
 // replay may give that refusal while the receipt waits to be sent again (a
 // POS told "refused" would ring the sale anew, and the retry may issue it).
 func TestRetriedEntryForgetsItsOldAnswer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	qid, _ := e.queuedWhileDown("000104")
 	require.NoError(t, e.sim.SetFaults(sim.Faults{RejectNext: 1, RejectMessage: "districtCode: unknown"}))
@@ -166,6 +172,7 @@ func TestRetriedEntryForgetsItsOldAnswer(t *testing.T) {
 // its last attempt's failure is still remembered is gone (410, state
 // cancelled), not "queued, ask again later".
 func TestLateAnswerOfACancelledReceipt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	qid, _ := e.queuedWhileDown("000105")
 	require.Eventually(t, func() bool { return len(e.entry(qid)["attempts"].([]any)) > 0 }, 10*time.Second, 10*time.Millisecond)

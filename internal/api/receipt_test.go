@@ -17,6 +17,7 @@ import (
 )
 
 func TestCreateOnlineReturnsUpstreamAnswer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	r := e.do(http.MethodPost, "/rest/receipt", receiptBody("000001"))
 	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
@@ -47,6 +48,7 @@ func TestCreateOnlineReturnsUpstreamAnswer(t *testing.T) {
 }
 
 func TestCreateUpstreamDownAnswers202AtOnce(t *testing.T) {
+	t.Parallel()
 	// accept.wait is 30s and every request has a 10s deadline: a 202 proves
 	// the API did not wait for an upstream known to be down.
 	e := newEnv(t, envOpts{api: api.Options{Wait: 30 * time.Second}})
@@ -72,6 +74,7 @@ func TestCreateUpstreamDownAnswers202AtOnce(t *testing.T) {
 }
 
 func TestCreateReplay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000020"))
 	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
@@ -95,6 +98,7 @@ func TestCreateReplay(t *testing.T) {
 }
 
 func TestReplayAfterAnswerLeftMemory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{answers: syncer.MailboxConfig{ResultTTL: time.Nanosecond}})
 	first := e.do(http.MethodPost, "/rest/receipt", receiptBody("000030"))
 	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
@@ -110,6 +114,7 @@ func TestReplayAfterAnswerLeftMemory(t *testing.T) {
 }
 
 func TestReplayOfRejectedReceipt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	bad := strings.Replace(receiptBody("000031"), `"totalAmount":12345.6789012345678901,"merchantTin"`, `"totalAmount":1,"merchantTin"`, 1)
 	first := e.do(http.MethodPost, "/rest/receipt", bad)
@@ -130,6 +135,7 @@ func TestReplayOfRejectedReceipt(t *testing.T) {
 }
 
 func TestCreateConflict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	require.Equal(t, http.StatusOK, e.do(http.MethodPost, "/rest/receipt", receiptBody("000040")).code)
 	other := strings.Replace(receiptBody("000040"), `"totalVat":1`, `"totalVat":2`, 1)
@@ -145,6 +151,7 @@ func TestCreateConflict(t *testing.T) {
 }
 
 func TestPreferWait(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Concurrency: 10},
 		api: api.Options{Wait: 30 * time.Second, MaxWait: 2 * time.Second}})
 	// The worker is not running: no answer can come, so each request waits
@@ -163,6 +170,7 @@ func TestPreferWait(t *testing.T) {
 }
 
 func TestTaxTypeSpellingsForwardedAsSent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	for i, spelling := range []string{"NO_VAT", "NOT_VAT"} {
 		body := strings.Replace(receiptBody(fmt.Sprintf("%06d", 60+i)), `"taxType":"VAT_ABLE"`, `"taxType":"`+spelling+`"`, 1)
@@ -178,6 +186,7 @@ func TestTaxTypeSpellingsForwardedAsSent(t *testing.T) {
 // A UTF-8 byte order mark, which some Windows POS programs write before
 // the JSON, is dropped: the receipt is accepted and forwarded without it.
 func TestByteOrderMarkIsDropped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	body := receiptBody("000070")
 	r := e.do(http.MethodPost, "/rest/receipt", "\xEF\xBB\xBF"+body)
@@ -194,6 +203,7 @@ func TestByteOrderMarkIsDropped(t *testing.T) {
 // entries due before it cannot get its answer within the wait: it is
 // answered 202 at once instead of holding the till for accept.wait.
 func TestNewReceiptBehindABacklogIsAnswered202AtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Concurrency: 2}, api: api.Options{Wait: 30 * time.Second}})
 	for _, suffix := range []string{"000080", "000081"} {
 		r := e.do(http.MethodPost, "/rest/receipt", receiptBody(suffix), "Prefer", "wait=0")
@@ -221,6 +231,7 @@ func TestNewReceiptBehindABacklogIsAnswered202AtOnce(t *testing.T) {
 // is still recognised, so the sale is not issued twice. Past the grace, or
 // with another body, it is a new sale.
 func TestRetryAcrossMidnightIsAReplay(t *testing.T) {
+	t.Parallel()
 	ub := time.FixedZone("UB", 8*3600)
 	var mu sync.Mutex
 	clock := time.Date(2026, 11, 22, 23, 40, 0, 0, ub)
@@ -261,6 +272,7 @@ func TestRetryAcrossMidnightIsAReplay(t *testing.T) {
 // send the corrected receipt under the same bill number: it replaces the
 // rejected one instead of getting 409 for the rest of the day.
 func TestCorrectedReceiptReplacesARejectedOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	bad := strings.Replace(receiptBody("000600"), `"totalAmount":12345.6789012345678901,"merchantTin"`, `"totalAmount":1,"merchantTin"`, 1)
 	first := e.do(http.MethodPost, "/rest/receipt", bad)
