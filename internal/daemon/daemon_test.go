@@ -81,6 +81,7 @@ func readResponse(t *testing.T, resp *http.Response) (*http.Response, []byte) {
 }
 
 func TestDaemonAcceptsAndDeliversThenStopsCleanly(t *testing.T) {
+	t.Parallel()
 	s := startSim(t, sim.Options{Seed: 1})
 	d, err := daemon.New(testConfig(t, s.URL()), zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
@@ -106,6 +107,7 @@ func TestDaemonAcceptsAndDeliversThenStopsCleanly(t *testing.T) {
 }
 
 func TestSecondInstanceIsRefusedNamingTheFile(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t, "http://127.0.0.1:1")
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
@@ -118,6 +120,7 @@ func TestSecondInstanceIsRefusedNamingTheFile(t *testing.T) {
 }
 
 func TestNonLoopbackWithoutTokenIsRefused(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t, "http://127.0.0.1:1")
 	cfg.Listen = "0.0.0.0:0"
 	_, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
@@ -126,6 +129,7 @@ func TestNonLoopbackWithoutTokenIsRefused(t *testing.T) {
 }
 
 func TestAcceptWaitZeroAnswersAtOnce(t *testing.T) {
+	t.Parallel()
 	s := startSim(t, sim.Options{Seed: 2, Latency: 2 * time.Second})
 	cfg := testConfig(t, s.URL())
 	cfg.Accept.Wait = config.Dur(0)
