@@ -17,6 +17,7 @@ import (
 )
 
 func TestWriteConfigRoundTrips(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.Listen = "127.0.0.1:7999"
@@ -30,6 +31,7 @@ func TestWriteConfigRoundTrips(t *testing.T) {
 }
 
 func TestStartFileRefusesMissingConfig(t *testing.T) {
+	t.Parallel()
 	_, err := harness.StartFile(context.Background(), "/nonexistent/receiptd", filepath.Join(t.TempDir(), "none.toml"))
 	require.Error(t, err)
 }
@@ -37,6 +39,7 @@ func TestStartFileRefusesMissingConfig(t *testing.T) {
 // TestProcessLifecycle builds the real binary, starts it, crashes it,
 // restarts it on the same data and stops it cleanly.
 func TestProcessLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin, err := harness.Build(ctx, t.TempDir())
@@ -82,6 +85,7 @@ func TestProcessLifecycle(t *testing.T) {
 }
 
 func TestWaitReadyReportsAStartupRefusal(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin, err := harness.Build(ctx, t.TempDir())
