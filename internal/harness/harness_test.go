@@ -39,9 +39,7 @@ func TestStartFileRefusesMissingConfig(t *testing.T) {
 // TestProcessLifecycle builds the real binary, starts it, crashes it,
 // restarts it on the same data and stops it cleanly.
 func TestProcessLifecycle(t *testing.T) {
-	if runtime.GOOS != "windows" { // there Stop (AskToStop) reaches every process on the console
-		t.Parallel()
-	}
+	harness.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin, err := harness.Build(ctx, t.TempDir())
@@ -87,9 +85,7 @@ func TestProcessLifecycle(t *testing.T) {
 }
 
 func TestWaitReadyReportsAStartupRefusal(t *testing.T) {
-	if runtime.GOOS != "windows" { // there Stop (AskToStop) reaches every process on the console
-		t.Parallel()
-	}
+	harness.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin, err := harness.Build(ctx, t.TempDir())
