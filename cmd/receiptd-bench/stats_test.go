@@ -10,6 +10,7 @@ import (
 )
 
 func TestPercentiles(t *testing.T) {
+	t.Parallel()
 	var s sample
 	for i := 100; i >= 1; i-- { // unsorted on purpose
 		s = append(s, time.Duration(i)*time.Millisecond)
@@ -23,6 +24,7 @@ func TestPercentiles(t *testing.T) {
 }
 
 func TestIssueRate(t *testing.T) {
+	t.Parallel()
 	t0 := time.Now()
 	rs := []sim.Issued{{At: t0}, {At: t0.Add(500 * time.Millisecond)}, {At: t0.Add(time.Second)}}
 	require.InDelta(t, 2.0, issueRate(rs), 1e-9)
@@ -31,6 +33,7 @@ func TestIssueRate(t *testing.T) {
 }
 
 func TestVerdictAndFormat(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "PASS", verdict(true))
 	require.Equal(t, "MISS", verdict(false))
 	require.Equal(t, "0.250ms", ms(250*time.Microsecond))

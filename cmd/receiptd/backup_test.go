@@ -19,6 +19,7 @@ import (
 // middle of its download: the partial copy it leaves is gone after the next
 // backup, whether that one succeeds or fails.
 func TestKilledBackupLeavesNoPartialCopy(t *testing.T) {
+	testkit.Parallel(t)
 	dbPath := filepath.Join(t.TempDir(), "src.db")
 	st, err := store.Open(dbPath, store.Options{})
 	require.NoError(t, err)
@@ -69,6 +70,7 @@ func TestKilledBackupLeavesNoPartialCopy(t *testing.T) {
 // TestRetryOfPaymentNamesTheEarlierID: the retry of a payment entry prints
 // that its first upstream id stays in the entry's attempts.
 func TestRetryOfPaymentNamesTheEarlierID(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"queueId":"Q000000000007","kind":"receipt","state":"queued","attempts":[` +
 			`{"result":"payment","httpStatus":200},` +

@@ -54,6 +54,7 @@ func dataDirConfig(dir string) string {
 // missing, empty, truncated or replaced file is exit 1 naming the file,
 // with no Go crash dump and no new empty database in its place.
 func TestRunRefusesLostDatabase(t *testing.T) {
+	testkit.Parallel(t)
 	for _, tc := range []struct {
 		name   string
 		breaks func(t *testing.T, db string)
@@ -101,6 +102,7 @@ func TestRunRefusesLostDatabase(t *testing.T) {
 // TestRunInitStartsOver: `run -init` is the explicit way to start with an
 // empty queue where the database was lost.
 func TestRunInitStartsOver(t *testing.T) {
+	testkit.Parallel(t)
 	dir := dataDirWith(t, 1)
 	db := filepath.Join(dir, store.DBFile)
 	require.NoError(t, os.Remove(db))
@@ -128,6 +130,7 @@ func TestRunInitStartsOver(t *testing.T) {
 // seconds: POST /rest/receipt is 503, /readyz fails, and the log says how
 // to recover.
 func TestRunStopsAcknowledgingWhenDatabaseMoved(t *testing.T) {
+	testkit.Parallel(t)
 	if runtime.GOOS == "windows" {
 		t.Skip("Windows does not let an open database file be renamed")
 	}
@@ -225,6 +228,7 @@ func (b *syncBuffer) String() string {
 // the bbolt file between runs (bbolt checksums no data page): the daemon
 // must hold it with a message and send only the untouched one.
 func TestChangedBodyIsHeldNotSent(t *testing.T) {
+	testkit.Parallel(t)
 	dir := dataDirWith(t, 2)
 	db := filepath.Join(dir, store.DBFile)
 	raw, err := os.ReadFile(db)

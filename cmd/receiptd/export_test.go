@@ -75,6 +75,7 @@ func fakeDaemon(t *testing.T, pageSize int) (*httptest.Server, *atomic.Int32) {
 }
 
 func TestExportJSONL(t *testing.T) {
+	t.Parallel()
 	srv, calls := fakeDaemon(t, 2)
 	code, stdout, stderr := runCLI(t, "export", "-addr", srv.URL, "-token", testToken,
 		"-from", "2026-01-31T16:00:00Z", "-to", "2026-02-01T16:00:00Z")
@@ -92,6 +93,7 @@ func TestExportJSONL(t *testing.T) {
 }
 
 func TestExportCSV(t *testing.T) {
+	t.Parallel()
 	srv, _ := fakeDaemon(t, 3)
 	code, stdout, stderr := runCLI(t, "export", "-addr", srv.URL, "-token", testToken, "-format", "csv",
 		"-from", "2026-01-01T00:00:00Z", "-to", "2026-02-01T10:00:00Z")
@@ -112,6 +114,7 @@ func TestExportCSV(t *testing.T) {
 }
 
 func TestExportDateOnlyRangeIsWholeDays(t *testing.T) {
+	t.Parallel()
 	ub := time.FixedZone("UB", 8*3600)
 	from, to, err := exportRange("2026-02-01", "2026-02-01", ub)
 	require.NoError(t, err)
@@ -120,6 +123,7 @@ func TestExportDateOnlyRangeIsWholeDays(t *testing.T) {
 }
 
 func TestExportNeedsTheToken(t *testing.T) {
+	t.Parallel()
 	srv, _ := fakeDaemon(t, 2)
 	code, _, stderr := runCLI(t, "export", "-addr", srv.URL, "-token", "wrong-token-wrong",
 		"-from", "2026-01-01", "-to", "2026-12-31")
@@ -128,6 +132,7 @@ func TestExportNeedsTheToken(t *testing.T) {
 }
 
 func TestEntriesPagesUpToLimit(t *testing.T) {
+	t.Parallel()
 	srv, calls := fakeDaemon(t, 2)
 	code, stdout, stderr := runCLI(t, "entries", "-addr", srv.URL, "-token", testToken, "-limit", "3")
 	require.Equal(t, exitOK, code, stderr)
@@ -157,6 +162,7 @@ func TestEntriesTakesAddressAndTokenFromConfig(t *testing.T) {
 }
 
 func TestRetry(t *testing.T) {
+	t.Parallel()
 	var gotCT string
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /receiptd/entries/{id}/retry", func(w http.ResponseWriter, r *http.Request) {
@@ -198,6 +204,7 @@ func backupServer(t *testing.T, body []byte, cut bool) *httptest.Server {
 }
 
 func TestBackup(t *testing.T) {
+	t.Parallel()
 	dbPath := filepath.Join(t.TempDir(), "src.db")
 	st, err := store.Open(dbPath, store.Options{})
 	require.NoError(t, err)

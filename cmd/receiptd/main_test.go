@@ -98,6 +98,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestEveryCommandPrintsItsFlags(t *testing.T) {
+	t.Parallel()
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -144,6 +145,7 @@ func TestConfigCheckReportsEveryProblem(t *testing.T) {
 }
 
 func TestDialable(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"127.0.0.1:7080":   "127.0.0.1:7080",
 		"0.0.0.0:7080":     "127.0.0.1:7080",
@@ -160,6 +162,7 @@ func TestDialable(t *testing.T) {
 // a hint instead of a bare "permission denied". Root reads any file, so as
 // root (how CI runs) the real binary is run as an unprivileged user.
 func TestUnreadableConfigGetsAHint(t *testing.T) {
+	testkit.Parallel(t)
 	if runtime.GOOS == "windows" {
 		t.Skip("file modes do not make a file unreadable on Windows")
 	}
@@ -184,6 +187,7 @@ func TestUnreadableConfigGetsAHint(t *testing.T) {
 // TestPortTextsAgree: 7080 is PosAPI's usual port, which receiptd takes;
 // the simulator stands where the default upstream.base_url expects PosAPI.
 func TestPortTextsAgree(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "127.0.0.1:7080", config.Default().Listen)
 	require.Equal(t, "http://127.0.0.1:7081", config.Default().Upstream.BaseURL)
 	code, _, stderr := runCLI(t, "sim", "-h")
@@ -198,6 +202,7 @@ func TestPortTextsAgree(t *testing.T) {
 // TestSimHelpDocumentsRejection: `receiptd sim -h` says how to make the
 // simulator refuse receipts, at start and later through its control API.
 func TestSimHelpDocumentsRejection(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runCLI(t, "sim", "-h")
 	require.Equal(t, exitOK, code)
 	require.Contains(t, stderr, "[-reject N [-reject-message M]]")

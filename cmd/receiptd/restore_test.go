@@ -25,6 +25,7 @@ import (
 // drained, the backup restored as the packaging README says: the tax
 // service receives none of the 3 again until an operator's forced retry.
 func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
+	testkit.Parallel(t)
 	up := sim.New(sim.Options{Seed: 3})
 	require.NoError(t, up.Start("127.0.0.1:0"))
 	defer up.Close()
@@ -97,6 +98,7 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 // consistent database, or an empty file (a copy that failed: bbolt would
 // make it a new, empty database), leaves the data directory as it was.
 func TestRestoreRefusesDamagedBackup(t *testing.T) {
+	t.Parallel()
 	for name, content := range map[string]string{
 		"not a database":  "not a database at all, but long enough to have a meta page...............",
 		"empty":           "",
@@ -144,6 +146,7 @@ func foreignBolt(t *testing.T) []byte {
 // restarted (its memory gone) gets the same refusal, and nothing is sent
 // again.
 func TestReplayOfRejectedReceiptAfterRestart(t *testing.T) {
+	testkit.Parallel(t)
 	up := sim.New(sim.Options{Seed: 4})
 	require.NoError(t, up.Start("127.0.0.1:0"))
 	defer up.Close()
@@ -172,6 +175,7 @@ func TestReplayOfRejectedReceiptAfterRestart(t *testing.T) {
 // is lost), and the restored database starts a log of its own, so none of
 // them is replayed into it under a queueId it already uses.
 func TestRestoreAfterAKillKeepsWhatOnlyTheLogHeld(t *testing.T) {
+	testkit.Parallel(t)
 	up := sim.New(sim.Options{Seed: 5})
 	require.NoError(t, up.Start("127.0.0.1:0"))
 	defer up.Close()

@@ -17,6 +17,7 @@ import (
 // with sudo), restore leaves the database and marker to the data
 // directory's owner, the service user.
 func TestRestoreGivesFilesToDataDirOwner(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to own files as another user")
 	}

@@ -70,6 +70,7 @@ func runRefusedArgs(t *testing.T, args ...string) (int, string) {
 }
 
 func TestRunRefusesNonLoopbackWithoutToken(t *testing.T) {
+	testkit.Parallel(t)
 	code, stderr := runRefused(t, "listen = \"0.0.0.0:0\"\ndata_dir = "+tomlString(t.TempDir())+"\n")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "token")
@@ -77,6 +78,7 @@ func TestRunRefusesNonLoopbackWithoutToken(t *testing.T) {
 }
 
 func TestRunRefusesLockedDatabase(t *testing.T) {
+	testkit.Parallel(t)
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, daemon.DBFile), store.Options{})
 	require.NoError(t, err)
@@ -139,6 +141,7 @@ func waitForLine(t *testing.T, r io.Reader, want string) string {
 // TestDemo runs the demo, posts the sample receipt it prints, and stops it
 // as Ctrl-C would: it must exit 0 and remove its data directory.
 func TestDemo(t *testing.T) {
+	testkit.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	demo := binCmd(ctx, t, "demo", "-listen", testkit.ClosedAddr(t))
@@ -181,6 +184,7 @@ func TestDemo(t *testing.T) {
 // TestDemoOutage runs the demo's outage script: a receipt posted while the
 // simulator is down is answered 202 and, once it is back, logged as sent.
 func TestDemoOutage(t *testing.T) {
+	testkit.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	demo := binCmd(ctx, t, "demo", "-listen", testkit.ClosedAddr(t), "-outage", "2s", "-outage-after", "300ms")

@@ -24,6 +24,7 @@ import (
 )
 
 func TestSystemdUnit(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.DataDir = "/srv/receipt data/100%"
 	cfg.Log.File = "/var/log/receiptd/receiptd.log"
@@ -55,6 +56,7 @@ func TestSystemdUnit(t *testing.T) {
 // writes carries every setting of the packaged unit, except those it fills
 // from the configuration or the service definition.
 func TestSystemdUnitHasThePackagedHardening(t *testing.T) {
+	t.Parallel()
 	packaged, err := os.ReadFile("../../packaging/systemd/receiptd.service")
 	require.NoError(t, err)
 	unit, err := systemdUnit(config.Default())
@@ -78,6 +80,7 @@ func TestSystemdUnitHasThePackagedHardening(t *testing.T) {
 }
 
 func TestServiceConfig(t *testing.T) {
+	t.Parallel()
 	sc, err := serviceConfig("/etc/receiptd/config.toml", config.Default())
 	require.NoError(t, err)
 	require.Equal(t, "receiptd", sc.Name)
@@ -85,6 +88,7 @@ func TestServiceConfig(t *testing.T) {
 }
 
 func TestSampleReceiptIsValid(t *testing.T) {
+	t.Parallel()
 	body := sampleReceipt("000042")
 	_, err := receipt.ParseCreate(body)
 	require.NoError(t, err)
@@ -139,6 +143,7 @@ func TestProgramStartStop(t *testing.T) {
 }
 
 func TestProgramStopTimesOut(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.ShutdownTimeout = config.Dur(time.Millisecond)
 	p := &program{cfg: cfg, log: zap.NewNop(), margin: 10 * time.Millisecond}

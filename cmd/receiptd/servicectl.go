@@ -39,12 +39,16 @@ type serviceControl interface {
 	uninstall() error
 	// where names the definition, for messages ("systemd unit ...").
 	where() string
+	// settle is how long start watches a service that reports running
+	// before believing it: defaultSettle.
+	settle() time.Duration
 }
 
-// settle is how long start watches a service that reports running before
-// believing it: a daemon that refuses its config or database exits within
-// a second or two (docs/contract.md), after the service manager said "started".
-var settle = 3 * time.Second
+// defaultSettle is how long start watches a service that reports running
+// before believing it: a daemon that refuses its config or database exits
+// within a second or two (docs/contract.md), after the service manager said
+// "started".
+const defaultSettle = 3 * time.Second
 
 // pollEvery is the pace of that watch.
 const pollEvery = 200 * time.Millisecond
@@ -71,9 +75,10 @@ func indentLines(s string) string {
 	return strings.ReplaceAll(s, "\n", "\n  ")
 }
 
-// waitStarted watches a service just started until it has run for settle
-// without failing, or failed.
+// waitStarted watches a service just started until it has run for
+// c.settle() without failing, or failed.
 func waitStarted(c serviceControl) error {
+	settle := c.settle()
 	deadline := time.Now().Add(settle)
 	for {
 		st, err := c.status()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/kardianos/service"
 )
@@ -26,6 +27,8 @@ func newKardianosControl(s service.Service) *kardianosControl {
 func (c *kardianosControl) where() string {
 	return strings.TrimSuffix(c.s.Platform(), "-service") + " service " + serviceName
 }
+
+func (c *kardianosControl) settle() time.Duration { return defaultSettle }
 
 func (c *kardianosControl) status() (svcStatus, error) {
 	st, err := c.s.Status()

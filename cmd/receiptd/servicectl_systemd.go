@@ -25,6 +25,9 @@ type systemdControl struct {
 	// uninstallUnit removes the unit file `receiptd install` wrote (and
 	// disables it); kardianos/service's systemd backend.
 	uninstallUnit func() error
+	// settleFor is how long start watches the started unit; zero means
+	// defaultSettle (tests of a fake systemctl shorten it).
+	settleFor time.Duration
 }
 
 func newSystemdControl(uninstall func() error) *systemdControl {
@@ -33,6 +36,13 @@ func newSystemdControl(uninstall func() error) *systemdControl {
 }
 
 func (c *systemdControl) where() string { return "systemd unit " + c.unit }
+
+func (c *systemdControl) settle() time.Duration {
+	if c.settleFor > 0 {
+		return c.settleFor
+	}
+	return defaultSettle
+}
 
 // command runs name with args and returns its output; a failure carries
 // what the command printed, not only its exit status.

@@ -56,9 +56,7 @@ func newFakeSystemctl(t *testing.T) *fakeSystemctl {
 			return nil
 		}}
 	f.write(t, "journal", "")
-	old := settle
-	settle = 400 * time.Millisecond
-	t.Cleanup(func() { settle = old })
+	f.c.settleFor = 400 * time.Millisecond
 	return f
 }
 
@@ -95,6 +93,7 @@ const (
 )
 
 func TestServiceCommandsNotInstalled(t *testing.T) {
+	t.Parallel()
 	f := newFakeSystemctl(t)
 	f.write(t, "show", unitNotFound)
 	for _, action := range []string{"status", "start", "stop", "restart"} {
@@ -108,6 +107,7 @@ func TestServiceCommandsNotInstalled(t *testing.T) {
 }
 
 func TestServiceCommandsStoppedAndRunning(t *testing.T) {
+	t.Parallel()
 	f := newFakeSystemctl(t)
 	f.write(t, "show", unitStopped)
 	_, err := f.run("status")
@@ -135,6 +135,7 @@ func TestServiceCommandsStoppedAndRunning(t *testing.T) {
 // unit whose daemon then refuses its config; start watches, and reports
 // the daemon's own words from that run's journal.
 func TestServiceStartThatFails(t *testing.T) {
+	t.Parallel()
 	f := newFakeSystemctl(t)
 	f.write(t, "show", unitStopped)
 	f.write(t, "after-start", unitRestarting)
@@ -164,6 +165,7 @@ receiptd run: /etc/receiptd/config.toml: 1 problem:
 // TestServiceStartRefusedBySystemd: systemctl's own message, never a bare
 // "exit status 1".
 func TestServiceStartRefusedBySystemd(t *testing.T) {
+	t.Parallel()
 	f := newFakeSystemctl(t)
 	f.write(t, "show", unitStopped)
 	f.write(t, "start-fails", "Job for receiptd.service failed because the control process exited with error code.\n")
@@ -174,6 +176,7 @@ func TestServiceStartRefusedBySystemd(t *testing.T) {
 }
 
 func TestServicePackagedUnitIsNotUninstalled(t *testing.T) {
+	t.Parallel()
 	f := newFakeSystemctl(t)
 	f.write(t, "show", strings.Replace(unitRunning, "/etc/systemd/system/", "/lib/systemd/system/", 1))
 	_, err := f.run("uninstall")
@@ -183,6 +186,7 @@ func TestServicePackagedUnitIsNotUninstalled(t *testing.T) {
 }
 
 func TestWithoutServiceManager(t *testing.T) {
+	t.Parallel()
 	etc := t.TempDir()
 	why := "this system does not run systemd (there is no /run/systemd/system)"
 	var out bytes.Buffer
@@ -240,6 +244,7 @@ func TestServiceCommandsHere(t *testing.T) {
 }
 
 func TestReasonLines(t *testing.T) {
+	t.Parallel()
 	out := "{\"level\":\"info\",\"msg\":\"a\"}\nplain 1\n{\"level\":\"warn\",\"msg\":\"w\"}\n\n" +
 		"{\"level\":\"error\",\"msg\":\"e\",\"error\":\"boom\"}\nnot {json\n"
 	require.Equal(t, []string{"plain 1", "w", "e: boom", "not {json"}, reasonLines(out, 8))
@@ -267,6 +272,7 @@ func TestPackageRemoveSaysWhatStays(t *testing.T) {
 // defaults until it does" is true only if the service runs without
 // -config, which makes a missing file an error.
 func TestServiceArgsWithoutAFile(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, []string{"run"}, serviceArgs(loadedConfig{path: "/etc/receiptd/config.toml", defaulted: true}))
 	require.Equal(t, []string{"run", "-config", "/srv/r.toml"}, serviceArgs(loadedConfig{path: "/srv/r.toml"}))
 	missing := filepath.Join(t.TempDir(), "config.toml")

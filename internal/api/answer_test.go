@@ -38,6 +38,7 @@ func (e *env) lateAnswer(qid string) resp {
 }
 
 func TestLateAnswerOnceAfterAnOutage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	qid, first := e.queuedWhileDown("000100")
 	require.Equal(t, http.StatusAccepted, first.code, "%s", first.body)
@@ -88,6 +89,7 @@ func TestLateAnswerOnceAfterAnOutage(t *testing.T) {
 }
 
 func TestLateAnswerOfARejectedReceipt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	qid, _ := e.queuedWhileDown("000101")
 	require.NoError(t, e.sim.SetFaults(sim.Faults{RejectNext: 1, RejectMessage: "districtCode: unknown"}))
@@ -102,6 +104,7 @@ func TestLateAnswerOfARejectedReceipt(t *testing.T) {
 }
 
 func TestAnswerGivenInTimeIsNotGivenLate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000102"))
 	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
@@ -112,6 +115,7 @@ func TestAnswerGivenInTimeIsNotGivenLate(t *testing.T) {
 }
 
 func TestLateAnswerOfADelete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	const unknown = "000000000000000000000000000000123"
 	require.NoError(t, e.sim.SetFaults(sim.Faults{Down: true}))
@@ -126,6 +130,7 @@ func TestLateAnswerOfADelete(t *testing.T) {
 }
 
 func TestLateAnswersAreBoundedInBytes(t *testing.T) {
+	t.Parallel()
 	// No answer fits in one byte: every one is pushed out at once, and
 	// the log names the entry (never the answer).
 	e := newEnv(t, envOpts{answers: syncer.MailboxConfig{MaxResultBytes: 1}})
@@ -142,6 +147,7 @@ func TestLateAnswersAreBoundedInBytes(t *testing.T) {
 // replay may give that refusal while the receipt waits to be sent again (a
 // POS told "refused" would ring the sale anew, and the retry may issue it).
 func TestRetriedEntryForgetsItsOldAnswer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	qid, _ := e.queuedWhileDown("000104")
 	require.NoError(t, e.sim.SetFaults(sim.Faults{RejectNext: 1, RejectMessage: "districtCode: unknown"}))
@@ -167,6 +173,7 @@ func TestRetriedEntryForgetsItsOldAnswer(t *testing.T) {
 // its last attempt's failure is still remembered is gone (410, state
 // cancelled), not "queued, ask again later".
 func TestLateAnswerOfACancelledReceipt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	qid, _ := e.queuedWhileDown("000105")
 	require.Eventually(t, func() bool { return len(e.entry(qid)["attempts"].([]any)) > 0 }, 10*time.Second, 10*time.Millisecond)

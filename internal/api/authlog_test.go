@@ -15,6 +15,7 @@ import (
 // in the next minute are summed into the first line after it, and a clock
 // put back does not silence the log.
 func TestFailedAuthLogWindow(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }

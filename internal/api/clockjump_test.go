@@ -65,6 +65,7 @@ func clockEnv(t *testing.T, c *wallClock, o envOpts) *env {
 // a failed attempt is sent at once when the clock is then put back three
 // hours, not three hours and a minute later.
 func TestClockPutBackDoesNotStrandABackoff(t *testing.T) {
+	t.Parallel()
 	c := newWallClock(time.Date(2026, 11, 23, 14, 0, 0, 0, ulaanbaatar))
 	e := clockEnv(t, c, envOpts{})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{ErrorRate: 1}))
@@ -82,6 +83,7 @@ func TestClockPutBackDoesNotStrandABackoff(t *testing.T) {
 // minute early); the next backoff is counted from the new time, so the
 // failing receipt is tried once more, not again and again.
 func TestClockPutForwardRetriesOnceNotInABurst(t *testing.T) {
+	t.Parallel()
 	c := newWallClock(time.Date(2026, 11, 23, 14, 0, 0, 0, ulaanbaatar))
 	e := clockEnv(t, c, envOpts{worker: syncer.Config{DownAfter: 1000}})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{ErrorRate: 1}))
@@ -102,6 +104,7 @@ func TestClockPutForwardRetriesOnceNotInABurst(t *testing.T) {
 // silence the warning of one that is really past the threshold (here
 // 400 ms of real time).
 func TestAgeingAcrossClockChanges(t *testing.T) {
+	t.Parallel()
 	c := newWallClock(time.Date(2026, 11, 23, 14, 0, 0, 0, ulaanbaatar))
 	e := clockEnv(t, c, envOpts{noWorker: true,
 		api:    api.Options{UnsentWarn: 400 * time.Millisecond, UnsentCritical: time.Hour},
@@ -126,6 +129,7 @@ func TestAgeingAcrossClockChanges(t *testing.T) {
 // repeats instead of issuing it again; a clock put back hours within a
 // day keeps the day's key.
 func TestDayKeyAcrossMidnightBothWays(t *testing.T) {
+	t.Parallel()
 	c := newWallClock(time.Time{})
 	e := clockEnv(t, c, envOpts{noWorker: true})
 	post := func(suffix string) (string, bool) {

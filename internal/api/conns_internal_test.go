@@ -19,6 +19,7 @@ import (
 // be written): the body reads as failed, and a request without a body is
 // not served.
 func TestConnClosedAtTheCapStoresNothing(t *testing.T) {
+	t.Parallel()
 	l := newConnLimit(nil, 1, zap.NewNop(), func(bool) {})
 	first := &limitedConn{l: l, since: time.Now()}
 	_, ok := l.admit(first)

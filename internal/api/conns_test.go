@@ -65,6 +65,7 @@ func dialRaw(t *testing.T, base, send string) net.Conn {
 // one idle the longest (here: one that never sent a byte, then one stuck
 // in its headers), and the POS's request is answered.
 func TestConnCapClosesTheOldestIdle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{api: api.Options{MaxConns: 3}})
 	idle := dialRaw(t, e.base, "")
 	time.Sleep(20 * time.Millisecond) // each older than the next
@@ -92,6 +93,7 @@ func TestConnCapClosesTheOldestIdle(t *testing.T) {
 // has been read are never closed for a new one; when all are busy, the
 // new connection is the one closed, and the busy ones are answered.
 func TestConnCapNeverClosesARequestBeingAnswered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{api: api.Options{MaxConns: 2}})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{Latency: 1500 * time.Millisecond}))
 	codes := make(chan int, 2)

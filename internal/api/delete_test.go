@@ -22,6 +22,7 @@ func deleteBody(id, date string) string {
 }
 
 func TestDeleteNotYetSentIsCancelled(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true})
 	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000100"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code)
@@ -51,6 +52,7 @@ func TestDeleteNotYetSentIsCancelled(t *testing.T) {
 }
 
 func TestDeleteWhileBeingSentRunsAfterTheSend(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{sim: sim.Options{Latency: 700 * time.Millisecond}})
 	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000110"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code)
@@ -73,6 +75,7 @@ func TestDeleteWhileBeingSentRunsAfterTheSend(t *testing.T) {
 }
 
 func TestDeleteOfSentReceiptIsQueuedAndSent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000120"))
 	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
@@ -95,6 +98,7 @@ func TestDeleteOfSentReceiptIsQueuedAndSent(t *testing.T) {
 }
 
 func TestDeleteOfUnknownIDIsQueued(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	const unknown = "000000000000000000000000000000042"
 	// Upstream down: queued, 202 at once.

@@ -27,6 +27,7 @@ const diskFullEnv = "RECEIPTD_API_DISKFULL_DB"
 // (RLIMIT_FSIZE) is lowered, so the database cannot grow (EFBIG, the same
 // path as ENOSPC) without root or a tiny filesystem.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	out := storetest.RunChild(t, "TestDiskFullChild", diskFullEnv, path)
 	require.Contains(t, out, "DISKFULL-OK", "child output:\n%s", out)

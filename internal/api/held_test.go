@@ -19,6 +19,7 @@ import (
 // ?confirm=checked, and the refusal says what to check first. The worker
 // polls only every hour, so the retry through the API must wake it.
 func TestHeldMeansHeld(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{worker: syncer.Config{OnAmbiguous: "hold", PollInterval: time.Hour}})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{DropRate: 1}))
 	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000700"))
@@ -51,6 +52,7 @@ func TestHeldMeansHeld(t *testing.T) {
 // refusal is no longer held in memory, a replay answers from what the
 // queue kept: the same status code and message, nothing sent again.
 func TestReplayOfRejectedReceiptAfterItsAnswerLeftMemory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{answers: syncer.MailboxConfig{ResultTTL: time.Nanosecond}})
 	require.NoError(t, e.sim.SetFaults(sim.Faults{RejectNext: 1, RejectMessage: "districtCode: unknown"}))
 	first := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000710"))

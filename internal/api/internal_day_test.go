@@ -9,6 +9,7 @@ import (
 )
 
 func TestStartOfDay(t *testing.T) {
+	t.Parallel()
 	ub, err := time.LoadLocation("Asia/Ulaanbaatar")
 	require.NoError(t, err)
 	santiago, err := time.LoadLocation("America/Santiago") // skips 00:00-01:00 on 2024-09-08

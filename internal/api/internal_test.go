@@ -22,6 +22,7 @@ import (
 )
 
 func TestParsePrefer(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		fields []string
@@ -48,6 +49,7 @@ func TestParsePrefer(t *testing.T) {
 }
 
 func TestFailureStatus(t *testing.T) {
+	t.Parallel()
 	wrap := func(err error) error { return fmt.Errorf("enqueue: %w", err) }
 	for _, c := range []struct {
 		err  error
@@ -77,6 +79,7 @@ func TestFailureStatus(t *testing.T) {
 // closed-over failure: a disk-full Enqueue must be 507 with a clear message,
 // and is logged as the server's failure; a client's mistake is not logged.
 func TestDiskFullAnswers507(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zap.InfoLevel)
 	s := New(Deps{Log: zap.New(core)}, Options{})
 	rec := httptest.NewRecorder()

@@ -116,6 +116,7 @@ func malformedCases(t testing.TB) []badCase {
 // TestMalformedRequests sends each bad request and checks that it is a
 // 4xx whose message names the problem, and that nothing was stored.
 func TestMalformedRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true})
 	cases := malformedCases(t)
 	require.GreaterOrEqual(t, len(cases), 25)

@@ -33,6 +33,7 @@ func errorMode(o envOpts) envOpts {
 }
 
 func TestQueuedAnswerErrorUntilSentThenTheRealAnswer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, errorMode(envOpts{}))
 	qid, first := e.queuedWhileDown("000200")
 	require.Equal(t, http.StatusServiceUnavailable, first.code, "%s", first.body)
@@ -62,6 +63,7 @@ func TestQueuedAnswerErrorUntilSentThenTheRealAnswer(t *testing.T) {
 }
 
 func TestQueuedAnswerErrorForADelete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, errorMode(envOpts{}))
 	require.NoError(t, e.sim.SetFaults(sim.Faults{Down: true}))
 	const unknown = "000000000000000000000000000000124"
@@ -82,6 +84,7 @@ func TestQueuedAnswerErrorForADelete(t *testing.T) {
 }
 
 func TestQueuedAnswerErrorReplayOnceTheAnswerIsGone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, errorMode(envOpts{answers: syncer.MailboxConfig{ResultTTL: time.Nanosecond}}))
 	first := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000202"))
 	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
@@ -93,6 +96,7 @@ func TestQueuedAnswerErrorReplayOnceTheAnswerIsGone(t *testing.T) {
 }
 
 func TestQueuedAnswerErrorForAHeldReceipt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, errorMode(envOpts{worker: syncer.Config{OnAmbiguous: "hold"}}))
 	require.NoError(t, e.sim.SetFaults(sim.Faults{DropRate: 1}))
 	first := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000203"))

@@ -18,6 +18,7 @@ import (
 )
 
 func TestCreateOnlineReturnsUpstreamAnswer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000001"))
 	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
@@ -48,6 +49,7 @@ func TestCreateOnlineReturnsUpstreamAnswer(t *testing.T) {
 }
 
 func TestCreateUpstreamDownAnswers202AtOnce(t *testing.T) {
+	t.Parallel()
 	// accept.wait is 30s and every request has a 10s deadline: a 202 proves
 	// the API did not wait for an upstream known to be down.
 	e := newEnv(t, envOpts{api: api.Options{Wait: 30 * time.Second}})
@@ -73,6 +75,7 @@ func TestCreateUpstreamDownAnswers202AtOnce(t *testing.T) {
 }
 
 func TestCreateReplay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	first := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000020"))
 	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
@@ -96,6 +99,7 @@ func TestCreateReplay(t *testing.T) {
 }
 
 func TestReplayAfterAnswerLeftMemory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{answers: syncer.MailboxConfig{ResultTTL: time.Nanosecond}})
 	first := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000030"))
 	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
@@ -111,6 +115,7 @@ func TestReplayAfterAnswerLeftMemory(t *testing.T) {
 }
 
 func TestReplayOfRejectedReceipt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	bad := strings.Replace(testkit.Receipt("000031"), `"totalAmount":12345.6789012345678901,"merchantTin"`, `"totalAmount":1,"merchantTin"`, 1)
 	first := e.do(http.MethodPost, "/rest/receipt", bad)
@@ -131,6 +136,7 @@ func TestReplayOfRejectedReceipt(t *testing.T) {
 }
 
 func TestCreateConflict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	require.Equal(t, http.StatusOK, e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000040")).code)
 	other := strings.Replace(testkit.Receipt("000040"), `"totalVat":1`, `"totalVat":2`, 1)
@@ -146,6 +152,7 @@ func TestCreateConflict(t *testing.T) {
 }
 
 func TestPreferWait(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Concurrency: 10},
 		api: api.Options{Wait: 30 * time.Second, MaxWait: 2 * time.Second}})
 	// The worker is not running: no answer can come, so each request waits
@@ -164,6 +171,7 @@ func TestPreferWait(t *testing.T) {
 }
 
 func TestTaxTypeSpellingsForwardedAsSent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	for i, spelling := range []string{"NO_VAT", "NOT_VAT"} {
 		body := strings.Replace(testkit.Receipt(fmt.Sprintf("%06d", 60+i)), `"taxType":"VAT_ABLE"`, `"taxType":"`+spelling+`"`, 1)
@@ -179,6 +187,7 @@ func TestTaxTypeSpellingsForwardedAsSent(t *testing.T) {
 // A UTF-8 byte order mark, which some Windows POS programs write before
 // the JSON, is dropped: the receipt is accepted and forwarded without it.
 func TestByteOrderMarkIsDropped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	body := testkit.Receipt("000070")
 	r := e.do(http.MethodPost, "/rest/receipt", "\xEF\xBB\xBF"+body)
@@ -195,6 +204,7 @@ func TestByteOrderMarkIsDropped(t *testing.T) {
 // entries due before it cannot get its answer within the wait: it is
 // answered 202 at once instead of holding the till for accept.wait.
 func TestNewReceiptBehindABacklogIsAnswered202AtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true, worker: syncer.Config{Concurrency: 2}, api: api.Options{Wait: 30 * time.Second}})
 	for _, suffix := range []string{"000080", "000081"} {
 		r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt(suffix), "Prefer", "wait=0")
@@ -222,6 +232,7 @@ func TestNewReceiptBehindABacklogIsAnswered202AtOnce(t *testing.T) {
 // is still recognised, so the sale is not issued twice. Past the grace, or
 // with another body, it is a new sale.
 func TestRetryAcrossMidnightIsAReplay(t *testing.T) {
+	t.Parallel()
 	ub := time.FixedZone("UB", 8*3600)
 	var mu sync.Mutex
 	clock := time.Date(2026, 11, 22, 23, 40, 0, 0, ub)
@@ -262,6 +273,7 @@ func TestRetryAcrossMidnightIsAReplay(t *testing.T) {
 // send the corrected receipt under the same bill number: it replaces the
 // rejected one instead of getting 409 for the rest of the day.
 func TestCorrectedReceiptReplacesARejectedOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	bad := strings.Replace(testkit.Receipt("000600"), `"totalAmount":12345.6789012345678901,"merchantTin"`, `"totalAmount":1,"merchantTin"`, 1)
 	first := e.do(http.MethodPost, "/rest/receipt", bad)

@@ -25,6 +25,7 @@ import (
 )
 
 func TestEntriesRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true})
 	var ids []string
 	for i := range 5 {
@@ -82,6 +83,7 @@ func TestEntriesRoutes(t *testing.T) {
 }
 
 func TestStatusRoute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{api: api.Options{Version: "1.2.3"}})
 	require.Equal(t, http.StatusOK, e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000600")).code)
 	m := e.do(http.MethodGet, "/receiptd/status", "").json(t)
@@ -99,6 +101,7 @@ func TestStatusRoute(t *testing.T) {
 }
 
 func TestStatusAgeing(t *testing.T) {
+	t.Parallel()
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC).UnixNano())
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
@@ -120,6 +123,7 @@ func TestStatusAgeing(t *testing.T) {
 }
 
 func TestBackupRoute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true})
 	r := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000700"), "Prefer", "wait=0")
 	require.Equal(t, http.StatusAccepted, r.code)
@@ -143,6 +147,7 @@ func TestBackupRoute(t *testing.T) {
 }
 
 func TestHealthReadyMetricsLookups(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true})
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/healthz", "").code)
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/readyz", "").code)
@@ -168,6 +173,7 @@ func TestHealthReadyMetricsLookups(t *testing.T) {
 }
 
 func TestMetricsCountRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true})
 	m := metrics.New()
 	srv := api.New(api.Deps{Store: e.st, Queue: e.q, Metrics: m}, api.Options{})
@@ -195,6 +201,7 @@ func TestMetricsCountRoutes(t *testing.T) {
 }
 
 func TestShutdownAnswersWaitingRequests(t *testing.T) {
+	t.Parallel()
 	// The worker never runs, so a request with a long wait would wait the
 	// whole minute; ending Serve's context answers it 202 at once.
 	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Wait: time.Minute}})
@@ -217,6 +224,7 @@ func TestShutdownAnswersWaitingRequests(t *testing.T) {
 }
 
 func TestCheckListen(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		addr, token string
 		ok          bool
@@ -242,6 +250,7 @@ func TestCheckListen(t *testing.T) {
 }
 
 func TestLookupsThroughTheRealCache(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true, realCache: true})
 	first := e.do(http.MethodGet, "/api/info/check/getBranchInfo", "")
 	require.Equal(t, http.StatusOK, first.code, "%s", first.body)
@@ -259,6 +268,7 @@ func TestLookupsThroughTheRealCache(t *testing.T) {
 func simDown() sim.Faults { return sim.Faults{Down: true} }
 
 func TestClassificationEmptyOrDotSegmentsAre400(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true, realCache: true})
 	for _, p := range []string{"1//2", "1/../2", "1/./2", "1/", "./1", "1/.."} {
 		r := e.do(http.MethodGet, "/api/info/check/barcode/v2/"+p, "")
@@ -272,6 +282,7 @@ func TestClassificationEmptyOrDotSegmentsAre400(t *testing.T) {
 // through the real cache with the POS's credentials; receiptd's own
 // auth.token is never passed on.
 func TestStockQrAndSaveMerchantsRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true, realCache: true})
 	const stock = "/api/inventory/stock/getStockQr?stockQr=BF6B1FBA86FB4C41ADDBB01C09C024F5"
 	r := e.do(http.MethodGet, stock, "", "Authorization", "Bearer pos-token")
@@ -302,6 +313,7 @@ func TestStockQrAndSaveMerchantsRoutes(t *testing.T) {
 // itself, so a file moved while nothing is committed (no timer looks at
 // it while the daemon is idle) fails readiness at once.
 func TestReadyzFailsWhenDatabaseMoved(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("Windows does not let an open database file be renamed")
 	}
@@ -318,6 +330,7 @@ func TestReadyzFailsWhenDatabaseMoved(t *testing.T) {
 // finds the move within about a second, and from then on the replay and
 // a new receipt are 503, never 2xx.
 func TestReplayAfterDatabaseMovedIs503(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("Windows does not let an open database file be renamed")
 	}

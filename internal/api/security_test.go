@@ -21,6 +21,7 @@ import (
 )
 
 func TestHostAllowList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true, api: api.Options{AllowedHosts: []string{"till-7.shop.lan"}}})
 	for _, c := range []struct {
 		host string
@@ -49,6 +50,7 @@ func TestHostAllowList(t *testing.T) {
 }
 
 func TestCrossOriginRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true})
 	host := strings.TrimPrefix(e.base, "http://")
 	for _, c := range []struct {
@@ -79,6 +81,7 @@ func TestCrossOriginRefused(t *testing.T) {
 }
 
 func TestContentTypeRequired(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true})
 	for _, c := range []struct {
 		ct   string
@@ -106,6 +109,7 @@ func TestContentTypeRequired(t *testing.T) {
 }
 
 func TestBearerToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Token: "s3cret-token"}})
 	for _, path := range []string{"/receiptd/status", "/receiptd/entries", "/readyz", "/metrics", "/api/info/check/getBranchInfo", "/receiptd/backup"} {
 		require.Equal(t, http.StatusUnauthorized, e.do(http.MethodGet, path, "").code, path)
@@ -124,6 +128,7 @@ func TestBearerToken(t *testing.T) {
 }
 
 func TestBodyLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true, api: api.Options{MaxBody: 4096}})
 	big := strings.Replace(testkit.Receipt("000400"), `"totalVat":1`, `"totalVat":1,"pad":"`+strings.Repeat("x", 5000)+`"`, 1)
 	r := e.do(http.MethodPost, "/rest/receipt", big)
@@ -143,6 +148,7 @@ func TestBodyLimit(t *testing.T) {
 }
 
 func TestHeaderSizeBounded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noWorker: true})
 	c, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
 	require.NoError(t, err)
@@ -156,6 +162,7 @@ func TestHeaderSizeBounded(t *testing.T) {
 }
 
 func TestUnixSocket(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("mode bits do not apply on Windows")
 	}

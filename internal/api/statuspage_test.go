@@ -13,6 +13,7 @@ import (
 )
 
 func TestStatusPageShowsQueueAndFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	ok := e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("page-ok"))
 	require.Equal(t, http.StatusOK, ok.code, "%s", ok.body)

@@ -48,6 +48,7 @@ func kindOf(t *testing.T, c *Cache, op client.Op) KindStatus {
 // answers well, then with the lookup API's error envelope (HTTP 200), then
 // not at all: the good answer stays, served STALE, also after a restart.
 func TestFailureInside200KeepsGoodData(t *testing.T) {
+	t.Parallel()
 	for _, g := range goodAnswers {
 		t.Run(string(g.op), func(t *testing.T) {
 			var failing atomic.Bool
@@ -107,6 +108,7 @@ func TestFailureInside200KeepsGoodData(t *testing.T) {
 // TestFailureInside200OnAMiss: a failure in a 200 body is a 503 and is not
 // stored; a true "not found" is a negative answer.
 func TestFailureInside200OnAMiss(t *testing.T) {
+	t.Parallel()
 	var body atomic.Value
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(body.Load().(string)))
@@ -165,6 +167,7 @@ func TestFailureInside200OnAMiss(t *testing.T) {
 // failure body, so it never replaces a TIN known before; getInfo's
 // (status 200, data null) does replace merchant info.
 func TestNotFoundKeepsAKnownTIN(t *testing.T) {
+	t.Parallel()
 	var body atomic.Value
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(body.Load().(string)))
@@ -202,6 +205,7 @@ func mustRoute(t *testing.T, pathAndQuery string) lookup {
 }
 
 func TestJudge(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		op       client.Op

@@ -38,6 +38,7 @@ var simLookups = []struct {
 }
 
 func TestOnlineFillsThenOfflineServesStale(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 
@@ -128,6 +129,7 @@ func requireEnvelope(t *testing.T, a answer, status int) {
 }
 
 func TestConcurrentMissesMakeOneRequest(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	// The latency keeps the first fetch in flight while the others arrive.
 	require.NoError(t, s.SetFaults(sim.Faults{Latency: 300 * time.Millisecond}))
@@ -162,6 +164,7 @@ func TestConcurrentMissesMakeOneRequest(t *testing.T) {
 }
 
 func TestEvictsLeastRecentlyUsed(t *testing.T) {
+	t.Parallel()
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"msg":"","status":200,"data":{"name":"` + r.URL.Query().Get("tin") + `"}}`))
@@ -191,6 +194,7 @@ func TestEvictsLeastRecentlyUsed(t *testing.T) {
 }
 
 func TestRestartTrimsToMaxEntriesKeepingNewest(t *testing.T) {
+	t.Parallel()
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`[["` + r.URL.Path[len(classPrefix):] + `","x"]]`))
 	})
@@ -209,6 +213,7 @@ func TestRestartTrimsToMaxEntriesKeepingNewest(t *testing.T) {
 }
 
 func TestUpstreamAnswers(t *testing.T) {
+	t.Parallel()
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Query().Get("tin") {
 		case "404":
@@ -249,6 +254,7 @@ func TestUpstreamAnswers(t *testing.T) {
 }
 
 func TestNegativeAnswersExpireSooner(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{NegativeTTL: 5 * time.Minute})
 	for _, p := range []string{"/api/info/check/getInfo?tin=999", "/api/info/check/getInfo?tin=5317878",
@@ -264,6 +270,7 @@ func TestNegativeAnswersExpireSooner(t *testing.T) {
 }
 
 func TestMaxStaleBoundsStaleServing(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{MaxStale: time.Hour})
 	const path = "/api/info/check/getInfo?tin=5317878"
@@ -278,6 +285,7 @@ func TestMaxStaleBoundsStaleServing(t *testing.T) {
 }
 
 func TestSendDataPassesThrough(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	for i := range 2 {
@@ -296,6 +304,7 @@ func TestSendDataPassesThrough(t *testing.T) {
 }
 
 func TestRoutesAndMethods(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	requireEnvelope(t, e.get(t, "/rest/nothing"), http.StatusNotFound)
@@ -311,6 +320,7 @@ func TestRoutesAndMethods(t *testing.T) {
 }
 
 func TestClassificationSegmentRules(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	bad := map[string]string{
@@ -339,6 +349,7 @@ func TestClassificationSegmentRules(t *testing.T) {
 }
 
 func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	stop := runCache(t, e.c)
@@ -394,6 +405,7 @@ func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
 }
 
 func TestStaleRefreshFailureIsNotRetriedPerHit(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	const path = "/api/info/check/getInfo?tin=5317878"
@@ -415,6 +427,7 @@ func TestStaleRefreshFailureIsNotRetriedPerHit(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	for name, cfg := range map[string]Config{
 		"negative ttl":     {NegativeTTL: -1},
@@ -430,6 +443,7 @@ func TestConfigValidation(t *testing.T) {
 // TestIndexAndStoreAgreeUnderChurn: concurrent misses, hits and evictions
 // of a small cache leave the bucket holding exactly the indexed entries.
 func TestIndexAndStoreAgreeUnderChurn(t *testing.T) {
+	t.Parallel()
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"msg":"","status":200,"data":{"tin":"` + r.URL.Query().Get("tin") + `"}}`))
 	})
@@ -469,6 +483,7 @@ func TestIndexAndStoreAgreeUnderChurn(t *testing.T) {
 }
 
 func TestNewDropsUndecodableRecords(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	st := openStore(t)
 	e := newEnv(t, st, newClient(t, s.URL()), Config{})
@@ -499,6 +514,7 @@ func TestNewDropsUndecodableRecords(t *testing.T) {
 // cache, the district and product tax code lists stay, in memory and on
 // disk, and are served offline.
 func TestGlobalListsAreNeverEvicted(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	st := openStore(t)
 	e := newEnv(t, st, newClient(t, s.URL()), Config{MaxEntries: 2})

@@ -64,6 +64,7 @@ func shortClient(t *testing.T, base string) *client.Client {
 // for on every request while PosAPI answers (MISS, Age 0), and the last
 // answer is what is served when it stops answering.
 func TestLiveKindsAskUpstreamFirst(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"/rest/info", "/rest/bankAccounts?tin=5317878"} {
 		t.Run(path, func(t *testing.T) {
 			up := newPosAPI(t)
@@ -91,6 +92,7 @@ func TestLiveKindsAskUpstreamFirst(t *testing.T) {
 // TestLiveKindsCoalesce: concurrent requests while PosAPI is slow share one
 // upstream request.
 func TestLiveKindsCoalesce(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		<-release
@@ -133,6 +135,7 @@ func TestLiveKindsCoalesce(t *testing.T) {
 // for knownDownFor; then a request asks again. With Run, a background probe
 // asks instead, and its success brings requests back to PosAPI.
 func TestLiveKindsWhilePosAPIHangs(t *testing.T) {
+	t.Parallel()
 	up := newPosAPI(t)
 	e := newEnv(t, openStore(t), shortClient(t, up.srv.URL), Config{})
 	info := e.get(t, "/rest/info")
@@ -212,6 +215,7 @@ func refreshing(c *Cache, path string) bool {
 // PosAPI is asked as ever; a refresh's success ends the window. PosAPI's
 // window does not close the lookup API to misses either.
 func TestLookupMissesWhileLookupAPIHangs(t *testing.T) {
+	t.Parallel()
 	pos, look := newPosAPI(t), newPosAPI(t)
 	cl, err := client.New(client.Config{BaseURL: pos.srv.URL, LookupBaseURL: look.srv.URL, Timeout: 500 * time.Millisecond})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestParseRoute(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, path, query string
 		op                client.Op
@@ -61,6 +62,7 @@ func TestParseRoute(t *testing.T) {
 }
 
 func TestRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	in := record{fetched: time.Unix(0, 1772355600123456789), status: 203, negative: true,
 		contentType: "application/json; charset=utf-8", body: []byte(`{"msg":"","status":500,"data":null}`)}
 	out, err := decodeRecord(in.encode(), true)
@@ -79,6 +81,7 @@ func TestRecordRoundTrip(t *testing.T) {
 // keep that body in memory for the daemon's life (up to maxNotedTINs of
 // them, each as large as accept.max_body allows).
 func TestNoteTINKeepsItsOwnCopy(t *testing.T) {
+	t.Parallel()
 	c, err := New(context.Background(), openStore(t), nil, Config{}, nil, nil)
 	require.NoError(t, err)
 	body := `{"merchantTin":"5317878","pad":"` + strings.Repeat("x", 1<<20) + `"}`
@@ -93,6 +96,7 @@ func TestNoteTINKeepsItsOwnCopy(t *testing.T) {
 }
 
 func TestNoteTINKeepsOnlyUsableTINs(t *testing.T) {
+	t.Parallel()
 	c, err := New(context.Background(), openStore(t), nil, Config{}, nil, nil)
 	require.NoError(t, err)
 	for _, tc := range []struct {

@@ -36,6 +36,7 @@ func (e *env) do(t *testing.T, method, path, body string, headers map[string]str
 // stock API; the answer is cached per stamp and served offline; a refusal
 // (no token) is passed through and not cached.
 func TestStockQrCachedWithForwardedToken(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	auth := map[string]string{"Authorization": "Bearer pos-token"}
@@ -68,6 +69,7 @@ func TestStockQrCachedWithForwardedToken(t *testing.T) {
 // lookup API as they are, its answer comes back; unreachable is a 503
 // envelope; only POST is allowed.
 func TestSaveOprMerchantsPassedThrough(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	const path = "/api/tpi/receipt/saveOprMerchants"
@@ -119,6 +121,7 @@ func TestStockQrFetchNotSharedAcrossCredentials(t *testing.T) {
 // TestSaveOprMerchantsTooLargeIs413: a body over the API's own bound (its
 // http.MaxBytesReader) is 413 as for every other route, not a 400.
 func TestSaveOprMerchantsTooLargeIs413(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
 	w := httptest.NewRecorder()

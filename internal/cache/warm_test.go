@@ -18,6 +18,7 @@ import (
 // Run fills the whole set, the second round (bank accounts and merchant
 // info of /rest/info's TINs, the classification's second level) included.
 func TestWarmthNamesWhatIsMissing(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	e := newEnv(t, openStore(t), newClient(t, s.URL()), Config{})
@@ -43,6 +44,7 @@ func TestWarmthNamesWhatIsMissing(t *testing.T) {
 // warm-up is retried every 30 s; the log says so once when it starts
 // failing and once when it is complete again, not on every round.
 func TestWarmUpLogsAnOutageOnce(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	core, logs := observer.New(zap.InfoLevel)

@@ -198,6 +198,7 @@ func TestTimeoutAfterSendIsAmbiguousButBeforeIsNot(t *testing.T) {
 }
 
 func TestCustomCAFile(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(answer(200, nil, `{"status":"SUCCESS","id":"1"}`))
 	t.Cleanup(srv.Close)
 	ca := writeCert(t, srv.TLS)
@@ -222,6 +223,7 @@ func writeCert(t *testing.T, cfg *tls.Config) string {
 // deletes get the whole Timeout. The parent context has no deadline of its
 // own that could fire first.
 func TestQueriesAreCappedAtQueryTimeout(t *testing.T) {
+	t.Parallel()
 	hang := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // else the server never notices the client leave
 		<-r.Context().Done()

@@ -28,6 +28,7 @@ func simClient(t *testing.T) (*sim.Sim, *client.Client) {
 }
 
 func TestCreateAndDeleteAgainstSimulator(t *testing.T) {
+	t.Parallel()
 	s, c := simClient(t)
 	ctx := context.Background()
 	rec, err := c.CreateReceipt(ctx, []byte(validReceipt))
@@ -68,6 +69,7 @@ func TestCreateAndDeleteAgainstSimulator(t *testing.T) {
 }
 
 func TestLookupsAgainstSimulator(t *testing.T) {
+	t.Parallel()
 	_, c := simClient(t)
 	ctx := context.Background()
 
@@ -122,6 +124,7 @@ func TestLookupsAgainstSimulator(t *testing.T) {
 }
 
 func TestGetIsByteForByte(t *testing.T) {
+	t.Parallel()
 	body := "{\"msg\": \"\",\n \"status\":200, \"data\": [1.10, 12345.6789012345678901]}  "
 	base := handlerServer(t, answer(200, map[string]string{"X-Upstream": "yes"}, body))
 	c, err := client.New(client.Config{BaseURL: base, LookupBaseURL: base})
@@ -145,6 +148,7 @@ func TestGetIsByteForByte(t *testing.T) {
 
 // TestCreateBodyByteExact: the POS's bytes are what the upstream gets.
 func TestCreateBodyByteExact(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var got []byte
 	var ctype string
@@ -168,6 +172,7 @@ func TestCreateBodyByteExact(t *testing.T) {
 }
 
 func TestPathsHeadersAndSegments(t *testing.T) {
+	t.Parallel()
 	type seen struct{ path, header, lookupHeader string }
 	var mu sync.Mutex
 	var reqs []seen
@@ -208,6 +213,7 @@ func TestPathsHeadersAndSegments(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	cases := map[string]client.Config{
 		"no base":           {},
 		"bad scheme":        {BaseURL: "ftp://x"},
@@ -235,6 +241,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestOpsAndPaths(t *testing.T) {
+	t.Parallel()
 	paths := client.DefaultPaths()
 	require.Len(t, paths, len(client.Ops()))
 	lookups := 0
@@ -253,6 +260,7 @@ func TestOpsAndPaths(t *testing.T) {
 // TestCreatesUseFreshConnections: a create never rides a keep-alive
 // connection the upstream may have closed meanwhile; lookups do reuse.
 func TestCreatesUseFreshConnections(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	conns := map[string]map[string]bool{}
 	base := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -287,6 +295,7 @@ func TestCreatesUseFreshConnections(t *testing.T) {
 // TestUndecodableLookupAnswers: a 2xx answer a typed call cannot read is a
 // Transient *Error carrying the body; an unknown TIN is Rejected.
 func TestUndecodableLookupAnswers(t *testing.T) {
+	t.Parallel()
 	base := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/info/check/getTinInfo" {
 			_, _ = io.WriteString(w, `{"msg":"none","status":500,"data":null}`)
@@ -325,6 +334,7 @@ func TestUndecodableLookupAnswers(t *testing.T) {
 // GET's failure is Transient and a create's or delete's Ambiguous, and the
 // call ends long before the timeout.
 func TestMaxAnswerStopsReading(t *testing.T) {
+	t.Parallel()
 	written := make(chan int64, 8)
 	base := handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

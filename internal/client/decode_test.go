@@ -20,6 +20,7 @@ func quirkClient(t *testing.T, body string) *client.Client {
 }
 
 func TestTinInfoQuirks(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, body, tin string
 		err             error
@@ -46,6 +47,7 @@ func TestTinInfoQuirks(t *testing.T) {
 }
 
 func TestMerchantInfoQuirks(t *testing.T) {
+	t.Parallel()
 	c := quirkClient(t, `{"msg":"","status":200,"data":{"name":"Бат","freeProject":false,"cityPayer":true,
 		"vatPayer":false,"found":true,"vatpayerRegisteredDate":null,"isGovernment":null,"newField":[1.5]}}`)
 	m, err := c.MerchantInfo(context.Background(), "1")
@@ -64,6 +66,7 @@ func TestMerchantInfoQuirks(t *testing.T) {
 }
 
 func TestProductTaxCodeQuirks(t *testing.T) {
+	t.Parallel()
 	c := quirkClient(t, `{"msg":"","status":200,"data":[
 		{"taxProductCode":"6011100","taxProductName":"A","taxTypeCode":305,"taxTypeName":"VAT_FREE","startDate":"2023-01-01 00:00:00","endDate":null},
 		{"taxProductCode":64111102,"taxProductName":"B","taxTypeCode":447,"taxTypeName":"VAT_ZERO","startDate":"2022-07-01T00:00:00Z","endDate":"2025-12-31 23:59:59"}]}`)
@@ -81,6 +84,7 @@ func TestProductTaxCodeQuirks(t *testing.T) {
 }
 
 func TestEnvelopeStatusIsAnError(t *testing.T) {
+	t.Parallel()
 	c := quirkClient(t, `{"msg":"дотоод алдаа","status":500,"data":null}`)
 	_, err := c.BranchInfo(context.Background())
 	require.ErrorIs(t, err, client.ErrEnvelope)
@@ -90,6 +94,7 @@ func TestEnvelopeStatusIsAnError(t *testing.T) {
 }
 
 func TestClassificationQuirks(t *testing.T) {
+	t.Parallel()
 	rows, err := quirkClient(t, `[["1","Салбар"],[2,"number code"],["8650001000001","Бараа","2024-01-15 10:00:00"]]`).
 		Classification(context.Background(), "1")
 	require.NoError(t, err)
@@ -102,6 +107,7 @@ func TestClassificationQuirks(t *testing.T) {
 }
 
 func TestParseTime(t *testing.T) {
+	t.Parallel()
 	want := time.Date(2024, 1, 1, 19, 4, 5, 0, time.UTC)
 	for _, s := range []string{"2024-01-02 03:04:05", "2024-01-02T03:04:05", "2024-01-02T03:04:05+08:00",
 		"2024-01-01T19:04:05Z", "2024-01-02 03:04:05.000", " 2024-01-02 03:04:05 "} {
@@ -116,6 +122,7 @@ func TestParseTime(t *testing.T) {
 }
 
 func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cases := map[string]time.Duration{
 		"":                              0,
@@ -133,6 +140,7 @@ func TestParseRetryAfter(t *testing.T) {
 }
 
 func TestDecodeReceipt(t *testing.T) {
+	t.Parallel()
 	rec, err := client.DecodeReceipt([]byte(`{"status":"SUCCESS","id":123456789012345678901234567890123,"posId":"10012345",
 		"date":"2024-01-02 03:04:05","receipts":[{"id":"1","bankAccountId":1000},{"id":"2","bankAccountId":null}],"lottery":"SN 1"}`))
 	require.NoError(t, err)
@@ -145,6 +153,7 @@ func TestDecodeReceipt(t *testing.T) {
 // is left empty (or kept as a string when it can be); the status, id, date
 // and sub-receipt ids survive it.
 func TestDecodeReceiptOddSideFields(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, body string
 		want       client.Receipt
@@ -185,6 +194,7 @@ func TestDecodeReceiptOddSideFields(t *testing.T) {
 // and id decide the class whatever the other fields hold; a body without a
 // status, or SUCCESS/PAYMENT without a usable id, stays Ambiguous.
 func TestCreateOutcomeIgnoresOddSideFields(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, body string
 		class      client.Class // 0: no error
@@ -219,6 +229,7 @@ func TestCreateOutcomeIgnoresOddSideFields(t *testing.T) {
 // TestDeleteErrorWithOddMessage: a delete refused with a message of another
 // type is still a refusal, not a success.
 func TestDeleteErrorWithOddMessage(t *testing.T) {
+	t.Parallel()
 	_, err := quirkClient(t, `{"status":"ERROR","message":{"text":"confirmed"}}`).
 		DeleteReceipt(context.Background(), "1", "")
 	cl, _ := client.ClassOf(err)
@@ -226,6 +237,7 @@ func TestDeleteErrorWithOddMessage(t *testing.T) {
 }
 
 func TestErrorText(t *testing.T) {
+	t.Parallel()
 	e := &client.Error{Op: client.OpCreateReceipt, Class: client.Rejected, StatusCode: 400, Message: "bad"}
 	require.Equal(t, "create_receipt: rejected: HTTP 400: bad", e.Error())
 	_, ok := client.ClassOf(context.Canceled)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestDeleteReceiptReturnsTheUpstreamAnswer(t *testing.T) {
+	t.Parallel()
 	var got []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		require.Equal(t, http.MethodDelete, r.Method)

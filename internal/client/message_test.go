@@ -21,6 +21,7 @@ import (
 // a 5xx is retried forever, so one receipt would grow by the answer's
 // size at every attempt.
 func TestUpstreamMessagesAreBounded(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("é", 250_000) // 500 KB, two bytes a rune
 	for _, tc := range []struct {
 		name string

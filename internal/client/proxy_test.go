@@ -64,6 +64,7 @@ func (p *proxyStandIn) requests() []string {
 // goes through the proxy and no PosAPI request does; receipts reach the
 // simulator directly.
 func TestProxyCarriesOnlyLookups(t *testing.T) {
+	t.Parallel()
 	s := sim.New(sim.Options{Seed: 5})
 	require.NoError(t, s.Start("127.0.0.1:0"))
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
@@ -110,6 +111,7 @@ func TestProxyCarriesOnlyLookups(t *testing.T) {
 // is NotSent (the target's name is never resolved here), and the same
 // client's receipts are not affected.
 func TestLookupProxyRefused(t *testing.T) {
+	t.Parallel()
 	s := sim.New(sim.Options{Seed: 6})
 	require.NoError(t, s.Start("127.0.0.1:0"))
 	t.Cleanup(func() { require.NoError(t, s.Close()) })

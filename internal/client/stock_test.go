@@ -17,6 +17,7 @@ import (
 // the forwarded Authorization; without it the simulator's 401 comes back
 // as a Rejected error with the answer.
 func TestStockQrForwardsHeaders(t *testing.T) {
+	t.Parallel()
 	s := sim.New(sim.Options{})
 	require.NoError(t, s.Start("127.0.0.1:0"))
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
@@ -45,6 +46,7 @@ func TestStockQrForwardsHeaders(t *testing.T) {
 // TestSaveOprMerchants: the body goes to the lookup base URL as it is,
 // with the X-API-KEY forwarded; a refusal comes back with its answer.
 func TestSaveOprMerchants(t *testing.T) {
+	t.Parallel()
 	s, c := simClient(t)
 	body := []byte(`{"posNo":"10005299","merchantTins":["77001059076"]}`)
 	raw, err := c.SaveOprMerchants(context.Background(), body)

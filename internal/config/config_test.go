@@ -20,6 +20,7 @@ import (
 const examplePath = "../../config.example.toml"
 
 func TestDefaultIsValid(t *testing.T) {
+	t.Parallel()
 	require.NoError(t, Default().Validate())
 	cfg, err := load("", nil)
 	require.NoError(t, err)
@@ -41,12 +42,14 @@ func uncomment(data []byte) []byte {
 }
 
 func TestExampleAsShippedLoadsToDefault(t *testing.T) {
+	t.Parallel()
 	cfg, err := load(examplePath, nil)
 	require.NoError(t, err)
 	require.Equal(t, Default(), cfg)
 }
 
 func TestExampleDocumentsEveryDefault(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(examplePath)
 	require.NoError(t, err)
 	live := uncomment(data)
@@ -90,6 +93,7 @@ func leafKeys(t reflect.Type, prefix string) []string {
 }
 
 func TestLeafKeysSeesNestedKeys(t *testing.T) {
+	t.Parallel()
 	keys := leafKeys(reflect.TypeOf(Config{}), "")
 	require.Contains(t, keys, "upstream.paths.classification")
 	require.Contains(t, keys, "cache.refresh.info")
@@ -114,6 +118,7 @@ func absPath(p string) string {
 }
 
 func TestLoadFile(t *testing.T) {
+	t.Parallel()
 	dataDir, logFile := absPath("/srv/receiptd"), absPath("/var/log/receiptd/receiptd.log")
 	path := writeConfig(t, `
 listen = "192.168.1.20:7080"
@@ -187,12 +192,14 @@ Keep = "me"
 }
 
 func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
 	_, err := Load(filepath.Join(t.TempDir(), "nope.toml"))
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	require.NotErrorIs(t, err, ErrInvalid)
 }
 
 func TestLoadUnknownKeysNamesEveryKey(t *testing.T) {
+	t.Parallel()
 	path := writeConfig(t, `
 lisen = "127.0.0.1:7080"
 [sync]
@@ -214,6 +221,7 @@ barcode = "1h"
 }
 
 func TestLoadRefusesBadValues(t *testing.T) {
+	t.Parallel()
 	caFile := filepath.Join(t.TempDir(), "missing.pem")
 	cases := []struct {
 		name, toml, want string
@@ -286,6 +294,7 @@ func TestLoadRefusesBadValues(t *testing.T) {
 }
 
 func TestValidateListsEveryProblem(t *testing.T) {
+	t.Parallel()
 	cfg := Default()
 	cfg.Sync.Concurrency = 0
 	cfg.Log.Level = "loud"
@@ -301,6 +310,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 }
 
 func TestLoopbackListenNeedsNoToken(t *testing.T) {
+	t.Parallel()
 	for _, listen := range []string{"127.0.0.1:7080", "127.0.0.2:1", "[::1]:7080", "localhost:0"} {
 		cfg := Default()
 		cfg.Listen = listen
@@ -315,6 +325,7 @@ func TestLoopbackListenNeedsNoToken(t *testing.T) {
 }
 
 func TestDurationRoundTrip(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	require.NoError(t, toml.NewEncoder(&buf).Encode(Default()))
 	require.Contains(t, buf.String(), `wait = "5s"`)
@@ -325,6 +336,7 @@ func TestDurationRoundTrip(t *testing.T) {
 }
 
 func TestAcceptLocation(t *testing.T) {
+	t.Parallel()
 	loc, err := Default().Accept.Location()
 	require.NoError(t, err)
 	require.Equal(t, "Asia/Ulaanbaatar", loc.String())
@@ -333,6 +345,7 @@ func TestAcceptLocation(t *testing.T) {
 }
 
 func TestDefaultPath(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		require.True(t, strings.HasSuffix(DefaultPath(), `\receiptd\config.toml`))
 		return

@@ -11,6 +11,7 @@ import (
 // duration, an unknown key and a wrong type, reported together, each with
 // its line, in the file's own terms.
 func TestLoadReportsEveryProblemWithItsLine(t *testing.T) {
+	t.Parallel()
 	path := writeConfig(t, `listen = "127.0.0.1:7080"
 
 [accept]
@@ -42,6 +43,7 @@ level = "loud"
 }
 
 func TestLoadProblemMessages(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, toml, want string }{
 		{"one problem", "[sync]\nconcurrency = 0\n",
 			"1 problem:\n  line 2: sync.concurrency: must be at least 1 and at most 64, not 0"},
@@ -84,6 +86,7 @@ func TestLoadProblemMessages(t *testing.T) {
 // TestSyntaxErrorLine: the line is the one the mistake is on, also when
 // the parser notices it at the line's end.
 func TestSyntaxErrorLine(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, toml string
 		line       int
@@ -106,6 +109,7 @@ func TestSyntaxErrorLine(t *testing.T) {
 }
 
 func TestTokenFromEnvironmentHasNoLine(t *testing.T) {
+	t.Parallel()
 	path := writeConfig(t, "[auth]\ntoken = \"from-the-file-0123\"\n")
 	_, err := load(path, []string{EnvAuthToken + "=short"})
 	require.EqualError(t, err, path+": 1 problem:\n"+
@@ -120,6 +124,7 @@ func TestTokenFromEnvironmentHasNoLine(t *testing.T) {
 }
 
 func TestNearKeys(t *testing.T) {
+	t.Parallel()
 	for key, want := range map[string][]string{
 		"sync.concurency":       {"sync.concurrency"},
 		"lisen":                 {"listen"},

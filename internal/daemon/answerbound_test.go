@@ -23,6 +23,7 @@ import (
 // cannot make receiptd hold more answers than accept.answer_mb allows:
 // the newest stay fetchable, the oldest are pushed out (410).
 func TestLateAnswersStayWithinTheirByteBound(t *testing.T) {
+	t.Parallel()
 	const n, pad = 10, 900 << 10
 	var seq atomic.Int64
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 // token leave one log line (rate-limited) that counts them without any
 // token in it, and every one is in the metrics by reason.
 func TestFailedAuthenticationIsLoggedAndCounted(t *testing.T) {
+	t.Parallel()
 	const token = "the-real-token-0123456789"
 	cfg := testConfig(t, "http://127.0.0.1:1")
 	cfg.Auth.Token = token

@@ -64,6 +64,8 @@ type Daemon struct {
 	snap      *snapshot.Snapshotter
 	api       *api.Server
 	listeners []net.Listener
+
+	markerEvery time.Duration // identityLoop's wait after a commit; defaultMarkerEvery
 }
 
 // New opens the database, binds the listeners and wires every component.
@@ -74,7 +76,7 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log}
+	d := &Daemon{cfg: cfg, log: log, markerEvery: defaultMarkerEvery}
 	defer func() {
 		if err != nil {
 			d.closeAll()

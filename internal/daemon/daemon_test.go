@@ -70,6 +70,7 @@ func readResponse(t *testing.T, resp *http.Response) (*http.Response, []byte) {
 }
 
 func TestDaemonAcceptsAndDeliversThenStopsCleanly(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 1})
 	d, err := daemon.New(testConfig(t, s.URL()), zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
@@ -95,6 +96,7 @@ func TestDaemonAcceptsAndDeliversThenStopsCleanly(t *testing.T) {
 }
 
 func TestSecondInstanceIsRefusedNamingTheFile(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t, "http://127.0.0.1:1")
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
@@ -107,6 +109,7 @@ func TestSecondInstanceIsRefusedNamingTheFile(t *testing.T) {
 }
 
 func TestNonLoopbackWithoutTokenIsRefused(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t, "http://127.0.0.1:1")
 	cfg.Listen = "0.0.0.0:0"
 	_, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
@@ -115,6 +118,7 @@ func TestNonLoopbackWithoutTokenIsRefused(t *testing.T) {
 }
 
 func TestAcceptWaitZeroAnswersAtOnce(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 2, Latency: 2 * time.Second})
 	cfg := testConfig(t, s.URL())
 	cfg.Accept.Wait = config.Dur(0)

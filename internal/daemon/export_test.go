@@ -2,10 +2,8 @@ package daemon
 
 import "time"
 
-// SetMarkerEvery makes identityLoop save the marker d after a commit
-// until the returned function restores the default. Not for parallel tests.
-func SetMarkerEvery(d time.Duration) (restore func()) {
-	old := markerEvery
-	markerEvery = d
-	return func() { markerEvery = old }
+// SetMarkerEvery makes d's identityLoop save the marker every after a
+// commit instead of defaultMarkerEvery. Call it before Run.
+func SetMarkerEvery(d *Daemon, every time.Duration) {
+	d.markerEvery = every
 }

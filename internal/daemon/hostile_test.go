@@ -105,8 +105,10 @@ func (h *hostile) big(w http.ResponseWriter, head, tail string) {
 // most sync.max_ambiguous times and then held for an operator, never
 // marked sent; the POS never receives the broken answer.
 func TestHostileUpstreamCannotIssueASaleAgainAndAgain(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"garbage", "no id", "50MB", "silent", "trickle"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			up := newHostile(t, mode)
 			cfg := testConfig(t, up.srv.URL)
 			cfg.Upstream.Timeout = config.Dur(time.Second)
@@ -143,6 +145,7 @@ func TestHostileUpstreamCannotIssueASaleAgainAndAgain(t *testing.T) {
 // upstream.max_answer is not cached and not passed on: the POS gets the
 // offline 503, and a second request is not a cache hit.
 func TestOversizedLookupAnswerIsAFailure(t *testing.T) {
+	t.Parallel()
 	up := newHostile(t, "50MB")
 	d, err := daemon.New(testConfig(t, up.srv.URL), zaptest.NewLogger(t), "test")
 	require.NoError(t, err)

@@ -7,10 +7,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// markerEvery is how long after a commit identityLoop records the newest
-// transaction in the data directory's marker (store.SaveMarker: three
-// fsyncs) and looks at the database file.
-var markerEvery = 10 * time.Second // a variable only so tests can make it short
+// defaultMarkerEvery is how long after a commit identityLoop records the
+// newest transaction in the data directory's marker (store.SaveMarker:
+// three fsyncs) and looks at the database file. New gives it to every
+// Daemon as Daemon.markerEvery, which tests shorten per daemon.
+const defaultMarkerEvery = 10 * time.Second
 
 // lookEvery is how often identityLoop looks at the database file when
 // neither a commit nor GET /readyz has: a file moved while the daemon is
@@ -26,14 +27,14 @@ const lookEvery = time.Minute
 // /readyz fails; this loop says in the log how to recover as soon as
 // either finds it (the store's Moved channel). The daemon keeps running so
 // that what the old file holds can still be copied out with `receiptd
-// backup`. markerEvery after a commit it records the newest transaction
+// backup`. d.markerEvery after a commit it records the newest transaction
 // in the data directory's marker, so that an older copy put back in place
 // (a backup copied over the database) is refused at the next start.
 // While nothing is committed its only timer is lookEvery's.
 func (d *Daemon) identityLoop(ctx context.Context) {
 	var (
 		moved, committed = d.st.Moved(), d.st.Committed()
-		save             = time.NewTimer(markerEvery)
+		save             = time.NewTimer(d.markerEvery)
 		saveC            <-chan time.Time // nil while nothing waits to be saved
 		saveFailed       bool
 	)
@@ -49,7 +50,7 @@ func (d *Daemon) identityLoop(ctx context.Context) {
 			_ = d.st.CheckIdentity() // closes moved when it finds the file gone
 		case <-committed:
 			if saveC == nil {
-				save.Reset(markerEvery)
+				save.Reset(d.markerEvery)
 				saveC = save.C
 			}
 		case <-saveC:
@@ -59,7 +60,7 @@ func (d *Daemon) identityLoop(ctx context.Context) {
 				d.log.Warn("cannot record the newest transaction in the data directory's marker; will retry", zap.Error(err))
 			}
 			if saveFailed = err != nil; saveFailed {
-				save.Reset(markerEvery)
+				save.Reset(d.markerEvery)
 				saveC = save.C
 			}
 			_ = d.st.CheckIdentity() // closes moved when it finds the file gone

@@ -38,11 +38,11 @@ func markerTx(t *testing.T, dir string) uint64 {
 // while the daemon runs (markerEvery after a commit), not only at stop, and
 // is not rewritten while nothing is committed.
 func TestMarkerSavedAfterCommits(t *testing.T) {
-	defer daemon.SetMarkerEvery(50 * time.Millisecond)()
 	s := testkit.StartSim(t, sim.Options{Seed: 3})
 	cfg := testConfig(t, s.URL())
 	d, err := daemon.New(cfg, zap.NewNop(), "test")
 	require.NoError(t, err)
+	daemon.SetMarkerEvery(d, 50*time.Millisecond)
 	stop := run(t, d)
 	defer func() { require.NoError(t, stop()) }()
 

@@ -109,6 +109,7 @@ func goReceiptSend(t *testing.T, base, body string) (goReceiptResponse, error) {
 func issuedByPOS(r goReceiptResponse) bool { return r.Status != "ERROR" }
 
 func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 7})
 	cfg := testConfig(t, s.URL())
 	cfg.Accept.QueuedAnswer = config.QueuedAnswerError
@@ -154,6 +155,7 @@ func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
 // receipt as issued, with no id, lottery or QR data. This is why "error"
 // exists.
 func TestUnmodifiedGoClientMisreadsA202(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 8})
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
 	d, err := daemon.New(testConfig(t, s.URL()), zaptest.NewLogger(t), "test")
@@ -172,6 +174,7 @@ func TestUnmodifiedGoClientMisreadsA202(t *testing.T) {
 // A refusal whose body is not JSON (a proxy's HTML page) still reaches the
 // client as PosAPI's error envelope, with the tax service's status code.
 func TestUnmodifiedGoClientParsesANonJSONRefusal(t *testing.T) {
+	t.Parallel()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/html")

@@ -21,6 +21,7 @@ import (
 // cache once the tax service is gone, and a POS that looks up the buyer's
 // merchant info before each sale (as the Go client does) can still sell.
 func TestWarmBeforeTheFirstOutage(t *testing.T) {
+	t.Parallel()
 	s := testkit.StartSim(t, sim.Options{Seed: 5})
 	cfg := testConfig(t, s.URL())
 	cfg.Accept.Wait = config.Dur(200 * time.Millisecond)

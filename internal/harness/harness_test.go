@@ -14,9 +14,11 @@ import (
 	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/testkit"
 )
 
 func TestWriteConfigRoundTrips(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.Listen = "127.0.0.1:7999"
@@ -30,6 +32,7 @@ func TestWriteConfigRoundTrips(t *testing.T) {
 }
 
 func TestStartFileRefusesMissingConfig(t *testing.T) {
+	t.Parallel()
 	_, err := harness.StartFile(context.Background(), "/nonexistent/receiptd", filepath.Join(t.TempDir(), "none.toml"))
 	require.Error(t, err)
 }
@@ -37,6 +40,7 @@ func TestStartFileRefusesMissingConfig(t *testing.T) {
 // TestProcessLifecycle builds the real binary, starts it, crashes it,
 // restarts it on the same data and stops it cleanly.
 func TestProcessLifecycle(t *testing.T) {
+	testkit.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin, err := harness.Build(ctx, t.TempDir())
@@ -82,6 +86,7 @@ func TestProcessLifecycle(t *testing.T) {
 }
 
 func TestWaitReadyReportsAStartupRefusal(t *testing.T) {
+	testkit.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin, err := harness.Build(ctx, t.TempDir())

@@ -32,6 +32,7 @@ func readLines(t *testing.T, path string) []map[string]any {
 }
 
 func TestNewLevel(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		level string
 		ok    bool
@@ -55,6 +56,7 @@ func TestNewLevel(t *testing.T) {
 }
 
 func TestNewRejectsNegativeSizes(t *testing.T) {
+	t.Parallel()
 	_, _, err := New(Options{MaxSizeMB: -1})
 	require.ErrorContains(t, err, "max_size_mb")
 	_, _, err = New(Options{MaxFiles: -1})
@@ -62,6 +64,7 @@ func TestNewRejectsNegativeSizes(t *testing.T) {
 }
 
 func TestNewBadPathIsAnError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "file")
 	require.NoError(t, os.WriteFile(blocker, nil, 0o600))
@@ -71,6 +74,7 @@ func TestNewBadPathIsAnError(t *testing.T) {
 }
 
 func TestNewCreatesMissingDirectory(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "var", "log", "receiptd.log")
 	log, done, err := New(Options{File: path})
 	require.NoError(t, err)
@@ -85,6 +89,7 @@ func TestNewCreatesMissingDirectory(t *testing.T) {
 }
 
 func TestLevelFiltersAndJSONShape(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.log")
 	log, done, err := New(Options{Level: "warn", File: path})
 	require.NoError(t, err)
@@ -108,6 +113,7 @@ func TestLevelFiltersAndJSONShape(t *testing.T) {
 }
 
 func TestConsoleEncoderIsReadable(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "console.log")
 	log, done, err := New(Options{File: path, Console: true})
 	require.NoError(t, err)
@@ -125,6 +131,7 @@ func TestConsoleEncoderIsReadable(t *testing.T) {
 }
 
 func TestRotationAtSmallSize(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "receiptd.log")
 	log, done, err := New(Options{File: path, MaxSizeMB: 1, MaxFiles: 2})

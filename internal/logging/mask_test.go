@@ -26,6 +26,7 @@ const (
 var secrets = []string{"47461258", qrData, "12345678", "88990"}
 
 func TestMaskTIN(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"", ""},
 		{"1", "*****"},
@@ -45,6 +46,7 @@ func TestMaskTIN(t *testing.T) {
 }
 
 func TestScrubText(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, in, want string }{
 		{"plain", "receipt Q000000000001 sent", "receipt Q000000000001 sent"},
 		{"word only", "lottery number missing", "lottery number missing"},
@@ -123,6 +125,7 @@ func carelessFields() []zap.Field {
 }
 
 func TestCarelessLogLinesLeakNothing(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.log")
 	log, done, err := New(Options{Level: "debug", File: path})
 	require.NoError(t, err)
@@ -159,6 +162,7 @@ func TestCarelessLogLinesLeakNothing(t *testing.T) {
 }
 
 func TestWrapCoreOnOtherCores(t *testing.T) {
+	t.Parallel()
 	obsCore, logs := observer.New(zapcore.InfoLevel)
 	core := WrapCore(WrapCore(obsCore))
 	_, double := core.(scrubCore).Core.(scrubCore)
@@ -175,6 +179,7 @@ func TestWrapCoreOnOtherCores(t *testing.T) {
 }
 
 func TestScrubFieldsCopiesOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	clean := []zap.Field{zap.String("queueId", "Q1"), zap.Int("n", 1), zap.Error(errors.New("timeout"))}
 	got := scrubFields(clean)
 	require.Equal(t, &clean[0], &got[0], "no copy when nothing changes")
@@ -264,6 +269,7 @@ type nilStringer struct{ s string }
 func (n *nilStringer) String() string { return n.s }
 
 func TestNilPointerStringerDoesNotPanic(t *testing.T) {
+	t.Parallel()
 	obsCore, logs := observer.New(zapcore.InfoLevel)
 	log := zap.New(WrapCore(obsCore))
 	require.NotPanics(t, func() {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestAnswersReadAtScrapeTime(t *testing.T) {
+	t.Parallel()
 	m := New()
 	require.Nil(t, scrape(t, m.Handler())["receiptd_answers_held"], "nothing before WatchAnswers")
 	n, b := 3, int64(4096)

@@ -89,6 +89,7 @@ func bucket(t *testing.T, h *dto.Histogram, le float64) uint64 {
 }
 
 func TestSyncAndStoreSeries(t *testing.T) {
+	t.Parallel()
 	m := New()
 	m.SendAttempt("receipt", "success", 30*time.Millisecond)
 	m.SendAttempt("receipt", "success", 3*time.Second)
@@ -135,6 +136,7 @@ func TestSyncAndStoreSeries(t *testing.T) {
 }
 
 func TestAlertLevel(t *testing.T) {
+	t.Parallel()
 	m := New()
 	for _, tc := range []struct {
 		level string
@@ -150,6 +152,7 @@ func TestAlertLevel(t *testing.T) {
 }
 
 func TestCacheAndHTTPSeries(t *testing.T) {
+	t.Parallel()
 	m := New()
 	m.CacheLookup("branchInfo", "hit")
 	m.CacheLookup("branchInfo", "hit")
@@ -172,6 +175,7 @@ func TestCacheAndHTTPSeries(t *testing.T) {
 }
 
 func TestRouteCardinalityIsBounded(t *testing.T) {
+	t.Parallel()
 	m := New()
 	for i := 0; i < maxRoutes+10; i++ {
 		m.HTTPRequest(fmt.Sprintf("/probe/%d", i), 404, time.Millisecond)
@@ -184,6 +188,7 @@ func TestRouteCardinalityIsBounded(t *testing.T) {
 }
 
 func TestQueueReadAtScrapeTime(t *testing.T) {
+	t.Parallel()
 	m := New()
 	fams := scrape(t, m.Handler())
 	require.Nil(t, fams["receiptd_queue_entries"], "nothing before WatchQueue")
@@ -229,6 +234,7 @@ func TestQueueReadAtScrapeTime(t *testing.T) {
 }
 
 func TestRuntimeCollectorsAndRegister(t *testing.T) {
+	t.Parallel()
 	m := New()
 	extra := prometheus.NewGauge(prometheus.GaugeOpts{Name: "receiptd_db_size_bytes", Help: "test"})
 	extra.Set(4096)
@@ -244,6 +250,7 @@ func TestRuntimeCollectorsAndRegister(t *testing.T) {
 }
 
 func TestNilMetricsIsANoOp(t *testing.T) {
+	t.Parallel()
 	var m *Metrics
 	require.NotPanics(t, func() {
 		m.SendAttempt("receipt", "success", time.Second)
@@ -268,6 +275,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 }
 
 func TestConcurrentUseWhileScraping(t *testing.T) {
+	t.Parallel()
 	m := New()
 	m.WatchQueue(func() (map[string]int, time.Duration, error) {
 		return map[string]int{"queued": 1}, time.Second, nil

@@ -8,6 +8,7 @@ import (
 )
 
 func TestStoreHealthReadAtScrapeTime(t *testing.T) {
+	t.Parallel()
 	m := New()
 	require.Nil(t, scrape(t, m.Handler())["receiptd_store_disk_full"], "nothing before WatchStore")
 

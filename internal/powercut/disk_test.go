@@ -17,6 +17,7 @@ func read(t *testing.T, d *Disk, n *Node) []byte {
 }
 
 func TestDiskKeepsOnlySyncedData(t *testing.T) {
+	t.Parallel()
 	d := NewDisk()
 	f, err := d.Create(d.Root(), "f", false, 0o600)
 	require.NoError(t, err)
@@ -45,6 +46,7 @@ func TestDiskKeepsOnlySyncedData(t *testing.T) {
 }
 
 func TestDiskTruncationIsDroppedUnlessSynced(t *testing.T) {
+	t.Parallel()
 	d := NewDisk()
 	f, err := d.Create(d.Root(), "f", false, 0o600)
 	require.NoError(t, err)
@@ -69,6 +71,7 @@ func TestDiskTruncationIsDroppedUnlessSynced(t *testing.T) {
 }
 
 func TestDiskNamesNeedTheDirectorySynced(t *testing.T) {
+	t.Parallel()
 	d := NewDisk()
 	dir, err := d.Create(d.Root(), "data", true, 0o700)
 	require.NoError(t, err)
@@ -110,6 +113,7 @@ func TestDiskNamesNeedTheDirectorySynced(t *testing.T) {
 }
 
 func TestDiskRenameRules(t *testing.T) {
+	t.Parallel()
 	d := NewDisk()
 	a, err := d.Create(d.Root(), "a", true, 0o700)
 	require.NoError(t, err)
@@ -130,6 +134,7 @@ func TestDiskRenameRules(t *testing.T) {
 }
 
 func TestDiskPowerOffAtWrite(t *testing.T) {
+	t.Parallel()
 	d := NewDisk()
 	f, err := d.Create(d.Root(), "f", false, 0o600)
 	require.NoError(t, err)
@@ -155,6 +160,7 @@ func TestDiskPowerOffAtWrite(t *testing.T) {
 // written, never anything else, and both happen. Past the old end of the
 // file "as it was" is zeros: a kept size with a dropped sector.
 func TestDiskPartialCutKeepsWholeSectorsOfOldOrNew(t *testing.T) {
+	t.Parallel()
 	d := NewDisk()
 	f, err := d.Create(d.Root(), "f", false, 0o600)
 	require.NoError(t, err)

@@ -125,11 +125,11 @@ func (q *Queue) ApplyAll(ctx context.Context) error {
 }
 
 // ApplyLoop applies the log's records to the database in batches until ctx
-// ends: applyDelay after the first record of a batch arrives, or at once
-// when applyBatch are waiting. It wakes only when receipts arrive. A full
-// disk is retried every second; any other failure of the store ends it
-// with the error (the store then refuses every write, and Enqueue with
-// it). Without a log it returns at once.
+// ends: Options.ApplyDelay after the first record of a batch arrives, or
+// at once when applyBatch are waiting. It wakes only when receipts arrive.
+// A full disk is retried every second; any other failure of the store
+// ends it with the error (the store then refuses every write, and Enqueue
+// with it). Without a log it returns at once.
 func (q *Queue) ApplyLoop(ctx context.Context) error {
 	if q.log == nil {
 		return nil
@@ -140,7 +140,7 @@ func (q *Queue) ApplyLoop(ctx context.Context) error {
 			return nil
 		case <-q.applyCh:
 		}
-		if q.ov.len() < applyBatch && !clock.Sleep(ctx, applyDelay) {
+		if q.ov.len() < applyBatch && !clock.Sleep(ctx, q.applyDelay) {
 			return nil
 		}
 		for {

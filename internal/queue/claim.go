@@ -15,7 +15,7 @@ import (
 // is not after now; a delete only once its receipt has finished as sent or
 // payment. A delete whose receipt ended rejected or cancelled is finished
 // as delete_rejected here, never sent. The claim also indexes the oldest
-// max(max, 1000) receipts of the unindexed tail (layout.go).
+// max(max, Options.TailIndexBatch) receipts of the unindexed tail (layout.go).
 func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, error) {
 	if max <= 0 {
 		return nil, nil
@@ -25,7 +25,7 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 	}
 	var out []Entry
 	err := q.update(ctx, func(b bkts) (err error) {
-		out, err = claimTx(b, max, now)
+		out, err = q.claimTx(b, max, now)
 		return err
 	})
 	if err != nil {
@@ -59,10 +59,10 @@ func (q *Queue) nothingToClaim(max int, now time.Time) (bool, error) {
 }
 
 // claimTx is Claim inside a write transaction.
-func claimTx(b bkts, limit int, now time.Time) ([]Entry, error) {
+func (q *Queue) claimTx(b bkts, limit int, now time.Time) ([]Entry, error) {
 	// Tail entries are all claimable and newer than every indexed one, so
 	// indexing limit of them is enough to claim limit, oldest first.
-	if err := b.indexTail(max(tailIndexBatch, limit)); err != nil {
+	if err := b.indexTail(max(q.tailBatch, limit)); err != nil {
 		return nil, err
 	}
 	var out []Entry

@@ -31,6 +31,7 @@ const (
 // id the child printed after Enqueue returned is there, the file passes
 // bbolt's check, and the counters agree with the state index.
 func TestCrashKill9LosesNoAcknowledgedReceipt(t *testing.T) {
+	t.Parallel()
 	rounds := 20
 	if n, err := strconv.Atoi(os.Getenv("RECEIPTD_CRASH_ROUNDS")); err == nil && n > 0 {
 		rounds = n

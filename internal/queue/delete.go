@@ -53,7 +53,7 @@ func (q *Queue) RequestDelete(ctx context.Context, id, date string, now time.Tim
 }
 
 // indexTailInSlices indexes the unindexed tail in commits of
-// tailIndexBatch entries until at most that many are left, so the commit
+// Options.TailIndexBatch entries until at most that many are left, so the commit
 // of a delete request, which indexes the rest, stays small, and enqueues
 // never wait behind one large transaction after a long outage.
 func (q *Queue) indexTailInSlices(ctx context.Context) error {
@@ -66,11 +66,11 @@ func (q *Queue) indexTailInSlices(ctx context.Context) error {
 			}
 			return err
 		})
-		if err != nil || n <= uint64(tailIndexBatch) {
+		if err != nil || n <= uint64(q.tailBatch) {
 			return err
 		}
 		if err := q.update(ctx, func(b bkts) error {
-			return b.indexTail(tailIndexBatch)
+			return b.indexTail(q.tailBatch)
 		}); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDeleteWaitsForTheSendThenUsesItsOutcome(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	r := reach(t, q, 1, queue.StateSending)
 	d, a, err := q.RequestDelete(ctx, r, "", t0)
@@ -40,6 +41,7 @@ func TestDeleteWaitsForTheSendThenUsesItsOutcome(t *testing.T) {
 }
 
 func TestDeleteBySentUpstreamIDAndUnknownID(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	r := reach(t, q, 1, queue.StateSending)
 	finish(t, q, r, queue.StateSent, sentOutcome)
@@ -73,6 +75,7 @@ func TestDeleteBySentUpstreamIDAndUnknownID(t *testing.T) {
 }
 
 func TestQueuedAfterAmbiguousIsNotCancelledSilently(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	id := reach(t, q, 1, queue.StateSending)
 	_, err := q.Finish(ctx, queue.Finishing{QueueID: id, Attempt: queue.Attempt{At: t0, Result: queue.ResultAmbiguous}, Next: queue.StateQueued, Outcome: nil, NextAttemptAt: time.Time{}})
@@ -88,6 +91,7 @@ func TestQueuedAfterAmbiguousIsNotCancelledSilently(t *testing.T) {
 }
 
 func TestListCountsOldestUnsent(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	_, ok, err := q.OldestUnsent()
 	require.NoError(t, err)
@@ -133,6 +137,7 @@ func TestListCountsOldestUnsent(t *testing.T) {
 }
 
 func TestPruneRemovesFinishedWithTheirIndexRows(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t) // the queue's clock says t0+1h for every update
 	sent := reach(t, q, 1, queue.StateSent)
 	cancelled := reach(t, q, 2, queue.StateCancelled)
@@ -171,6 +176,7 @@ func TestPruneRemovesFinishedWithTheirIndexRows(t *testing.T) {
 }
 
 func TestNotifyOnEnqueueAndRetry(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	id := reach(t, q, 1, queue.StateRejected)
 	<-q.Notify()
@@ -215,6 +221,7 @@ func waitingDeleteOfRejected(t *testing.T, q *queue.Queue, n int) queue.Entry {
 // rejected cannot be sent (no upstream id), but its message must not claim
 // there is nothing upstream.
 func TestDeleteOfRejectedAfterAmbiguousSaysItMayExist(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	d := waitingDeleteOfRejected(t, q, 1)
 	got, err := q.Claim(ctx, 1, t0.Add(24*time.Hour))
@@ -229,6 +236,7 @@ func TestDeleteOfRejectedAfterAmbiguousSaysItMayExist(t *testing.T) {
 // A queueId-shaped id that matches no entry is not sent upstream as a
 // receipt id (those are 33 digits): it is ErrNotFound and nothing is stored.
 func TestDeleteOfUnknownQueueIDIsNotFound(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	enqueue(t, q, 1)
 	_, _, err := q.RequestDelete(ctx, "Q000000009999", "", t0)
@@ -241,6 +249,7 @@ func TestDeleteOfUnknownQueueIDIsNotFound(t *testing.T) {
 // The date is optional upstream (2.6): a delete without one leaves the
 // field out instead of sending an empty Datetime.
 func TestDeleteBodyLeavesOutAnUnknownDate(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	d, _, err := q.RequestDelete(ctx, "000000000000000000000000000000077", "", t0)
 	require.NoError(t, err)
@@ -254,6 +263,7 @@ func TestDeleteBodyLeavesOutAnUnknownDate(t *testing.T) {
 // place of an entry that can be sent: a claim returns fewer than max only
 // when fewer are claimable.
 func TestRejectedDeleteDoesNotTakeAClaimPlace(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	d := waitingDeleteOfRejected(t, q, 1)
 	next := enqueue(t, q, 2).QueueID

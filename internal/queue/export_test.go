@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"testing"
 
 	"go.etcd.io/bbolt"
 
@@ -123,12 +122,11 @@ func TailLen(st *store.Store) (n int, err error) {
 	return n, err
 }
 
-// SetTailIndexBatch changes how many tail entries a claim indexes, until
-// the test ends.
-func SetTailIndexBatch(t testing.TB, n int) {
-	old := tailIndexBatch
-	tailIndexBatch = n
-	t.Cleanup(func() { tailIndexBatch = old })
+// SetTailIndexBatch changes how many tail entries q's claims index, as
+// Options.TailIndexBatch would have at Open; for tests whose helper opens
+// the queue. Call it before q is used.
+func SetTailIndexBatch(q *Queue, n int) {
+	q.tailBatch = n
 }
 
 // Abandon closes q's write-ahead log without applying it or marking it

@@ -16,6 +16,7 @@ import (
 // where bbolt's default split at half leaves each page, never written
 // again, with 2 (42%).
 func TestEntriesPagesAreFilled(t *testing.T) {
+	t.Parallel()
 	q, st := openQueue(t, t.TempDir()+"/receiptd.db")
 	const n, writers = 600, 16
 	var wg sync.WaitGroup

@@ -44,7 +44,7 @@ func (q *Queue) FinishAndClaim(ctx context.Context, f Finishing, max int, now ti
 		}
 		claimed = nil
 		if max > 0 {
-			claimed, err = claimTx(b, max, now)
+			claimed, err = q.claimTx(b, max, now)
 		}
 		return err
 	})

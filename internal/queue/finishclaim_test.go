@@ -11,6 +11,7 @@ import (
 )
 
 func TestFinishAndClaimIsOneStep(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	ctx := context.Background()
 	a, b, c := enqueue(t, q, 1), enqueue(t, q, 2), enqueue(t, q, 3)

@@ -21,6 +21,7 @@ func other(n int) queue.NewReceipt {
 // became a sale: rejected or cancelled, with no attempt whose answer was
 // lost. Then it is a correction and takes the key.
 func TestAnotherBodyUnderAKey(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name      string
 		state     queue.State
@@ -91,6 +92,7 @@ func TestAnotherBodyUnderAKey(t *testing.T) {
 // EarlierSince, is this request; an older one or another body is not, and
 // today's key stays free.
 func TestEarlierKey(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	first := enqueue(t, q, 1) // accepted at t0+1s under key-1
 	same := func(key string, since time.Time) queue.NewReceipt {
@@ -125,6 +127,7 @@ func TestEarlierKey(t *testing.T) {
 // already held by today's own sale of that number (here a rejected one,
 // which another body could otherwise correct).
 func TestEarlierKeyComesBeforeTodaysHolder(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	yesterday := enqueue(t, q, 1) // key-1, body 1
 	today := other(2)

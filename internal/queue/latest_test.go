@@ -11,6 +11,7 @@ import (
 )
 
 func TestLatestIsNewestFirstWithinOneState(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	var ids []string
 	for i := range 5 {

@@ -32,7 +32,7 @@ import (
 // row. The entries after indexed, up to the entries bucket's sequence, are
 // the tail: receipts in state queued, claimable at once, with no bystate,
 // pending or counts rows. Readers add the tail to what the indexes say.
-// Claim indexes the oldest max(limit, tailIndexBatch) tail entries before
+// Claim indexes the oldest max(limit, Options.TailIndexBatch) tail entries before
 // it picks, so a long tail (a day offline) is indexed a slice per claim,
 // never in one large transaction. A delete request needs the whole tail
 // indexed (it may cancel a tail entry, and its own entry must come after
@@ -59,10 +59,6 @@ var (
 		bucketPending, bucketByState, bucketCounts}
 	keyIndexed = []byte("indexed")
 )
-
-// tailIndexBatch bounds how many tail entries one claim indexes. A
-// variable only so tests can make it small.
-var tailIndexBatch = 1000
 
 // transitions is the one table of legal state changes, per kind. Every
 // change of Entry.State goes through bkts.setState, which consults it.

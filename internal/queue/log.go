@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -28,10 +27,6 @@ const recEnqueue = 1
 
 // applyBatch bounds the records one transaction applies.
 const applyBatch = 4096
-
-// applyDelay is how long ApplyLoop lets records gather before it applies
-// them, so that a busy till makes one commit for many receipts.
-var applyDelay = 50 * time.Millisecond
 
 // logRec is a record not yet applied: the entry, and its encoding as it
 // goes into the entries bucket.

@@ -38,6 +38,7 @@ func closeLogged(t *testing.T, q *queue.Queue, st *store.Store) {
 // Every read that must see an acknowledged receipt sees one still only in
 // the log: the file holds none of them (no tail, no entries).
 func TestReadsSeeReceiptsNotYetApplied(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	q, st := openLogged(t, path, 0)
 	for i := 1; i <= 3; i++ {
@@ -88,6 +89,7 @@ func TestReadsSeeReceiptsNotYetApplied(t *testing.T) {
 // Records a kill left unapplied are applied at the next open, once: a
 // third open finds nothing more to apply.
 func TestReplayAtOpenIsIdempotent(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	q, st := openLogged(t, path, 0)
 	enqueue(t, q, 1)
@@ -122,6 +124,7 @@ func fileEntries(t *testing.T, st *store.Store) int {
 // A delete request of a receipt still only in the log cancels it, and the
 // queueIds of the delete and of later receipts follow on.
 func TestDeleteOfAReceiptNotYetApplied(t *testing.T) {
+	t.Parallel()
 	q, st := openLogged(t, filepath.Join(t.TempDir(), "receiptd.db"), 0)
 	enqueue(t, q, 1)
 	enqueue(t, q, 2)
@@ -140,6 +143,7 @@ func TestDeleteOfAReceiptNotYetApplied(t *testing.T) {
 // A receipt too large for a segment is enqueued through a commit of the
 // file instead, in its place in the sequence.
 func TestReceiptLargerThanASegment(t *testing.T) {
+	t.Parallel()
 	q, st := openLogged(t, filepath.Join(t.TempDir(), "receiptd.db"), 4<<10)
 	enqueue(t, q, 1)
 	big := receipt(2)
@@ -157,6 +161,7 @@ func TestReceiptLargerThanASegment(t *testing.T) {
 // A log directory that is gone while the database says records may wait
 // in it is refused, naming it; after a clean stop it may go.
 func TestMissingLogIsRefusedUnlessStoppedCleanly(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	q, st := openLogged(t, path, 0)
 	enqueue(t, q, 1)
@@ -186,6 +191,7 @@ func TestMissingLogIsRefusedUnlessStoppedCleanly(t *testing.T) {
 
 // A closed queue refuses enqueues as the store would.
 func TestEnqueueAfterClose(t *testing.T) {
+	t.Parallel()
 	q, st := openLogged(t, filepath.Join(t.TempDir(), "receiptd.db"), 0)
 	require.NoError(t, q.Close(ctx))
 	_, _, err := q.Enqueue(ctx, receipt(1))

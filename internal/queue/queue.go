@@ -184,7 +184,21 @@ type Options struct {
 	// LogSegmentSize is the log's segment size in bytes; zero means
 	// wal.DefaultSegmentSize.
 	LogSegmentSize int64
+	// ApplyDelay is how long ApplyLoop lets log records gather before it
+	// applies them, so that a busy till makes one commit for many
+	// receipts. Zero means 50ms.
+	ApplyDelay time.Duration
+	// TailIndexBatch bounds how many entries of the unindexed tail one
+	// claim indexes, and the slices in which a delete request indexes a
+	// long tail (layout.go). Zero means 1000.
+	TailIndexBatch int
 }
+
+// Defaults of Options' zero fields.
+const (
+	defaultApplyDelay     = 50 * time.Millisecond
+	defaultTailIndexBatch = 1000
+)
 
 // Queue is the durable queue. It is safe for concurrent use.
 type Queue struct {
@@ -194,6 +208,8 @@ type Queue struct {
 	maxAmbig    int
 	notify      chan struct{}
 	recovered   int
+	applyDelay  time.Duration // Options.ApplyDelay
+	tailBatch   int           // Options.TailIndexBatch
 
 	// With a log (log.go):
 	log     *wal.Log
@@ -222,6 +238,14 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 	q.maxAmbig = opts.MaxAmbiguous
 	if q.maxAmbig <= 0 {
 		q.maxAmbig = 3
+	}
+	q.applyDelay = opts.ApplyDelay
+	if q.applyDelay <= 0 {
+		q.applyDelay = defaultApplyDelay
+	}
+	q.tailBatch = opts.TailIndexBatch
+	if q.tailBatch <= 0 {
+		q.tailBatch = defaultTailIndexBatch
 	}
 	err := st.Update(ctx, func(tx *bbolt.Tx) error {
 		root := tx.Bucket(store.BucketQueue)

@@ -100,6 +100,7 @@ func counts(t *testing.T, q *queue.Queue) map[queue.State]int {
 }
 
 func TestEnqueueFIFOIdempotencyAndRestart(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	q, st := openQueue(t, path)
 	a, b := enqueue(t, q, 1), enqueue(t, q, 2)
@@ -145,6 +146,7 @@ func enqueueID(t *testing.T, q *queue.Queue, n int) int {
 }
 
 func TestGetUnknown(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	for _, id := range []string{"Q000000000001", "nonsense", ""} {
 		_, err := q.Get(id)
@@ -153,6 +155,7 @@ func TestGetUnknown(t *testing.T) {
 }
 
 func TestClaimOrderLimitAndBackoff(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	for i := 1; i <= 5; i++ {
 		enqueue(t, q, i)
@@ -181,6 +184,7 @@ func TestClaimOrderLimitAndBackoff(t *testing.T) {
 }
 
 func TestRecoveryPutsSendingBackAsAmbiguous(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	q, st := openQueue(t, path)
 	r := enqueue(t, q, 1)
@@ -216,6 +220,7 @@ func TestRecoveryPutsSendingBackAsAmbiguous(t *testing.T) {
 }
 
 func TestAttemptHistoryIsBounded(t *testing.T) {
+	t.Parallel()
 	st := storetest.Open(t)
 	q, err := queue.Open(ctx, st, queue.Options{MaxAttempts: 3})
 	require.NoError(t, err)
@@ -238,6 +243,7 @@ func TestAttemptHistoryIsBounded(t *testing.T) {
 // till's clock corrected after start-up) would last as long as the
 // correction; the entry is due at once instead.
 func TestBackoffDoesNotOutlastAClockPutBack(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t) // its clock: t0+1h
 	id := enqueue(t, q, 1).QueueID
 	now := t0.Add(time.Hour)
@@ -272,6 +278,7 @@ func TestBackoffDoesNotOutlastAClockPutBack(t *testing.T) {
 // a daemon that crashes mid-send again and again cannot issue one sale
 // again and again.
 func TestRecoveryHoldsAtMaxAmbiguous(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	q, st := openQueue(t, path)
 	r := enqueue(t, q, 1)

@@ -31,6 +31,7 @@ var recordCases = map[string]Entry{
 }
 
 func TestRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	for name, e := range recordCases {
 		t.Run(name, func(t *testing.T) {
 			rec, err := encode(&e)
@@ -54,6 +55,7 @@ func legacyRecord(t testing.TB, e Entry) []byte {
 // Files written before the compact records keep their JSON records until
 // an entry is written again; both read the same.
 func TestLegacyRecordsStillRead(t *testing.T) {
+	t.Parallel()
 	for name, e := range recordCases {
 		t.Run(name, func(t *testing.T) {
 			got, err := decode(legacyRecord(t, e))
@@ -65,6 +67,7 @@ func TestLegacyRecordsStillRead(t *testing.T) {
 
 // A typical new receipt's record is a third of the JSON one's overhead.
 func TestCompactRecordSize(t *testing.T) {
+	t.Parallel()
 	e := recordCases["new receipt"]
 	rec, err := encode(&e)
 	require.NoError(t, err)

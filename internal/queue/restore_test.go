@@ -13,6 +13,7 @@ import (
 // held and every waiting delete stopped, with the message; nothing is
 // claimable; finished entries are untouched.
 func TestHoldRestored(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	sent := reach(t, q, 1, queue.StateSent)
 	queued := []string{reach(t, q, 2, queue.StateQueued), reach(t, q, 3, queue.StateQueued)}
@@ -47,6 +48,7 @@ func TestHoldRestored(t *testing.T) {
 // TestRetryOfHeldNeedsCheck: a held entry is retried only with the
 // operator's word that the tax service was checked.
 func TestRetryOfHeldNeedsCheck(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	id := reach(t, q, 1, queue.StateHeld)
 	_, err := q.Retry(ctx, id, false)
@@ -62,6 +64,7 @@ func TestRetryOfHeldNeedsCheck(t *testing.T) {
 // TestRetryOfPaymentKeepsEarlierID: the retry of a payment entry issues a
 // new receipt upstream; the first id stays in the entry's history.
 func TestRetryOfPaymentKeepsEarlierID(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	id := reach(t, q, 1, queue.StatePayment)
 	e, err := q.Retry(ctx, id, false)

@@ -39,6 +39,7 @@ func ids(es []queue.Entry) []string {
 // Queued receipts 1–3 have index rows (a delete request indexed them), 5
 // and 6 are in the unindexed tail; every reader must see one FIFO queue.
 func TestReadersSeeIndexedAndTailAsOneQueue(t *testing.T) {
+	t.Parallel()
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
 	for i := 1; i <= 3; i++ {
 		enqueue(t, q, i)
@@ -99,6 +100,7 @@ func TestReadersSeeIndexedAndTailAsOneQueue(t *testing.T) {
 }
 
 func TestOldestUnsentWhenOnlyTheTailIsUnsent(t *testing.T) {
+	t.Parallel()
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
 	enqueue(t, q, 7)
 	require.Equal(t, 1, tailLen(t, q, st))
@@ -109,6 +111,7 @@ func TestOldestUnsentWhenOnlyTheTailIsUnsent(t *testing.T) {
 }
 
 func TestDeleteCancelsAReceiptStillInTheTail(t *testing.T) {
+	t.Parallel()
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
 	a := enqueue(t, q, 1)
 	enqueue(t, q, 2)
@@ -125,6 +128,7 @@ func TestDeleteCancelsAReceiptStillInTheTail(t *testing.T) {
 
 // The tail survives a restart: a clean close is no reason to index it.
 func TestTailSurvivesReopen(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	q, st := openQueue(t, path)
 	enqueue(t, q, 1)
@@ -143,6 +147,7 @@ func TestTailSurvivesReopen(t *testing.T) {
 // queue bucket had no index mark. Opening it must keep every entry
 // claimable exactly once, in order, and upgrade the schema.
 func TestOpenSchema1File(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	q, st := openQueue(t, path)
 	for i := 1; i <= 3; i++ {
@@ -171,6 +176,7 @@ func TestOpenSchema1File(t *testing.T) {
 }
 
 func TestDamagedIndexMarkIsAnError(t *testing.T) {
+	t.Parallel()
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
 	enqueue(t, q, 1)
 	require.NoError(t, st.Update(ctx, func(tx *bbolt.Tx) error {
@@ -188,8 +194,9 @@ func TestDamagedIndexMarkIsAnError(t *testing.T) {
 // A long tail is indexed a slice per claim, and every claim that finds a
 // non-empty tail claims something, oldest first.
 func TestClaimIndexesALongTailInSlices(t *testing.T) {
-	queue.SetTailIndexBatch(t, 2)
+	t.Parallel()
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	queue.SetTailIndexBatch(q, 2)
 	for i := 1; i <= 5; i++ {
 		enqueue(t, q, i)
 	}
@@ -205,8 +212,9 @@ func TestClaimIndexesALongTailInSlices(t *testing.T) {
 
 // A claim for more than a slice indexes as many tail entries as it claims.
 func TestClaimOfMoreThanASliceGetsThemAll(t *testing.T) {
-	queue.SetTailIndexBatch(t, 2)
+	t.Parallel()
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	queue.SetTailIndexBatch(q, 2)
 	for i := 1; i <= 5; i++ {
 		enqueue(t, q, i)
 	}
@@ -219,8 +227,9 @@ func TestClaimOfMoreThanASliceGetsThemAll(t *testing.T) {
 // A delete request after a long outage indexes the tail in commits of a
 // slice each, then makes its own small commit.
 func TestDeleteIndexesALongTailInSlices(t *testing.T) {
-	queue.SetTailIndexBatch(t, 2)
+	t.Parallel()
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	queue.SetTailIndexBatch(q, 2)
 	for i := 1; i <= 7; i++ {
 		enqueue(t, q, i)
 	}
@@ -235,6 +244,7 @@ func TestDeleteIndexesALongTailInSlices(t *testing.T) {
 }
 
 func TestOpenRefusesAnIndexMarkPastTheLastEntry(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	q, st := openQueue(t, path)
 	enqueue(t, q, 1)
@@ -256,8 +266,9 @@ func TestOpenRefusesAnIndexMarkPastTheLastEntry(t *testing.T) {
 // at once and share commits; the tail and the indexes must stay exact and
 // every acknowledged receipt present.
 func TestConcurrentMixKeepsTheTailExact(t *testing.T) {
-	queue.SetTailIndexBatch(t, 3)
+	t.Parallel()
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
+	queue.SetTailIndexBatch(q, 3)
 	var (
 		mu    sync.Mutex
 		acked = map[string]bool{}
@@ -337,6 +348,7 @@ func TestConcurrentMixKeepsTheTailExact(t *testing.T) {
 }
 
 func TestClaimableAheadCountsIndexedAndTailEntriesDueBefore(t *testing.T) {
+	t.Parallel()
 	q, st := openQueue(t, filepath.Join(t.TempDir(), "receiptd.db"))
 	for i := 1; i <= 3; i++ {
 		enqueue(t, q, i)
@@ -371,6 +383,7 @@ func TestClaimableAheadCountsIndexedAndTailEntriesDueBefore(t *testing.T) {
 // A delete that cannot be sent yet (its receipt is still held) holds up
 // nothing, so it does not count as ahead.
 func TestClaimableAheadSkipsDeletesThatWait(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	now := t0.Add(time.Hour)
 	id := enqueue(t, q, 1).QueueID

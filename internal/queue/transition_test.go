@@ -53,6 +53,7 @@ func reachDelete(t *testing.T, q *queue.Queue, n int, s queue.State) string {
 }
 
 func TestEveryLegalTransition(t *testing.T) {
+	t.Parallel()
 	covered := map[edge]bool{}
 	do := func(name string, e edge, run func(t *testing.T, q *queue.Queue)) {
 		t.Run(name, func(t *testing.T) {
@@ -144,6 +145,7 @@ func TestEveryLegalTransition(t *testing.T) {
 }
 
 func TestIllegalTransitionsAreRefused(t *testing.T) {
+	t.Parallel()
 	q := newQueue(t)
 	// Claims take the oldest claimable entry, so the queued ones come last.
 	receipts, deletes := map[queue.State]string{}, map[queue.State]string{}

@@ -122,6 +122,7 @@ func deep(n int, open, close string) string {
 }
 
 func TestParseCreateRefuses(t *testing.T) {
+	t.Parallel()
 	type tc struct {
 		name    string
 		body    []byte
@@ -215,6 +216,7 @@ func TestParseCreateRefuses(t *testing.T) {
 }
 
 func TestParseCreateListsEveryProblemInOrder(t *testing.T) {
+	t.Parallel()
 	body := mutate(t, func(m map[string]any) {
 		delete(m, "posNo")
 		m["type"] = "X"
@@ -234,6 +236,7 @@ func TestParseCreateListsEveryProblemInOrder(t *testing.T) {
 }
 
 func TestParseCreateCapsProblems(t *testing.T) {
+	t.Parallel()
 	items := make([]any, 300)
 	for i := range items {
 		items[i] = map[string]any{}
@@ -246,6 +249,7 @@ func TestParseCreateCapsProblems(t *testing.T) {
 }
 
 func TestParseCreateAccepts(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		body []byte
@@ -306,6 +310,7 @@ func TestParseCreateAccepts(t *testing.T) {
 }
 
 func TestParseCreateFields(t *testing.T) {
+	t.Parallel()
 	body := mutate(t, func(m map[string]any) {
 		second := map[string]any{}
 		for k, v := range sub(m) {
@@ -324,6 +329,7 @@ func TestParseCreateFields(t *testing.T) {
 }
 
 func TestParseDelete(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		body    string
@@ -365,6 +371,7 @@ func TestParseDelete(t *testing.T) {
 }
 
 func TestNumberProblem(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"0": "", "-0": "", "0.0": "", "0e5000": "", "0.000e-99999": "",
 		"999999999999999":              "",
@@ -393,6 +400,7 @@ func TestNumberProblem(t *testing.T) {
 }
 
 func TestDefaultKey(t *testing.T) {
+	t.Parallel()
 	ub, err := time.LoadLocation("Asia/Ulaanbaatar")
 	require.NoError(t, err)
 	c := &Create{MerchantTin: "379", PosNo: "1", BillIDSuffix: "007"}
@@ -409,6 +417,7 @@ func TestDefaultKey(t *testing.T) {
 }
 
 func TestFingerprint(t *testing.T) {
+	t.Parallel()
 	compact := mutate(t, func(map[string]any) {})
 	var indented bytes.Buffer
 	require.NoError(t, json.Indent(&indented, compact, "", "    "))
@@ -427,6 +436,7 @@ func TestFingerprint(t *testing.T) {
 }
 
 func TestValidationErrorIsAnError(t *testing.T) {
+	t.Parallel()
 	_, err := ParseCreate([]byte(`{}`))
 	var ve *ValidationError
 	require.True(t, errors.As(err, &ve))
@@ -470,6 +480,7 @@ func BenchmarkParseCreate(b *testing.B) {
 // TestParseCreateConcurrently: parsers share pooled blocks for their trees;
 // each of many concurrent parses still reads its own body (run with -race).
 func TestParseCreateConcurrently(t *testing.T) {
+	t.Parallel()
 	bodies := make([][]byte, 50)
 	for i := range bodies {
 		bodies[i] = mutate(t, set(top, "billIdSuffix", fmt.Sprintf("s%d", i)))
@@ -495,6 +506,7 @@ func TestParseCreateConcurrently(t *testing.T) {
 // data object (some POS programs always write one) is valid and forwarded
 // as sent, while the same object on a card payment is checked.
 func TestCardDataIsCheckedForCardPaymentsOnly(t *testing.T) {
+	t.Parallel()
 	cashWithData := mutate(t, func(m map[string]any) {
 		m["payments"].([]any)[0].(map[string]any)["data"] = map[string]any{"terminalID": nil, "note": "x"}
 	})
@@ -517,6 +529,7 @@ func TestCardDataIsCheckedForCardPaymentsOnly(t *testing.T) {
 // TestKeyFieldBound: identifiers are bounded in characters, not bytes: 128
 // Cyrillic letters (256 bytes) pass, 129 are refused naming the field.
 func TestKeyFieldBound(t *testing.T) {
+	t.Parallel()
 	at := strings.Repeat("Ө", MaxKeyField)
 	got, err := ParseCreate(mutate(t, set(top, "billIdSuffix", at)))
 	require.NoError(t, err)

@@ -65,6 +65,7 @@ var fieldRequests = map[string]struct {
 // TestFieldList pins every route's answer against testdata/fields.txt: a
 // field dropped or retyped in the simulator fails here.
 func TestFieldList(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{Seed: 7})
 	routes := readFieldList(t)
 	require.Len(t, routes, 11, "ten routes, classification at two depths (the description lists no answer field of sendData and delete)")
@@ -97,6 +98,7 @@ func TestFieldList(t *testing.T) {
 // TestFieldListCatchesADroppedField: the checker fails on a missing,
 // retyped or empty-listed field, so TestFieldList can fail.
 func TestFieldListCatchesADroppedField(t *testing.T) {
+	t.Parallel()
 	doc := decodeUseNumber(t, []byte(`{"a":{"b":"x"},"l":[{"n":1},{"n":2.5}],"e":[],"z":null}`))
 	require.NoError(t, checkField(doc, "a.b", "string"))
 	require.NoError(t, checkField(doc, "l[].n", "number"))

@@ -103,6 +103,7 @@ type (
 // simulator's answers (as encoding/json does in that client) and the
 // fields a POS prints or branches on are set.
 func TestGoClientParsesAnswers(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{Seed: 3})
 	get := func(method, path, body string, into any) {
 		t.Helper()

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSampleReceiptIsIssued(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{Seed: 1})
 	body := sim.SampleReceipt("POS-9", "000123")
 	require.True(t, json.Valid(body))

@@ -51,6 +51,7 @@ func do(t *testing.T, method, url, body string) (int, http.Header, []byte, error
 }
 
 func TestCreateReceiptAnswer(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{Seed: 1})
 	code, _, body, err := do(t, "POST", s.URL()+"/rest/receipt", fmt.Sprintf(validReceipt, "000001"))
 	require.NoError(t, err)
@@ -86,6 +87,7 @@ func TestCreateReceiptAnswer(t *testing.T) {
 }
 
 func TestCreateReceiptStatuses(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{Seed: 2})
 	payment := strings.Replace(fmt.Sprintf(validReceipt, "2"), `"status":"PAID"`, `"status":"PAY"`, 1)
 	code, _, body, err := do(t, "POST", s.URL()+"/rest/receipt", payment)
@@ -101,6 +103,7 @@ func TestCreateReceiptStatuses(t *testing.T) {
 }
 
 func TestCreateReceiptInvalid(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	ok := fmt.Sprintf(validReceipt, "9")
 	cases := []struct{ name, body, msg string }{
@@ -137,6 +140,7 @@ func TestCreateReceiptInvalid(t *testing.T) {
 }
 
 func TestTotalsAreExact(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	// 0.1 + 0.2 != 0.3 in float64; exactly it is.
 	body := `{"branchNo":"1","totalAmount":0.3,"merchantTin":"1","posNo":"1","type":"B2C_INVOICE","billIdSuffix":"1",
@@ -150,6 +154,7 @@ func TestTotalsAreExact(t *testing.T) {
 }
 
 func TestDeleteReceipt(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	_, _, body, err := do(t, "POST", s.URL()+"/rest/receipt", fmt.Sprintf(validReceipt, "1"))
 	require.NoError(t, err)
@@ -174,6 +179,7 @@ func TestDeleteReceipt(t *testing.T) {
 }
 
 func TestLookups(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	cases := []struct{ name, path, want string }{
 		{"branch info", "/api/info/check/getBranchInfo", `"subBranchCode":"02"`},
@@ -198,6 +204,7 @@ func TestLookups(t *testing.T) {
 }
 
 func TestClassificationTree(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	path := "/api/info/check/barcode/v2"
 	for depth := 0; depth <= 6; depth++ {
@@ -229,6 +236,7 @@ func TestClassificationTree(t *testing.T) {
 }
 
 func TestFaultErrorRate(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	require.NoError(t, s.SetFaults(sim.Faults{ErrorRate: 1}))
 	code, h, body, err := do(t, "POST", s.URL()+"/rest/receipt", fmt.Sprintf(validReceipt, "1"))
@@ -246,6 +254,7 @@ func TestFaultErrorRate(t *testing.T) {
 }
 
 func TestFaultDropAfterProcessing(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	require.NoError(t, s.SetFaults(sim.Faults{DropRate: 1}))
 	_, _, _, err := do(t, "POST", s.URL()+"/rest/receipt", fmt.Sprintf(validReceipt, "1"))
@@ -256,6 +265,7 @@ func TestFaultDropAfterProcessing(t *testing.T) {
 }
 
 func TestFaultDownAndUp(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	addr := s.Addr()
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
@@ -280,6 +290,7 @@ func TestFaultDownAndUp(t *testing.T) {
 }
 
 func TestFaultLatency(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	require.NoError(t, s.SetFaults(sim.Faults{Latency: time.Minute}))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -293,6 +304,7 @@ func TestFaultLatency(t *testing.T) {
 }
 
 func TestControlAPI(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	code, _, body, err := do(t, "PUT", s.URL()+"/sim/faults", `{"latency":"1ms","errorRate":0.25,"dropRate":0.5}`)
 	require.NoError(t, err)
@@ -332,6 +344,7 @@ func TestControlAPI(t *testing.T) {
 }
 
 func TestDeterministicSeed(t *testing.T) {
+	t.Parallel()
 	ids := func() []string {
 		s := sim.New(sim.Options{Seed: 42, Now: func() time.Time { return time.Unix(1700000000, 0) }})
 		h := s.Handler()
@@ -349,6 +362,7 @@ func TestDeterministicSeed(t *testing.T) {
 }
 
 func TestConcurrentCreates(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{Seed: 7})
 	var wg sync.WaitGroup
 	for i := range 16 {
@@ -376,6 +390,7 @@ func TestConcurrentCreates(t *testing.T) {
 }
 
 func TestFaultErrorRateShare(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{Seed: 5})
 	require.NoError(t, s.SetFaults(sim.Faults{ErrorRate: 0.5}))
 	codes := map[int]int{}
@@ -390,6 +405,7 @@ func TestFaultErrorRateShare(t *testing.T) {
 }
 
 func TestHandlerWithoutStartDropsWhenDown(t *testing.T) {
+	t.Parallel()
 	s := sim.New(sim.Options{})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
@@ -408,6 +424,7 @@ func TestHandlerWithoutStartDropsWhenDown(t *testing.T) {
 // route it hit (the classification subtree included); a path the simulator
 // does not serve is not faulted.
 func TestFaultErrorRateCountsPerRoute(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	require.NoError(t, s.SetFaults(sim.Faults{ErrorRate: 1}))
 	code, _, _, err := do(t, "GET", s.URL()+"/api/info/check/barcode/v2/1/11", "")
@@ -423,6 +440,7 @@ func TestFaultErrorRateCountsPerRoute(t *testing.T) {
 // staging refusing (no payments, no VAT, no district code) is refused; the
 // one it shows staging issuing is issued.
 func TestStagingRefusal(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	refused := `{"branchNo":"001","totalAmount":1000,"merchantTin":"37900846788","posNo":"001","type":"B2C_RECEIPT",
 	 "billIdSuffix":"01","receipts":[{"totalAmount":1000,"taxType":"VAT_ABLE","merchantTin":"37900846788",
@@ -446,6 +464,7 @@ func TestStagingRefusal(t *testing.T) {
 // given, nothing issued; then creates are issued again. Set through the
 // control API as `receiptd sim -h` documents it.
 func TestFaultRejectNext(t *testing.T) {
+	t.Parallel()
 	s := start(t, sim.Options{})
 	code, _, body, err := do(t, "PUT", s.URL()+"/sim/faults", `{"rejectNext":2,"rejectMessage":"merchantTin: not registered"}`)
 	require.NoError(t, err)

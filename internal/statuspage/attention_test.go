@@ -177,6 +177,7 @@ func TestAttentionPerState(t *testing.T) {
 // refused" is shown as past, with its date, never under "Reachable" as if
 // it were now.
 func TestStaleErrorIsDatedAndPast(t *testing.T) {
+	t.Parallel()
 	d := emptyData()
 	d.UpstreamSince = now.Add(-10 * time.Minute)
 	d.LastError = "dial tcp 127.0.0.1:7081: connect: connection refused"
@@ -198,6 +199,7 @@ func TestStaleErrorIsDatedAndPast(t *testing.T) {
 }
 
 func TestPlain(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ raw, want string }{
 		{"dial tcp 10.0.0.5:7081: connect: connection refused", "connection refused"},
 		{"dial tcp 127.0.0.1:7081: connectex: No connection could be made because the target machine actively refused it.", "connection refused"},

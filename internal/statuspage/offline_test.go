@@ -12,6 +12,7 @@ import (
 // names what is missing (at most five, then a count), and leaves the block
 // out when the cache's warmth is not known.
 func TestOfflineBlock(t *testing.T) {
+	t.Parallel()
 	render := func(o *Offline) string {
 		d := upData()
 		d.Offline = o

@@ -73,6 +73,7 @@ func text(html string) string {
 }
 
 func TestRenderFacts(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		data   Data
@@ -161,6 +162,7 @@ func TestRenderFacts(t *testing.T) {
 // TestRenderPageShape checks what the browser relies on: the refresh, the
 // data: favicon, no script and no external asset.
 func TestRenderPageShape(t *testing.T) {
+	t.Parallel()
 	html := render(t, downData())
 	require.True(t, strings.HasPrefix(html, "<!doctype html>"))
 	require.Contains(t, html, `<meta http-equiv="refresh" content="5">`)
@@ -174,6 +176,7 @@ func TestRenderPageShape(t *testing.T) {
 }
 
 func TestRenderFailuresNewestFirstAndCapped(t *testing.T) {
+	t.Parallel()
 	d := upData()
 	d.Failures = nil
 	for i := range MaxFailures + 3 {
@@ -189,6 +192,7 @@ func TestRenderFailuresNewestFirstAndCapped(t *testing.T) {
 }
 
 func TestRenderEscapesHostileText(t *testing.T) {
+	t.Parallel()
 	const evil = `<script>alert("x")</script><img src=x onerror=alert(1)>`
 	d := downData()
 	d.Version, d.LastError = evil, evil
@@ -203,6 +207,7 @@ func TestRenderEscapesHostileText(t *testing.T) {
 }
 
 func TestHuman(t *testing.T) {
+	t.Parallel()
 	cases := map[time.Duration]string{
 		-time.Hour:                            "less than a second",
 		0:                                     "less than a second",
@@ -224,6 +229,7 @@ func TestHuman(t *testing.T) {
 }
 
 func TestClockUsesNowsLocation(t *testing.T) {
+	t.Parallel()
 	ub := time.FixedZone("ULAT", 8*3600)
 	n := time.Date(2026, 11, 22, 23, 0, 0, 0, ub)
 	require.Equal(t, "22:00:00 ULAT", clock(n.Add(-time.Hour), n))
@@ -232,6 +238,7 @@ func TestClockUsesNowsLocation(t *testing.T) {
 }
 
 func TestHandler(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zap.InfoLevel)
 	var fail error
 	src := func(ctx context.Context) (Data, error) {
@@ -284,6 +291,7 @@ func TestHandler(t *testing.T) {
 }
 
 func TestHandlerNilLogger(t *testing.T) {
+	t.Parallel()
 	h := Handler(func(context.Context) (Data, error) { return Data{}, errors.New("boom") }, nil)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))

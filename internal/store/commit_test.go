@@ -74,6 +74,7 @@ func startWriters(s *store.Store, n int, fn func(i int) func(tx *bbolt.Tx) error
 }
 
 func TestGroupCommitSharesOneCommit(t *testing.T) {
+	t.Parallel()
 	s := storetest.Open(t)
 	base := s.Stats()
 	release, first := blockFirstCommit(t, s)
@@ -100,6 +101,7 @@ func TestGroupCommitSharesOneCommit(t *testing.T) {
 }
 
 func TestGroupCommitFailingFnDoesNotSinkTheGroup(t *testing.T) {
+	t.Parallel()
 	s := storetest.Open(t)
 	release, first := blockFirstCommit(t, s)
 	boom := errors.New("boom")
@@ -137,6 +139,7 @@ func TestGroupCommitFailingFnDoesNotSinkTheGroup(t *testing.T) {
 }
 
 func TestUpdateWithCancelledContextStoresNothing(t *testing.T) {
+	t.Parallel()
 	s := storetest.Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -158,6 +161,7 @@ func TestUpdateWithCancelledContextStoresNothing(t *testing.T) {
 }
 
 func TestConcurrentUpdatesAllDurable(t *testing.T) {
+	t.Parallel()
 	path := t.TempDir() + "/receiptd.db"
 	s := storetest.OpenPath(t, path)
 	var wg sync.WaitGroup
@@ -193,6 +197,7 @@ func waitQueued(t *testing.T, s *store.Store, n int) {
 // Fail refuses every later write as a failed commit does, names the
 // failure in Err and Health, keeps the first failure, and reads still work.
 func TestFailRefusesEveryLaterWrite(t *testing.T) {
+	t.Parallel()
 	s := storetest.Open(t)
 	require.NoError(t, s.Writable())
 	s.Fail(errors.New("flush of the write-ahead log: input/output error"))

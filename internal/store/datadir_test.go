@@ -50,6 +50,7 @@ func markerID(t *testing.T, dir string) string {
 }
 
 func TestOpenDirCreatesDatabaseAndMarker(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	id := markerID(t, dir)
 	require.Len(t, id, 32)
@@ -65,6 +66,7 @@ func TestOpenDirCreatesDatabaseAndMarker(t *testing.T) {
 // database, a missing, empty, truncated or replaced file is refused with
 // the path named and nothing created in its place.
 func TestOpenDirRefusesLostDatabase(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		breakIt func(t *testing.T, dir string)
@@ -135,6 +137,7 @@ func copyFile(t *testing.T, from, to string) {
 // TestOpenRefusesTruncatedFile: plain Open (used for backup copies) checks
 // the size before bbolt maps the file.
 func TestOpenRefusesTruncatedFile(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	truncateBelowUse(t, dir)
 	_, err := store.Open(filepath.Join(dir, store.DBFile), store.Options{})
@@ -145,6 +148,7 @@ func TestOpenRefusesTruncatedFile(t *testing.T) {
 // TestOpenDirAdoptsDatabaseWithoutMarker: a data directory written by a
 // receiptd from before markers keeps working, and gets its marker.
 func TestOpenDirAdoptsDatabaseWithoutMarker(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "old")
 	s, err := store.Open(filepath.Join(dir, store.DBFile), store.Options{})
 	require.NoError(t, err)
@@ -161,6 +165,7 @@ func TestOpenDirAdoptsDatabaseWithoutMarker(t *testing.T) {
 // TestInitDir: -init creates a database where the old one is lost, and
 // leaves a healthy one alone.
 func TestInitDir(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	old := markerID(t, dir)
 	created, err := store.InitDir(dir, store.Options{})
@@ -184,6 +189,7 @@ func TestInitDir(t *testing.T) {
 // TestCheckIdentity: moving, deleting or replacing the open file makes
 // every later Update fail with ErrMoved; reads keep working.
 func TestCheckIdentity(t *testing.T) {
+	t.Parallel()
 	for name, act := range map[string]func(path string) error{
 		"moved":   func(p string) error { return os.Rename(p, p+".moved") },
 		"deleted": os.Remove,
@@ -220,6 +226,7 @@ func TestCheckIdentity(t *testing.T) {
 // Update within about a second of the move fails with ErrMoved, and Moved
 // is closed for the daemon to say so.
 func TestCommitFindsMovedFile(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("Windows does not let an open database file be renamed")
 	}
@@ -249,6 +256,7 @@ func TestCommitFindsMovedFile(t *testing.T) {
 // TestOpenOptionsPinned pins the bbolt options every commit's durability
 // rests on: a store opened with NoSync passes every kill -9 test.
 func TestOpenOptionsPinned(t *testing.T) {
+	t.Parallel()
 	s := openDir(t, t.TempDir())
 	db := s.Bolt()
 	require.False(t, db.NoSync, "NoSync: a commit would not be fsynced")
@@ -265,6 +273,7 @@ func TestOpenOptionsPinned(t *testing.T) {
 // older newest transaction than the marker records: it would send again
 // what was sent since, so it is refused.
 func TestOpenDirRefusesOlderCopy(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	path := filepath.Join(dir, store.DBFile)
 	s := openDir(t, dir)
@@ -284,6 +293,7 @@ func TestOpenDirRefusesOlderCopy(t *testing.T) {
 // TestSaveMarkerFollowsCommits: the marker's transaction moves with durable
 // commits, and a database reopened after them is accepted.
 func TestSaveMarkerFollowsCommits(t *testing.T) {
+	t.Parallel()
 	dir := newDataDir(t)
 	s := openDir(t, dir)
 	put(t, s, "a", "1")

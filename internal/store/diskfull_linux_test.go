@@ -22,6 +22,7 @@ const diskFullEnv = "RECEIPTD_STORE_DISKFULL_DB"
 // (RLIMIT_FSIZE) is lowered, so growing the database fails with EFBIG, the
 // same path as ENOSPC, without root or a tiny filesystem.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	out := storetest.RunChild(t, "TestDiskFullChild", diskFullEnv, path)
 	var stored int

@@ -13,6 +13,7 @@ import (
 // TestRealBuildsFsyncEveryCommit pins that only the unsafe build tags can
 // turn off bbolt's commit fsync or the directory fsync.
 func TestRealBuildsFsyncEveryCommit(t *testing.T) {
+	t.Parallel()
 	require.False(t, fileutil.UnsafeNoSync)
 	require.False(t, fileutil.UnsafeNoDirSync)
 	require.False(t, boltOptions(Options{}).NoSync)

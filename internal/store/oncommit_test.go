@@ -14,6 +14,7 @@ import (
 )
 
 func TestOnCommitIsToldOfEveryCommit(t *testing.T) {
+	t.Parallel()
 	var commits, updates atomic.Int64
 	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{OnCommit: func(d time.Duration, n int) {
 		// Zero is possible: Windows' clock may not tick during a commit.

@@ -43,6 +43,7 @@ func get(t *testing.T, s *store.Store, key string) string {
 }
 
 func TestOpenCreatesDirectoryAndSchema(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a", "b", "receiptd.db")
 	s := storetest.OpenPath(t, path)
 	require.Equal(t, path, s.Path())
@@ -62,6 +63,7 @@ func TestOpenCreatesDirectoryAndSchema(t *testing.T) {
 }
 
 func TestOpenLockedNamesFileAndReturns(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
 	storetest.OpenPath(t, path)
 	// flock locks are per open file, so a second Open in this process
@@ -86,6 +88,7 @@ func validDB(t *testing.T, dir string) []byte {
 }
 
 func TestOpenCorruptIsRefusedAndFileKept(t *testing.T) {
+	t.Parallel()
 	valid := validDB(t, t.TempDir())
 	page := os.Getpagesize()
 	garbage := make([]byte, 8*page)
@@ -127,6 +130,7 @@ func TestOpenCorruptIsRefusedAndFileKept(t *testing.T) {
 }
 
 func TestBackupIsAConsistentCopy(t *testing.T) {
+	t.Parallel()
 	s := storetest.Open(t)
 	put(t, s, "receipt", "one")
 	var buf bytes.Buffer
@@ -142,6 +146,7 @@ func TestBackupIsAConsistentCopy(t *testing.T) {
 }
 
 func TestClosedStoreRefusesUpdates(t *testing.T) {
+	t.Parallel()
 	s := storetest.Open(t)
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close(), "Close is idempotent")

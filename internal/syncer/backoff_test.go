@@ -24,6 +24,7 @@ const (
 // own backoff step before it is sent again, growing with each failure;
 // without the per-entry backoff it would be sent again at once.
 func TestServerErrorSpacesTheEntrysRetries(t *testing.T) {
+	t.Parallel()
 	up := &scripted{answer: func(n int, w http.ResponseWriter) {
 		if n < 3 {
 			w.WriteHeader(http.StatusInternalServerError)
@@ -53,6 +54,7 @@ func TestServerErrorSpacesTheEntrysRetries(t *testing.T) {
 // pauses all sending for a backoff step (growing with each 429 in a row),
 // never one request per queued entry at once.
 func TestTooManyRequestsWithoutRetryAfterPauses(t *testing.T) {
+	t.Parallel()
 	up := &scripted{answer: func(n int, w http.ResponseWriter) {
 		if n < 2 {
 			w.WriteHeader(http.StatusTooManyRequests)

@@ -37,6 +37,7 @@ func (f *failingWrites) FinishAndClaim(ctx context.Context, fin queue.Finishing,
 // returns: the entry never stays in sending (which a restart would resend
 // as ambiguous), and the receipt is issued once.
 func TestOutcomeRecordedOnceSpaceReturns(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 17})
 	var full atomic.Bool // outcome writes fail while it is set
 	full.Store(true)
@@ -65,6 +66,7 @@ func TestOutcomeRecordedOnceSpaceReturns(t *testing.T) {
 // retry records the outcome alone: every entry ends sent, issued once,
 // instead of staying in sending until shutdown.
 func TestOutcomeRecordedWhenOnlyTheClaimFails(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 20})
 	// Commits fail as on a nearly full disk whenever they also claim
 	// entries (indexing the unindexed tail can take many pages); a finish

@@ -20,6 +20,7 @@ import (
 // armed after Run disarmed it, to fire later and log a shutdown timeout
 // for a worker long gone. Any log line written after Run returned counts.
 func TestNothingOutlivesRunOnImmediateStop(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 19})
 	cfg := fastConfig()
 	// A deadline this short often fires while Run is still tidying up

@@ -58,6 +58,7 @@ func (r *rig) useScripted(t *testing.T, cfg syncer.Config, s *scripted) {
 }
 
 func TestTooManyRequestsPausesAllSending(t *testing.T) {
+	t.Parallel()
 	up := &scripted{answer: func(n int, w http.ResponseWriter) {
 		if n == 0 {
 			w.Header().Set("Retry-After", "1")
@@ -85,6 +86,7 @@ func TestTooManyRequestsPausesAllSending(t *testing.T) {
 // come sooner than that after a 429 only if it was already in flight, so
 // fewer than Concurrency requests lie within the pause before any request.
 func TestTooManyRequestsIsAnAnswer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		downFirst bool // 503s until the worker is down, then 429s
@@ -138,6 +140,7 @@ func TestTooManyRequestsIsAnAnswer(t *testing.T) {
 // A 429 without Retry-After is an answer too: however many come in a row,
 // the upstream stays up (the worker pauses for a backoff step instead).
 func TestTooManyRequestsWithoutRetryAfterKeepsUp(t *testing.T) {
+	t.Parallel()
 	up := &scripted{answer: func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusTooManyRequests) }}
 	cfg := fastConfig()
 	cfg.Concurrency = 2
@@ -153,6 +156,7 @@ func TestTooManyRequestsWithoutRetryAfterKeepsUp(t *testing.T) {
 }
 
 func TestDownAfterConsecutiveFailures(t *testing.T) {
+	t.Parallel()
 	up := &scripted{answer: func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) }}
 	cfg := fastConfig()
 	cfg.Concurrency = 1
@@ -167,6 +171,7 @@ func TestDownAfterConsecutiveFailures(t *testing.T) {
 }
 
 func TestEmptyQueueProbeNoticesRecovery(t *testing.T) {
+	t.Parallel()
 	cfg := fastConfig()
 	// Probes (here: the receipt itself) far apart, so that the cancel below
 	// does not meet the receipt in the millisecond it is being probed.

@@ -19,6 +19,7 @@ func answered(n int) Result {
 }
 
 func TestAnswersBoundedByBytes(t *testing.T) {
+	t.Parallel()
 	// Room for three 1000-byte answers, not four.
 	a := newAnswers(answerCfg(100, 3*(1000+13+answerOverhead)))
 	now := time.Now()
@@ -44,6 +45,7 @@ func TestAnswersBoundedByBytes(t *testing.T) {
 }
 
 func TestAnswersBoundedByCount(t *testing.T) {
+	t.Parallel()
 	a := newAnswers(answerCfg(2, 1<<20))
 	now := time.Now()
 	a.put("a", answered(10), now)
@@ -56,6 +58,7 @@ func TestAnswersBoundedByCount(t *testing.T) {
 }
 
 func TestAnswersBytesAccountingOnReplace(t *testing.T) {
+	t.Parallel()
 	a := newAnswers(answerCfg(10, 1<<20))
 	now := time.Now()
 	a.put("a", Result{}, now)
@@ -69,6 +72,7 @@ func TestAnswersBytesAccountingOnReplace(t *testing.T) {
 }
 
 func TestAnswersLifetimes(t *testing.T) {
+	t.Parallel()
 	a := newAnswers(answerCfg(10, 1<<20))
 	t0 := time.Now()
 	a.put("marker", Result{}, t0)
@@ -93,6 +97,7 @@ func TestAnswersLifetimes(t *testing.T) {
 }
 
 func TestAnswersOrderStaysCompact(t *testing.T) {
+	t.Parallel()
 	a := newAnswers(answerCfg(10000, 1<<30))
 	now := time.Now()
 	for i := range 5000 {
@@ -103,6 +108,7 @@ func TestAnswersOrderStaysCompact(t *testing.T) {
 }
 
 func TestTakeAnswerOnce(t *testing.T) {
+	t.Parallel()
 	mb := NewMailbox(MailboxConfig{}, zap.NewNop(), nil)
 	mb.sending("Q1")
 	_, st := mb.Take("Q1")
@@ -130,6 +136,7 @@ func TestTakeAnswerOnce(t *testing.T) {
 }
 
 func TestAnswerToAWaitingRequestIsNotGivenLate(t *testing.T) {
+	t.Parallel()
 	mb := NewMailbox(MailboxConfig{}, zap.NewNop(), nil)
 	mb.mu.Lock()
 	ch := make(chan Result, 1)
@@ -143,6 +150,7 @@ func TestAnswerToAWaitingRequestIsNotGivenLate(t *testing.T) {
 }
 
 func TestForgetKeepsWhatCameAfterTheMark(t *testing.T) {
+	t.Parallel()
 	mb := NewMailbox(MailboxConfig{}, zap.NewNop(), nil)
 	rejected := Result{State: "rejected", Answered: true, StatusCode: 400, Body: []byte(`{"status":"ERROR"}`)}
 	mb.publish("Q1", rejected)

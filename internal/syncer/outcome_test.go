@@ -15,6 +15,7 @@ import (
 const forbiddenPage = "<html>\r\n<head><title>403 Forbidden</title></head>\r\n<body>\r\n<center><h1>403 Forbidden</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
 
 func TestRejectMessage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		code int
@@ -68,6 +69,7 @@ func FuzzRejectMessage(f *testing.F) {
 }
 
 func TestNotFoundAnswer(t *testing.T) {
+	t.Parallel()
 	const id = "123456789012345678901234567890123"
 	for _, tc := range []struct {
 		name string

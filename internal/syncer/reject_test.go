@@ -17,6 +17,7 @@ import (
 // A rejection keeps status ERROR, a message and the HTTP status whatever
 // shape the 4xx body has: PosAPI's, another JSON error, a proxy's page.
 func TestRejectedOutcomeWhateverTheBody(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		code    int
@@ -62,6 +63,7 @@ func TestRejectedOutcomeWhateverTheBody(t *testing.T) {
 // A delete whose answer was lost did its work upstream; its retry hears
 // "not found". That is the delete done, not a rejection.
 func TestDeleteRetriedAfterALostAnswerEndsDeleted(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 21})
 	e := r.enqueue(testkit.Receipt("lostdel"))
 	r.start()

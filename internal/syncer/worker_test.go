@@ -17,6 +17,7 @@ import (
 )
 
 func TestDrainsEveryReceiptOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 1})
 	entries := r.enqueueN("ok", 40)
 	r.start()
@@ -36,6 +37,7 @@ func TestDrainsEveryReceiptOnce(t *testing.T) {
 }
 
 func TestOutageThenRecovery(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 2})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))
 	entries := r.enqueueN("out", 20)
@@ -68,6 +70,7 @@ func TestOutageThenRecovery(t *testing.T) {
 }
 
 func TestServerErrorsAreRetried(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 3})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{ErrorRate: 0.3}))
 	entries := r.enqueueN("err", 60)
@@ -86,6 +89,7 @@ func TestServerErrorsAreRetried(t *testing.T) {
 }
 
 func TestProcessThenDrop(t *testing.T) {
+	t.Parallel()
 	cfg := fastConfig()
 	// A 30% drop share gives some entry three drops in a row; this test is
 	// about the retries, not about holding (TestMaxAmbiguousHolds).
@@ -115,6 +119,7 @@ func TestProcessThenDrop(t *testing.T) {
 // are all lost is sent MaxAmbiguous times, then held with a message saying
 // why; an operator's retry gives it one more attempt.
 func TestMaxAmbiguousHolds(t *testing.T) {
+	t.Parallel()
 	cfg := fastConfig()
 	cfg.MaxAmbiguous = 3
 	r := newRig(t, cfg, sim.Options{Seed: 5})
@@ -137,6 +142,7 @@ func TestMaxAmbiguousHolds(t *testing.T) {
 }
 
 func TestAmbiguousHeld(t *testing.T) {
+	t.Parallel()
 	cfg := fastConfig()
 	cfg.OnAmbiguous = "hold"
 	r := newRig(t, cfg, sim.Options{Seed: 5})
@@ -159,6 +165,7 @@ func TestAmbiguousHeld(t *testing.T) {
 }
 
 func TestRejectedDoesNotBlock(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 6})
 	good1 := r.enqueueN("a", 50)
 	// Totals that do not add up: the simulator answers ERROR.
@@ -178,6 +185,7 @@ func TestRejectedDoesNotBlock(t *testing.T) {
 }
 
 func TestPaymentOutcome(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 7})
 	e := r.enqueue(strings.Replace(testkit.Receipt("pay1"), `"status":"PAID"`, `"status":"PAY"`, 1))
 	r.start()
@@ -189,6 +197,7 @@ func TestPaymentOutcome(t *testing.T) {
 }
 
 func TestDeletesInterleavedWithCreates(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 8})
 	ctx := context.Background()
 	sent := r.enqueueN("s", 5)
@@ -228,6 +237,7 @@ func TestDeletesInterleavedWithCreates(t *testing.T) {
 }
 
 func TestDeleteWaitsForItsCreate(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 9, Latency: 300 * time.Millisecond})
 	e := r.enqueue(testkit.Receipt("slow1"))
 	r.start()
@@ -243,6 +253,7 @@ func TestDeleteWaitsForItsCreate(t *testing.T) {
 }
 
 func TestLotteryAndQRNeverStoredOrLogged(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 10})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{DropRate: 0.2}))
 	r.enqueueN("secret", 20)
@@ -266,6 +277,7 @@ func TestLotteryAndQRNeverStoredOrLogged(t *testing.T) {
 }
 
 func TestAwaitHandsOverTheAnswer(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 11})
 	r.start()
 	e := r.enqueue(testkit.Receipt("wait1"))
@@ -284,6 +296,7 @@ func TestAwaitHandsOverTheAnswer(t *testing.T) {
 }
 
 func TestAwaitReturnsAtOnceWhenDown(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 12})
 	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))
 	r.start()
@@ -308,6 +321,7 @@ func TestAwaitReturnsAtOnceWhenDown(t *testing.T) {
 }
 
 func TestAgeingAlertLoggedOncePerCrossing(t *testing.T) {
+	t.Parallel()
 	cfg := fastConfig()
 	cfg.UnsentWarn, cfg.UnsentCritical = 100*time.Millisecond, 800*time.Millisecond
 	r := newRig(t, cfg, sim.Options{Seed: 13})
@@ -329,6 +343,7 @@ func TestAgeingAlertLoggedOncePerCrossing(t *testing.T) {
 }
 
 func TestAlertLevel(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		age  time.Duration
@@ -346,6 +361,7 @@ func TestAlertLevel(t *testing.T) {
 }
 
 func TestShutdownRecordsInFlightSends(t *testing.T) {
+	t.Parallel()
 	cfg := fastConfig()
 	cfg.ShutdownTimeout = 5 * time.Second
 	r := newRig(t, cfg, sim.Options{Seed: 14, Latency: 300 * time.Millisecond})
@@ -387,6 +403,7 @@ func TestShutdownIsBoundedWhileAProbeHangs(t *testing.T) {
 }
 
 func TestLastSuccessSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, fastConfig(), sim.Options{Seed: 16})
 	r.enqueue(testkit.Receipt("before-restart"))
 	r.start()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -90,4 +91,16 @@ func SimAndDaemon(t testing.TB, o sim.Options) (*sim.Sim, *harness.Process) {
 	t.Helper()
 	s := StartSim(t, o)
 	return s, Daemon(t, Config(t, s.URL()))
+}
+
+// Parallel marks a test that runs receiptd processes as one to run in
+// parallel with the others, except on Windows: there harness.AskToStop
+// sends Ctrl-C to every process on the console, so a test that stops a
+// process must have the console to itself, and such tests run one at a
+// time.
+func Parallel(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "windows" {
+		t.Parallel()
+	}
 }

@@ -15,6 +15,7 @@ import (
 // even when the new records end exactly where a stale one begins and its
 // LSN is the one expected next (the review's scenario, byte for byte).
 func TestStaleRecordOfARecycledSegmentIsNotRead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const id, seg = 7, 4096
 	p := func(c byte, n int) []byte { return bytes.Repeat([]byte{c}, n) }

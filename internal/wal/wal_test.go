@@ -49,6 +49,7 @@ func segments(t *testing.T, dir string) []string {
 }
 
 func TestRecordsComeBackInOrderAfterTheMark(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "wal")
 	l, recs := open(t, dir, 0, 0)
 	require.Empty(t, recs)
@@ -71,6 +72,7 @@ func TestRecordsComeBackInOrderAfterTheMark(t *testing.T) {
 // Concurrent appends share flushes, and every Sync returns only once its
 // record is durable.
 func TestGroupCommit(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "wal")
 	l, _ := open(t, dir, 0, 64<<10) // small segments: the records roll over several
 	const writers, each = 16, 200
@@ -111,6 +113,7 @@ func TestGroupCommit(t *testing.T) {
 // Trimmed segments go (one is kept as the spare and reused), the current
 // one stays, and what is left reads back the records after the mark.
 func TestTrimAndRecycle(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "wal")
 	l, _ := open(t, dir, 0, 8<<10)
 	var last uint64
@@ -137,6 +140,7 @@ func TestTrimAndRecycle(t *testing.T) {
 // after it, and records appended after the restart are never followed by
 // the older bytes that lay beyond the tear.
 func TestTornRecordEndsTheLog(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "wal")
 	l, _ := open(t, dir, 0, 0)
 	for i := 1; i <= 5; i++ {
@@ -162,6 +166,7 @@ func TestTornRecordEndsTheLog(t *testing.T) {
 }
 
 func TestOpenRefuses(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		damage func(t *testing.T, dir string)
@@ -203,6 +208,7 @@ func TestOpenRefuses(t *testing.T) {
 }
 
 func TestAnotherDatabasesLogIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "wal")
 	l, _ := open(t, dir, 0, 0)
 	appendSync(t, l, "mine")
@@ -214,6 +220,7 @@ func TestAnotherDatabasesLogIsRefused(t *testing.T) {
 
 // Segments wholly before the mark are not read: damage there is harmless.
 func TestSegmentsBeforeTheMarkAreNotRead(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "wal")
 	l, _ := open(t, dir, 0, 4<<10)
 	var last uint64
@@ -227,6 +234,7 @@ func TestSegmentsBeforeTheMarkAreNotRead(t *testing.T) {
 }
 
 func TestTooLarge(t *testing.T) {
+	t.Parallel()
 	l, _ := open(t, filepath.Join(t.TempDir(), "wal"), 0, 4<<10)
 	_, err := l.Append(make([]byte, 5<<10))
 	require.ErrorIs(t, err, wal.ErrTooLarge)
@@ -234,6 +242,7 @@ func TestTooLarge(t *testing.T) {
 }
 
 func TestClosed(t *testing.T) {
+	t.Parallel()
 	l, _ := open(t, filepath.Join(t.TempDir(), "wal"), 0, 0)
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close(), "Close may be called more than once")
@@ -242,6 +251,7 @@ func TestClosed(t *testing.T) {
 }
 
 func TestCount(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "wal")
 	n, err := wal.Count(dir)
 	require.NoError(t, err)
@@ -257,6 +267,7 @@ func TestCount(t *testing.T) {
 // segments: each is promised in turn (an Append that needs the next one
 // flushes the one before), and all read back in order.
 func TestAppendsBeyondASegmentWithoutSync(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "wal")
 	l, _ := open(t, dir, 0, 4<<10)
 	var last uint64
