@@ -32,9 +32,9 @@ type params struct {
 }
 
 func paramsFor(t *testing.T) params {
-	p := params{load: 100 * time.Second, pos: 6, kills: 6, drain: 60 * time.Second}
-	if testing.Short() {
-		p = params{load: 8 * time.Second, pos: 4, kills: 2, drain: 30 * time.Second}
+	p := params{load: 8 * time.Second, pos: 4, kills: 2, drain: 30 * time.Second}
+	if os.Getenv("SOAK_FULL") != "" && !testing.Short() {
+		p = params{load: 100 * time.Second, pos: 6, kills: 6, drain: 60 * time.Second}
 	}
 	if s := os.Getenv("SOAK_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
