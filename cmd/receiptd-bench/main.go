@@ -91,6 +91,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	b := &bench{bin: bin, dir: dir}
+	if *yearN > 0 {
+		return b.yearStep(ctx, o) // year.go: the year on a till, alone
+	}
 	res, err := b.measureAll(ctx, o)
 	if err != nil {
 		return err
