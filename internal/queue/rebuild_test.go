@@ -78,4 +78,3 @@ func nonzero(m map[queue.State]int) map[queue.State]int {
 	}
 	return out
 }
-
