@@ -65,7 +65,6 @@ type salvaged struct {
 	keptAs        string // where the damaged database went ("" when there was none)
 	logKeptAs     string // where its write-ahead log went ("" when there was none)
 	dbMissing     bool
-	readErr       error // why the damaged file could not be read at all
 	sequence      uint64
 	sequenceKnown bool
 }

@@ -307,12 +307,12 @@ func TestAddLogTruncatedSegment(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(last.Path, raw[:off+20], 0o600)) // in the 11th record's header and payload
 
-	db, got := salvageFile(t, filepath.Join(crash, "receiptd.db"))
+	db, _ := salvageFile(t, filepath.Join(crash, "receiptd.db"))
 	require.Equal(t, len(fx.entries)-20, db.FromTree, "the database holds what was applied")
 	segs, err = wal.Scan(logDir)
 	require.NoError(t, err)
 	db.AddLog(segs)
-	got = map[string]queue.Entry{}
+	got := map[string]queue.Entry{}
 	for _, e := range db.Entries() {
 		got[e.QueueID] = e
 	}
