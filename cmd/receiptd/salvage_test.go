@@ -81,6 +81,9 @@ func TestSalvageThenRun(t *testing.T) {
 		require.Equal(t, queue.FormatID(uint64(i)), id)
 	}
 	require.Len(t, up.Receipts(), 20)
+	code, _, stderr := runCLI(t, "salvage", "-config", d.cfg)
+	require.Equal(t, exitFailure, code, "salvage refuses while receiptd runs")
+	require.Contains(t, stderr, "stop it first")
 	d.stop()
 
 	db := filepath.Join(dir, store.DBFile)
