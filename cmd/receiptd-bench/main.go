@@ -94,6 +94,9 @@ func run(ctx context.Context, o options) error {
 	if snapshotFlags.only {
 		return b.snapshotOnly(ctx, o)
 	}
+	if *yearN > 0 {
+		return b.yearStep(ctx, o) // year.go: the year on a till, alone
+	}
 	res, err := b.measureAll(ctx, o)
 	if err != nil {
 		return err

@@ -123,17 +123,26 @@ func isTerminal(f *os.File) bool {
 }
 
 // startDaemon is daemon.New with its refusals classified: a configuration
-// the daemon refuses is a usageError (exit 2), anything else exit 1.
+// the daemon refuses is a usageError (exit 2), anything else exit 1. A
+// damaged database's refusal also names the way back that keeps the most:
+// salvage, which reads what the file and its log still hold.
 func startDaemon(cfg config.Config, log *zap.Logger) (*daemon.Daemon, error) {
 	d, err := daemon.New(cfg, log, version)
-	if err != nil {
-		if errors.Is(err, config.ErrInvalid) {
-			return nil, usageError{err: err}
-		}
-		return nil, fmt.Errorf("start: %w", err)
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.Is(err, config.ErrInvalid):
+		return nil, usageError{err: err}
+	case errors.Is(err, store.ErrCorrupt):
+		return nil, fmt.Errorf("start: %w\n%s", err, salvageHint)
 	}
-	return d, nil
+	return nil, fmt.Errorf("start: %w", err)
 }
+
+// salvageHint follows the refusal of a damaged database.
+const salvageHint = "The receipts not yet sent may be only in that file: `receiptd salvage` reads what it and its " +
+	"write-ahead log still hold into a new database and keeps the damaged file (docs/operations.md, " +
+	"\"My database is damaged\"); a snapshot or backup goes back with `receiptd restore FILE`."
 
 // runDaemon starts the daemon and serves until ctx ends.
 func runDaemon(ctx context.Context, cfg config.Config, log *zap.Logger) error {

@@ -1,16 +1,23 @@
 package config
 
 import (
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
+// absDir is an absolute path on this system (a TOML literal string keeps
+// Windows' backslashes as they are).
+func absDir(t *testing.T, name string) string { return filepath.Join(t.TempDir(), name) }
+
 func TestBackupSectionLoads(t *testing.T) {
-	cfg, err := Load(writeConfig(t, "[backup]\ndir = \"/mnt/usb/receiptd\"\nevery = \"15m\"\nkeep = 8\n"))
+	usb := absDir(t, "usb")
+	cfg, err := Load(writeConfig(t, fmt.Sprintf("[backup]\ndir = '%s'\nevery = \"15m\"\nkeep = 8\n", usb)))
 	require.NoError(t, err)
-	require.Equal(t, Backup{Dir: "/mnt/usb/receiptd", Every: Dur(15 * time.Minute), Keep: 8}, cfg.Backup)
+	require.Equal(t, Backup{Dir: usb, Every: Dur(15 * time.Minute), Keep: 8}, cfg.Backup)
 }
 
 func TestBackupIsOffByDefault(t *testing.T) {
@@ -21,9 +28,10 @@ func TestBackupIsOffByDefault(t *testing.T) {
 }
 
 func TestBackupRefusesBadValues(t *testing.T) {
+	data := absDir(t, "data")
 	cases := []struct{ name, toml, want string }{
 		{"relative dir", "[backup]\ndir = \"snapshots\"\n", `backup.dir: must be an absolute path, not "snapshots"`},
-		{"dir is data_dir", "data_dir = \"/var/lib/receiptd\"\n[backup]\ndir = \"/var/lib/receiptd/\"\n", "backup.dir: must not be data_dir"},
+		{"dir is data_dir", fmt.Sprintf("data_dir = '%s'\n[backup]\ndir = '%s%c'\n", data, data, filepath.Separator), "backup.dir: must not be data_dir"},
 		{"every below a second", "[backup]\nevery = \"500ms\"\n", "backup.every: must be at least 1s, not 500ms"},
 		{"keep 0", "[backup]\nkeep = 0\n", "backup.keep: must be at least 1, not 0"},
 		{"unknown key", "[backup]\ndirectory = \"/mnt\"\n", "backup.directory"},
