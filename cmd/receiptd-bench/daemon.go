@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -63,6 +65,41 @@ func (b *bench) start(ctx context.Context, cfg config.Config, dir string) (*harn
 		return nil, 0, err
 	}
 	return p, time.Since(p.Started), nil
+}
+
+// startOffline starts a daemon whose tax service cannot be reached (a free
+// port nobody listens on), so that everything posted stays in its queue.
+func (b *bench) startOffline(ctx context.Context) (*harness.Process, config.Config, string, error) {
+	down, err := harness.FreeAddr()
+	if err != nil {
+		return nil, config.Config{}, "", err
+	}
+	cfg, dir, err := b.config("http://"+down, 2)
+	if err != nil {
+		return nil, cfg, dir, err
+	}
+	p, _, err := b.start(ctx, cfg, dir)
+	return p, cfg, dir, err
+}
+
+// statusCounts reads the entry counts by state from /receiptd/status.
+func statusCounts(ctx context.Context, c *http.Client, url string) (map[string]int, error) {
+	var st struct {
+		Counts map[string]int `json:"counts"`
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/receiptd/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	return st.Counts, nil
 }
 
 func stop(ctx context.Context, p *harness.Process) error {

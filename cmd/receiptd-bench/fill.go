@@ -31,15 +31,7 @@ type fillResult struct {
 // the same data and reads its memory again.
 func (b *bench) runFill(ctx context.Context, n int, settle time.Duration) (fillResult, error) {
 	r := fillResult{n: n, bodyLen: len(body("fill-0000001"))}
-	down, err := harness.FreeAddr()
-	if err != nil {
-		return r, err
-	}
-	cfg, dir, err := b.config("http://"+down, 2)
-	if err != nil {
-		return r, err
-	}
-	p, _, err := b.start(ctx, cfg, dir)
+	p, cfg, dir, err := b.startOffline(ctx)
 	if err != nil {
 		return r, err
 	}

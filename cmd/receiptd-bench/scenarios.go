@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -147,19 +146,11 @@ func waitSent(ctx context.Context, p *harness.Process, n int, limit time.Duratio
 	c := newClient()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		var st struct {
-			Counts map[string]int `json:"counts"`
-		}
-		resp, err := c.Get(p.URL() + "/receiptd/status")
+		counts, err := statusCounts(ctx, c, p.URL())
 		if err != nil {
-			return fmt.Errorf("status: %w", err)
+			return err
 		}
-		err = json.NewDecoder(resp.Body).Decode(&st)
-		_ = resp.Body.Close()
-		if err != nil {
-			return fmt.Errorf("status: %w", err)
-		}
-		if st.Counts["sent"] >= n {
+		if counts["sent"] >= n {
 			return nil
 		}
 		select {

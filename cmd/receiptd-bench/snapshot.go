@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/snapshot"
 )
 
@@ -54,15 +53,7 @@ type timedSample struct {
 // again while they run.
 func (b *bench) runSnapshot(ctx context.Context, o options) (snapshotResult, error) {
 	r := snapshotResult{n: o.backlog}
-	down, err := harness.FreeAddr()
-	if err != nil {
-		return r, err
-	}
-	cfg, dir, err := b.config("http://"+down, 2)
-	if err != nil {
-		return r, err
-	}
-	p, _, err := b.start(ctx, cfg, dir)
+	p, cfg, dir, err := b.startOffline(ctx)
 	if err != nil {
 		return r, err
 	}

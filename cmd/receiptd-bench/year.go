@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -218,23 +216,11 @@ func (b *bench) yearBackup(ctx context.Context, p *harness.Process, dir string, 
 func waitFinished(ctx context.Context, url string) error {
 	c := newClient()
 	for {
-		var st struct {
-			Counts map[string]int `json:"counts"`
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/receiptd/status", nil)
+		counts, err := statusCounts(ctx, c, url)
 		if err != nil {
 			return err
 		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return fmt.Errorf("status: %w", err)
-		}
-		err = json.NewDecoder(resp.Body).Decode(&st)
-		_ = resp.Body.Close()
-		if err != nil {
-			return fmt.Errorf("status: %w", err)
-		}
-		if st.Counts["queued"]+st.Counts["sending"] == 0 {
+		if counts["queued"]+counts["sending"] == 0 {
 			return nil
 		}
 		select {
