@@ -77,6 +77,9 @@
 //     whose host is not the request's Host, is 403.
 //  3. With Options.Token set, every route but /healthz needs
 //     "Authorization: Bearer <token>" (constant-time compare), else 401.
+//     Options.MetricsToken opens GET /metrics and nothing else: any other
+//     route presented with it is 401, with or without Options.Token; set,
+//     /metrics needs one of the two tokens.
 //  4. POST and DELETE need Content-Type application/json (parameters such as
 //     charset allowed), else 415. A simple cross-site form cannot send it.
 //  5. Bodies over Options.MaxBody are 413. Nesting depth is bounded by the
@@ -150,6 +153,10 @@ type Options struct {
 	MaxWait time.Duration // bound on Prefer: wait=N; zero: DefaultMaxWait
 	// Token is auth.token; empty means no authentication.
 	Token string
+	// MetricsToken is auth.metrics_token: it opens GET /metrics and no
+	// other route; empty: none. Set, it is needed on /metrics even
+	// without Token.
+	MetricsToken string
 	// AllowedHosts are Host names accepted besides the loopback ones
 	// (localhost, 127.0.0.0/8, [::1]); compared without case and port.
 	AllowedHosts []string

@@ -198,6 +198,9 @@ type Auth struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every route but /healthz. Required when Listen is not loopback.
 	Token string `toml:"token"`
+	// MetricsToken, when set, opens GET /metrics (and nothing else) to
+	// "Authorization: Bearer <metrics_token>"; it must differ from Token.
+	MetricsToken string `toml:"metrics_token"`
 	// AllowedHosts are Host header names accepted besides loopback names.
 	AllowedHosts []string `toml:"allowed_hosts"`
 }

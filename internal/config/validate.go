@@ -304,6 +304,7 @@ func (a Auth) check(ch *checker) {
 	if strings.ContainsAny(a.Token, " \t\r\n") {
 		ch.add("auth.token", "must not contain spaces or line breaks")
 	}
+	a.checkMetricsToken(ch)
 	for i, h := range a.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ \t@") || strings.Contains(h, "://") {
 			ch.add(fmt.Sprintf("auth.allowed_hosts[%d]", i), "must be a host name like \"till-7.shop.lan\", not %q", h)
