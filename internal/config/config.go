@@ -46,6 +46,7 @@ type Config struct {
 	Cache     Cache     `toml:"cache"`
 	Alerts    Alerts    `toml:"alerts"`
 	Retention Retention `toml:"retention"`
+	Fleet     Fleet     `toml:"fleet"`
 	Auth      Auth      `toml:"auth"`
 	Log       Log       `toml:"log"`
 }
@@ -248,6 +249,7 @@ func Default() Config {
 		Cache:     defaultCache(),
 		Alerts:    Alerts{UnsentWarn: Dur(24 * time.Hour), UnsentCritical: Dur(72 * time.Hour)},
 		Retention: Retention{Keep: Dur(2160 * time.Hour), PruneInterval: Dur(time.Hour)},
+		Fleet:     defaultFleet(),
 		Auth:      Auth{AllowedHosts: []string{}},
 		Log:       Log{Level: "info", Format: "auto", MaxSizeMB: 10, MaxFiles: 5},
 	}

@@ -94,7 +94,7 @@ func TestLeafKeysSeesNestedKeys(t *testing.T) {
 	require.Contains(t, keys, "upstream.paths.classification")
 	require.Contains(t, keys, "cache.refresh.info")
 	require.Contains(t, keys, "upstream.headers")
-	require.Len(t, keys, 61)
+	require.Len(t, keys, 69)
 }
 
 func writeConfig(t *testing.T, text string) string {

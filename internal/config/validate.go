@@ -83,6 +83,7 @@ func (c Config) Validate() error {
 	ch.positive("alerts.unsent_critical", c.Alerts.UnsentCritical)
 	ch.positive("retention.keep", c.Retention.Keep)
 	ch.positive("retention.prune_interval", c.Retention.PruneInterval)
+	c.Fleet.check(&ch)
 	c.Auth.check(&ch)
 	c.Log.check(&ch)
 	return errors.Join(ch.errs...)
