@@ -145,6 +145,9 @@ type Deps struct {
 	// Warmth, when set, tells the status page whether the lookup cache
 	// holds what the till needs offline.
 	Warmth func() cache.Warmth
+	// Fleet, when set, reports the push to the head office for
+	// /receiptd/status and the status page; nil: the push is off.
+	Fleet func() FleetState
 }
 
 // Options tune the API. Every zero value means the default given.

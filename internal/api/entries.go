@@ -149,8 +149,9 @@ type Status struct {
 	Upstream        UpstreamStatus `json:"upstream"`
 	// LastSuccess is when the upstream last accepted a request since start;
 	// null when it has not.
-	LastSuccess *time.Time `json:"lastSuccess"`
-	Version     string     `json:"version"`
+	LastSuccess *time.Time  `json:"lastSuccess"`
+	Version     string      `json:"version"`
+	Fleet       FleetStatus `json:"fleet"`
 }
 
 // UpstreamStatus is the tax service's reachability as the sync worker sees it.
@@ -170,7 +171,7 @@ func (s *Server) StatusJSON(_ context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("status: %w", err)
 	}
-	st := Status{Counts: map[queue.State]int{}, Version: s.o.Version, Upstream: UpstreamStatus{State: "up"}}
+	st := Status{Counts: map[queue.State]int{}, Version: s.o.Version, Upstream: UpstreamStatus{State: "up"}, Fleet: s.fleetStatus()}
 	for _, state := range queue.AllStates {
 		st.Counts[state] = counts[state]
 	}

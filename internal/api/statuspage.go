@@ -25,6 +25,7 @@ func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 		Counts:          make(map[string]int, len(st.Counts)),
 		OldestUnsentAge: time.Duration(st.OldestUnsentAge) * time.Second, Alert: st.Alert,
 		UnsentWarn: s.o.UnsentWarn, UnsentCritical: s.o.UnsentCritical,
+		Fleet: pageFleet(st.Fleet),
 	}
 	if st.LastSuccess != nil {
 		d.LastSuccess = *st.LastSuccess

@@ -27,6 +27,7 @@ import (
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/fileutil"
+	"github.com/receiptd/receiptd/internal/fleet"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
@@ -49,6 +50,7 @@ type Daemon struct {
 	worker    *syncer.Worker
 	cache     *cache.Cache
 	api       *api.Server
+	fleet     *fleet.Pusher // nil: the push is off
 	listeners []net.Listener
 }
 
@@ -98,6 +100,12 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		_, logFull := d.q.LogFull()
 		return h.DiskFull != "" || logFull != nil, h.Failed != ""
 	})
+	if err := m.SetBuildInfo(version); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	if err := d.newFleet(m); err != nil {
+		return nil, err
+	}
 	if d.api, err = d.newAPI(m, version); err != nil {
 		return nil, err
 	}
@@ -128,7 +136,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 	return api.New(api.Deps{
 		Store: d.st, Queue: d.q, Worker: d.worker, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
-		Warmth: d.cache.Warmth,
+		Warmth: d.cache.Warmth, Fleet: d.fleetState,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token, MetricsToken: d.cfg.Auth.MetricsToken, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
@@ -212,6 +220,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	start(d.cache.Run)
 	start(d.pruneLoop)
 	start(d.identityLoop)
+	if d.fleet != nil {
+		start(d.fleet.Run)
+	}
 	d.api.SetReady(true)
 	d.log.Info("receiptd ready", zap.String("url", d.URL()), zap.String("db", d.st.Path()),
 		zap.String("upstream", d.cfg.Upstream.BaseURL))
@@ -291,6 +302,7 @@ func (d *Daemon) closeAll() {
 	for _, ln := range d.listeners {
 		_ = ln.Close()
 	}
+	_ = d.fleet.Close()
 	if d.q != nil {
 		_ = d.q.Close(context.Background())
 	}

@@ -298,3 +298,12 @@ func retryAfter(h http.Header) time.Duration {
 	}
 	return min(time.Duration(s)*time.Second, 5*time.Minute)
 }
+
+// Close releases the buffer of a Pusher that will not Run (Run closes it
+// itself). It may be called more than once.
+func (p *Pusher) Close() error {
+	if p == nil {
+		return nil
+	}
+	return p.buf.close()
+}

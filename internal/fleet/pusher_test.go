@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/receiptd/receiptd/internal/fleet/fleettest"
 )
 
 // testRegistry holds a counter, a gauge with a label, a histogram and a
@@ -61,24 +63,24 @@ func startPusher(t *testing.T, url, dir string, mod func(*Config)) *pushEnv {
 }
 
 func TestPushSendsReceiptdSeries(t *testing.T) {
-	r := newReceiver(t, nil)
-	startPusher(t, r.url, t.TempDir(), nil)
-	require.Eventually(t, func() bool { return len(r.got()) > 0 }, 5*time.Second, 10*time.Millisecond)
+	r := fleettest.New(t, nil)
+	startPusher(t, r.URL, t.TempDir(), nil)
+	require.Eventually(t, func() bool { return len(r.Samples()) > 0 }, 5*time.Second, 10*time.Millisecond)
 
-	h := r.headers[0]
+	h := r.Headers(0)
 	require.Equal(t, "snappy", h.Get("Content-Encoding"))
 	require.Equal(t, "application/x-protobuf", h.Get("Content-Type"))
 	require.Equal(t, "0.1.0", h.Get("X-Prometheus-Remote-Write-Version"))
 	require.Equal(t, "Bearer head-office", h.Get("Authorization"))
 
-	first := map[string]sample{}
-	for _, s := range r.got() {
-		require.Equal(t, "017", s.labels["shop"])
-		require.Equal(t, "2", s.labels["till"])
-		require.Equal(t, "till-host", s.labels["instance"])
-		require.NotEqual(t, "go_other", s.labels["__name__"], "only receiptd_ series are pushed")
-		if _, ok := first[s.series()]; !ok {
-			first[s.series()] = s
+	first := map[string]fleettest.Sample{}
+	for _, s := range r.Samples() {
+		require.Equal(t, "017", s.Labels["shop"])
+		require.Equal(t, "2", s.Labels["till"])
+		require.Equal(t, "till-host", s.Labels["instance"])
+		require.NotEqual(t, "go_other", s.Labels["__name__"], "only receiptd_ series are pushed")
+		if _, ok := first[s.Series()]; !ok {
+			first[s.Series()] = s
 		}
 	}
 	want := map[string]float64{
@@ -94,7 +96,7 @@ func TestPushSendsReceiptdSeries(t *testing.T) {
 	require.Len(t, first, len(want))
 	for k, v := range want {
 		require.Contains(t, first, k)
-		require.Equal(t, v, first[k].value, k)
+		require.Equal(t, v, first[k].Value, k)
 	}
 }
 
@@ -104,7 +106,7 @@ func TestPushSendsReceiptdSeries(t *testing.T) {
 func TestStoreAndForward(t *testing.T) {
 	var down sync.Mutex
 	failing := true
-	r := newReceiver(t, func(int) int {
+	r := fleettest.New(t, func(int) int {
 		down.Lock()
 		defer down.Unlock()
 		if failing {
@@ -113,10 +115,10 @@ func TestStoreAndForward(t *testing.T) {
 		return http.StatusOK
 	})
 	dir := t.TempDir()
-	e := startPusher(t, r.url, dir, nil)
+	e := startPusher(t, r.URL, dir, nil)
 	require.Eventually(t, func() bool { return e.p.Status().BufferedSamples >= 8*10 }, 10*time.Second, 20*time.Millisecond,
 		"ten intervals buffered")
-	require.Empty(t, r.got())
+	require.Empty(t, r.Samples())
 	st := e.p.Status()
 	require.True(t, st.LastSuccess.IsZero())
 	require.False(t, st.OldestBuffered.IsZero())
@@ -133,13 +135,13 @@ func TestStoreAndForward(t *testing.T) {
 
 	byTS := map[int64]int{}
 	last := int64(0)
-	for _, s := range r.got() {
-		if s.labels["__name__"] != "receiptd_things_total" {
+	for _, s := range r.Samples() {
+		if s.Labels["__name__"] != "receiptd_things_total" {
 			continue
 		}
-		require.Greater(t, s.ts, last, "in time order")
-		last = s.ts
-		byTS[s.ts]++
+		require.Greater(t, s.TS, last, "in time order")
+		last = s.TS
+		byTS[s.TS]++
 	}
 	require.GreaterOrEqual(t, len(byTS), 10)
 	require.LessOrEqual(t, oldest.UnixMilli(), minKey(byTS), "the oldest buffered interval arrived")
@@ -162,14 +164,14 @@ func minKey(m map[int64]int) int64 {
 // TestRefusedBatchDropped: a 4xx other than 429 drops the request's
 // samples (counted), is logged once, and the push goes on.
 func TestRefusedBatchDropped(t *testing.T) {
-	r := newReceiver(t, func(n int) int {
+	r := fleettest.New(t, func(n int) int {
 		if n < 3 {
 			return http.StatusBadRequest
 		}
 		return http.StatusNoContent
 	})
-	e := startPusher(t, r.url, t.TempDir(), nil)
-	require.Eventually(t, func() bool { return len(r.got()) > 0 }, 5*time.Second, 10*time.Millisecond)
+	e := startPusher(t, r.URL, t.TempDir(), nil)
+	require.Eventually(t, func() bool { return len(r.Samples()) > 0 }, 5*time.Second, 10*time.Millisecond)
 	e.stop()
 	st := e.p.Status()
 	require.GreaterOrEqual(t, st.Dropped, uint64(3*8), "three refused requests of at least one interval each")
@@ -180,28 +182,28 @@ func TestRefusedBatchDropped(t *testing.T) {
 // by the next run, and what it accepted is not sent again.
 func TestUnsentSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	accepting := newReceiver(t, nil)
-	e := startPusher(t, accepting.url, dir, nil)
-	require.Eventually(t, func() bool { return len(accepting.got()) >= 16 }, 5*time.Second, 10*time.Millisecond)
+	accepting := fleettest.New(t, nil)
+	e := startPusher(t, accepting.URL, dir, nil)
+	require.Eventually(t, func() bool { return len(accepting.Samples()) >= 16 }, 5*time.Second, 10*time.Millisecond)
 	e.stop()
 	sent := map[int64]bool{}
-	for _, s := range accepting.got() {
-		sent[s.ts] = true
+	for _, s := range accepting.Samples() {
+		sent[s.TS] = true
 	}
 
-	dead := newReceiver(t, func(int) int { return http.StatusBadGateway })
-	e = startPusher(t, dead.url, dir, nil)
+	dead := fleettest.New(t, func(int) int { return http.StatusBadGateway })
+	e = startPusher(t, dead.URL, dir, nil)
 	require.Eventually(t, func() bool { return e.p.Status().BufferedSamples >= 24 }, 5*time.Second, 10*time.Millisecond)
 	e.stop()
 	buffered := e.p.Status().BufferedSamples
 
-	again := newReceiver(t, nil)
-	e = startPusher(t, again.url, dir, func(c *Config) { c.Interval = time.Hour })
+	again := fleettest.New(t, nil)
+	e = startPusher(t, again.URL, dir, func(c *Config) { c.Interval = time.Hour })
 	require.Eventually(t, func() bool { return e.p.Status().BufferedSamples == 0 }, 5*time.Second, 10*time.Millisecond)
 	e.stop()
-	got := again.got()
+	got := again.Samples()
 	require.GreaterOrEqual(t, uint64(len(got)), buffered, "every buffered sample, plus the new run's first interval")
 	for _, s := range got {
-		require.False(t, sent[s.ts], "an accepted interval is never sent again")
+		require.False(t, sent[s.TS], "an accepted interval is never sent again")
 	}
 }

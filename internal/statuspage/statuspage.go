@@ -99,6 +99,8 @@ type Data struct {
 	// Offline is whether the cache holds what a till needs offline; nil:
 	// not known (the block is left out).
 	Offline *Offline
+	// Fleet is the push to the head office; nil: off.
+	Fleet *Fleet
 }
 
 // Failure is one failed attempt or rejected entry.

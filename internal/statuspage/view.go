@@ -53,6 +53,7 @@ type view struct {
 	Omitted   int
 	Cache     []cacheRow
 	Offline   *offlineView
+	Fleet     *fleetView
 }
 
 type upstreamView struct {
@@ -113,6 +114,7 @@ func newView(d Data) view {
 	v.Attention = attention(d, v.Waiting, v.Failures)
 	v.Cache = cacheRows(d)
 	v.Offline = offlineOf(d)
+	v.Fleet = fleetOf(d)
 	return v
 }
 

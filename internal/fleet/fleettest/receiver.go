@@ -1,4 +1,7 @@
-package fleet
+// Package fleettest is a remote-write 1.0 receiver for tests: an HTTP
+// server on 127.0.0.1:0 that decodes every WriteRequest strictly (unknown
+// fields and unsorted labels are errors) and keeps the samples.
+package fleettest
 
 import (
 	"fmt"
@@ -12,54 +15,72 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
-	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// sample is one decoded sample of a pushed series.
-type sample struct {
-	labels map[string]string
-	value  float64
-	ts     int64
+// Fields of the remote-write 1.0 messages (prompb's types.proto).
+const (
+	fieldTimeseries  = 1
+	fieldLabels      = 1
+	fieldSamples     = 2
+	fieldLabelName   = 1
+	fieldLabelValue  = 2
+	fieldSampleValue = 1
+	fieldSampleTime  = 2
+)
+
+// Sample is one decoded sample of a pushed series.
+type Sample struct {
+	Labels map[string]string
+	Value  float64
+	TS     int64 // Unix milliseconds
 }
 
-func (s sample) series() string {
-	keys := make([]string, 0, len(s.labels))
-	for k := range s.labels {
+// Series is the sample's label set as one sorted string
+// ("__name__=x,shop=017,").
+func (s Sample) Series() string {
+	keys := make([]string, 0, len(s.Labels))
+	for k := range s.Labels {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		b.WriteString(k + "=" + s.labels[k] + ",")
+		b.WriteString(k + "=" + s.Labels[k] + ",")
 	}
 	return b.String()
 }
 
-// receiver is a remote-write endpoint on 127.0.0.1:0 that decodes every
-// WriteRequest; answer picks each request's status code.
-type receiver struct {
-	t       *testing.T
-	url     string
+// Receiver is a remote-write endpoint on 127.0.0.1:0; URL is its
+// address. answer, when set, picks each request's status code (n counts
+// the requests from 0); a request answered 2xx is decoded and kept, a
+// malformed one fails the test.
+type Receiver struct {
+	URL     string
+	t       testing.TB
 	mu      sync.Mutex
-	samples []sample
+	samples []Sample
 	headers []http.Header
-	answer  func(n int) int // n: requests so far, from 0
+	answer  func(n int) int
 	n       int
 }
 
-func newReceiver(t *testing.T, answer func(n int) int) *receiver {
-	r := &receiver{t: t, answer: answer}
+// New starts a Receiver, closed at the test's end.
+func New(t testing.TB, answer func(n int) int) *Receiver {
+	r := &Receiver{t: t, answer: answer}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("receiver: %v", err)
+	}
 	srv := &http.Server{Handler: r}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	r.url = "http://" + ln.Addr().String() + "/api/v1/write"
+	r.URL = "http://" + ln.Addr().String() + "/api/v1/write"
 	return r
 }
 
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+// ServeHTTP decodes one push.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
@@ -79,7 +100,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			r.t.Errorf("body is not snappy: %v", err)
 			code = http.StatusBadRequest
 		} else {
-			got, err := decodeWriteRequest(raw)
+			got, err := DecodeWriteRequest(raw)
 			if err != nil {
 				r.t.Errorf("WriteRequest: %v", err)
 				code = http.StatusBadRequest
@@ -90,30 +111,39 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(code)
 }
 
-func (r *receiver) got() []sample {
+// Samples returns every sample received so far, in arrival order.
+func (r *Receiver) Samples() []Sample {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]sample(nil), r.samples...)
+	return append([]Sample(nil), r.samples...)
 }
 
-func (r *receiver) requests() int {
+// Requests returns how many requests arrived.
+func (r *Receiver) Requests() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.n
 }
 
-// decodeWriteRequest decodes a remote-write 1.0 WriteRequest field by
-// field, refusing unknown fields and unsorted labels (the receiver's
-// rules, stricter than Prometheus's).
-func decodeWriteRequest(b []byte) ([]sample, error) {
-	var out []sample
+// Headers returns the headers of request i.
+func (r *Receiver) Headers(i int) http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.headers[i]
+}
+
+// DecodeWriteRequest decodes a remote-write 1.0 WriteRequest field by
+// field, refusing unknown fields and unsorted labels (stricter than
+// Prometheus).
+func DecodeWriteRequest(b []byte) ([]Sample, error) {
+	var out []Sample
 	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		if num != fieldTimeseries || typ != protowire.BytesType {
 			return errf("WriteRequest: unexpected field %d", num)
 		}
 		labels := map[string]string{}
 		var names []string
-		var samples []sample
+		var samples []Sample
 		err := fields(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 			switch num {
 			case fieldLabels:
@@ -133,13 +163,13 @@ func decodeWriteRequest(b []byte) ([]sample, error) {
 				labels[name] = value
 				return err
 			case fieldSamples:
-				var s sample
+				var s Sample
 				err := fields(v, func(num protowire.Number, typ protowire.Type, _ []byte, n uint64) error {
 					switch {
 					case num == fieldSampleValue && typ == protowire.Fixed64Type:
-						s.value = math.Float64frombits(n)
+						s.Value = math.Float64frombits(n)
 					case num == fieldSampleTime && typ == protowire.VarintType:
-						s.ts = int64(n)
+						s.TS = int64(n)
 					default:
 						return errf("Sample: unexpected field %d", num)
 					}
@@ -157,7 +187,7 @@ func decodeWriteRequest(b []byte) ([]sample, error) {
 			return errf("labels not sorted: %v", names)
 		}
 		for _, s := range samples {
-			s.labels = labels
+			s.Labels = labels
 			out = append(out, s)
 		}
 		return nil
