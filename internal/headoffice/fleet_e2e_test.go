@@ -3,6 +3,7 @@ package headoffice_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -82,7 +83,8 @@ func TestFleetEndToEnd(t *testing.T) {
 		}
 	}()
 
-	healthy, down, slow := newSim(t, sim.Faults{}), newSim(t, sim.Faults{Down: true}), newSim(t, sim.Faults{Latency: time.Hour})
+	healthy, down := newSim(t, sim.Faults{}), newSim(t, sim.Faults{Down: true})
+	silent := newBlackHole(t)
 	bin, err := harness.Build(ctx, t.TempDir())
 	require.NoError(t, err)
 	tills = startFleet(ctx, t, fleetSpec{bin: bin, n: e2eTills, upstream: healthy.URL(), write: ho.WriteURL(),
@@ -91,7 +93,7 @@ func TestFleetEndToEnd(t *testing.T) {
 			case 1: // the tax service down
 				cfg.Upstream.BaseURL = down.URL()
 			case 2: // a receipt that never gets an answer, past its critical age
-				cfg.Upstream.BaseURL = slow.URL()
+				cfg.Upstream.BaseURL = silent
 				cfg.Upstream.Timeout = config.Dur(time.Hour)
 				cfg.Accept.Wait = config.Dur(0)
 				cfg.Alerts.UnsentWarn, cfg.Alerts.UnsentCritical = config.Dur(time.Second), config.Dur(2*time.Second)
@@ -130,6 +132,37 @@ func repoRoot(t *testing.T) string {
 	dir, err := os.Getwd()
 	require.NoError(t, err)
 	return filepath.Join(dir, "..", "..")
+}
+
+// newBlackHole is a tax service that takes connections and never
+// answers: a receipt sent to it stays unsent while the till still counts
+// the tax service as up (no attempt has failed). Its connections close at
+// the test's end.
+func newBlackHole(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String()
 }
 
 func newSim(t *testing.T, f sim.Faults) *sim.Sim {
