@@ -121,4 +121,3 @@ func (r fleetResult) report(ref results) string {
 	fmt.Fprintf(&b, "- disk per hour of buffered outage at 60s: %.0f KB (60 records of about %.0f B)\n", rec*60/1e3, rec)
 	return b.String()
 }
-
