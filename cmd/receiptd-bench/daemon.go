@@ -36,6 +36,8 @@ type bench struct {
 	bin string
 	dir string // scratch directory; every data dir is below it (one disk)
 	n   int    // scenarios started, for unique directory names
+	// fleet, when set, adds a [fleet] push to every configuration.
+	fleet func(*config.Config)
 }
 
 // config returns a configuration with a fresh data directory.
@@ -52,6 +54,9 @@ func (b *bench) config(upstream string, concurrency int) (config.Config, string,
 	cfg.Sync.Concurrency = concurrency
 	cfg.Sync.MinBackoff, cfg.Sync.MaxBackoff = config.Dur(50*time.Millisecond), config.Dur(time.Second)
 	cfg.Log.Level = "warn"
+	if b.fleet != nil {
+		b.fleet(&cfg)
+	}
 	return cfg, dir, nil
 }
 

@@ -108,6 +108,8 @@ func run(ctx context.Context, o options) error {
 	printTable(res.rows(o))
 	fmt.Println()
 	fmt.Println(res.notes(o))
+	fmt.Println()
+	fmt.Print(res.fleet.report(res))
 	return nil
 }
 
@@ -124,6 +126,7 @@ type results struct {
 	fill    fillResult
 	idle    idleResult
 	snap    snapshotResult
+	fleet   fleetResult
 }
 
 func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
@@ -171,6 +174,10 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 		return r, err
 	}
 	step(fmt.Sprintf("idle daemon, upstream up, %s", o.idleFor))
-	r.idle, err = b.runIdle(ctx, 15*time.Second, o.idleFor)
+	if r.idle, err = b.runIdle(ctx, 15*time.Second, o.idleFor); err != nil {
+		return r, err
+	}
+	step("fleet push: accept with the head office down, idle with it up")
+	r.fleet, err = b.runFleet(ctx, o)
 	return r, err
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/receiptd/receiptd/internal/store"
 )
 
-// The year on a till (issue 25): a step of its own, run alone with -year N.
+// The year on a till: a step of its own, run alone with -year N.
 var (
 	yearN    = flag.Int("year", 0, "run only the year-on-a-till step with N receipts posted and finished (1000000 for the full year; 0: the usual run)")
 	yearKeep = flag.Duration("year-keep", time.Minute, "retention.keep during the year step (pruning runs every sixth of it)")

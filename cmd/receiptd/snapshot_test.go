@@ -66,7 +66,7 @@ func snapshotsIn(t *testing.T, dir string) []string {
 	return names
 }
 
-// TestSnapshotsAreCheckedPrunedAndTakeOverADeadTill is issue 25's trial
+// TestSnapshotsAreCheckedPrunedAndTakeOverADeadTill checks the promises
 // of [backup] with the real binary: with every = 1s snapshots appear on
 // a directory that did not exist, each opens and passes bbolt's check with
 // every receipt in it, and they are pruned to keep. Then the till dies

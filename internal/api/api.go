@@ -68,6 +68,9 @@ type Deps struct {
 	// Backup, when set, gives the snapshot loop's state for
 	// /receiptd/status and the status page.
 	Backup func() snapshot.Status
+	// Fleet, when set, reports the push to the head office for
+	// /receiptd/status and the status page; nil: the push is off.
+	Fleet func() FleetState
 }
 
 // Options tune the API. Every zero value means the default given.
@@ -76,6 +79,10 @@ type Options struct {
 	MaxWait time.Duration // bound on Prefer: wait=N; zero: DefaultMaxWait
 	// Token is auth.token; empty means no authentication.
 	Token string
+	// MetricsToken is auth.metrics_token: it opens GET /metrics and no
+	// other route; empty: none. Set, it is needed on /metrics even
+	// without Token.
+	MetricsToken string
 	// AllowedHosts are Host names accepted besides the loopback ones
 	// (localhost, 127.0.0.0/8, [::1]); compared without case and port.
 	AllowedHosts []string

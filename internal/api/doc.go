@@ -77,6 +77,9 @@
 //     whose host is not the request's Host, is 403.
 //  3. With Options.Token set, every route but /healthz needs
 //     "Authorization: Bearer <token>" (constant-time compare), else 401.
+//     Options.MetricsToken opens GET /metrics and nothing else: any other
+//     route presented with it is 401, with or without Options.Token; set,
+//     /metrics needs one of the two tokens.
 //  4. POST and DELETE need Content-Type application/json (parameters such as
 //     charset allowed), else 415. A simple cross-site form cannot send it.
 //  5. Bodies over Options.MaxBody are 413. Nesting depth is bounded by the

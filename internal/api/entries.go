@@ -160,6 +160,7 @@ type Status struct {
 	// Backup is the [backup] snapshot loop's state; its dir is empty when
 	// snapshots are off.
 	Backup snapshot.Status `json:"backup"`
+	Fleet  FleetStatus     `json:"fleet"`
 }
 
 // UpstreamStatus is the tax service's reachability as the sync worker sees it.
@@ -180,7 +181,7 @@ func (s *Server) StatusJSON(_ context.Context) (Status, error) {
 		return Status{}, fmt.Errorf("status: %w", err)
 	}
 	st := Status{Counts: map[queue.State]int{}, Version: s.o.Version, Upstream: UpstreamStatus{State: "up"},
-		PosAPI: s.d.PosAPI.Status()}
+		PosAPI: s.d.PosAPI.Status(), Fleet: s.fleetStatus()}
 	for _, state := range queue.AllStates {
 		st.Counts[state] = counts[state]
 	}

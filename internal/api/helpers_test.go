@@ -19,6 +19,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
@@ -36,6 +37,7 @@ type envOpts struct {
 	noWorker  bool // the worker is built but not run until env.runWorker
 	noLookups bool
 	realCache bool // the lookup routes are served by the real lookup cache
+	metrics   bool // GET /metrics serves a real registry
 }
 
 // env is the whole stack of the end-to-end tests: the simulator as the
@@ -82,6 +84,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 		default:
 		}
 	}}
+	if o.metrics {
+		deps.Metrics = metrics.New()
+	}
 	if o.realCache {
 		c, err := cache.New(context.Background(), st, cl, cache.Config{}, log, nil)
 		require.NoError(t, err)

@@ -28,10 +28,10 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, msg)
 			return
 		}
-		if s.o.Token != "" && r.URL.Path != "/healthz" && !s.authorized(r) {
+		if msg := s.authorize(r); msg != "" {
 			s.authFailed(r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="receiptd"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <auth.token>)")
+			writeError(w, http.StatusUnauthorized, msg)
 			return
 		}
 		if s.o.Token != "" {
@@ -99,12 +99,43 @@ func crossOrigin(r *http.Request) string {
 	return ""
 }
 
-func (s *Server) authorized(r *http.Request) bool {
+// authorize applies rule 3 of the package doc and returns why the request
+// is refused, or "" when it may go on. The metrics token opens GET /metrics
+// and nothing else, whether or not auth.token is set: a scraper holding it
+// never holds the key to the receipts. With only a metrics token set,
+// /metrics needs it and every other route stays as open as loopback makes
+// it, except to a request that presents the metrics token (a scraper's key
+// used elsewhere is a mistake or an attack, never an anonymous caller).
+func (s *Server) authorize(r *http.Request) string {
+	if r.URL.Path == "/healthz" {
+		return ""
+	}
+	metricsRoute := r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+	if s.o.MetricsToken != "" && s.bearerIs(r, s.o.MetricsToken) {
+		if metricsRoute {
+			return ""
+		}
+		return "auth.metrics_token opens GET /metrics only"
+	}
+	switch {
+	case s.o.Token != "" && s.bearerIs(r, s.o.Token):
+		return ""
+	case s.o.Token != "":
+		return "missing or wrong bearer token (Authorization: Bearer <auth.token>)"
+	case metricsRoute && s.o.MetricsToken != "":
+		return "missing or wrong bearer token (Authorization: Bearer <auth.metrics_token>)"
+	}
+	return ""
+}
+
+// bearerIs reports whether the request's bearer credential is want
+// (constant-time compare).
+func (s *Server) bearerIs(r *http.Request, want string) bool {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.o.Token)) == 1
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(want)) == 1
 }
 
 func isJSON(contentType string) bool {

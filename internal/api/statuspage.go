@@ -27,6 +27,7 @@ func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 		OldestUnsentAge: time.Duration(st.OldestUnsentAge) * time.Second, Alert: st.Alert,
 		UnsentWarn: s.o.UnsentWarn, UnsentCritical: s.o.UnsentCritical,
 		PosAPI: s.posapiPage(st.PosAPI),
+		Fleet:  pageFleet(st.Fleet),
 	}
 	if st.LastSuccess != nil {
 		d.LastSuccess = *st.LastSuccess

@@ -32,6 +32,7 @@ type Config struct {
 	Alerts    Alerts    `toml:"alerts"`
 	Retention Retention `toml:"retention"`
 	Backup    Backup    `toml:"backup"`
+	Fleet     Fleet     `toml:"fleet"`
 	Auth      Auth      `toml:"auth"`
 	Log       Log       `toml:"log"`
 	PosAPI    PosAPI    `toml:"posapi"`
@@ -185,6 +186,9 @@ type Auth struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every route but /healthz. Required when Listen is not loopback.
 	Token string `toml:"token"`
+	// MetricsToken, when set, opens GET /metrics (and nothing else) to
+	// "Authorization: Bearer <metrics_token>"; it must differ from Token.
+	MetricsToken string `toml:"metrics_token"`
 	// AllowedHosts are Host header names accepted besides loopback names.
 	AllowedHosts []string `toml:"allowed_hosts"`
 }
@@ -233,6 +237,7 @@ func Default() Config {
 		Alerts:    Alerts{UnsentWarn: Dur(24 * time.Hour), UnsentCritical: Dur(72 * time.Hour)},
 		Retention: Retention{Keep: Dur(2160 * time.Hour), PruneInterval: Dur(time.Hour)},
 		Backup:    defaultBackup(),
+		Fleet:     defaultFleet(),
 		Auth:      Auth{AllowedHosts: []string{}},
 		Log:       Log{Level: "info", Format: "auto", MaxSizeMB: 10, MaxFiles: 5},
 		PosAPI:    defaultPosAPI(),

@@ -85,6 +85,7 @@ func (c Config) Validate() error {
 	ch.positive("retention.keep", c.Retention.Keep)
 	ch.positive("retention.prune_interval", c.Retention.PruneInterval)
 	c.Backup.check(&ch, c.DataDir)
+	c.Fleet.check(&ch)
 	c.Auth.check(&ch)
 	c.Log.check(&ch)
 	return errors.Join(ch.errs...)
@@ -306,6 +307,7 @@ func (a Auth) check(ch *checker) {
 	if strings.ContainsAny(a.Token, " \t\r\n") {
 		ch.add("auth.token", "must not contain spaces or line breaks")
 	}
+	a.checkMetricsToken(ch)
 	for i, h := range a.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ \t@") || strings.Contains(h, "://") {
 			ch.add(fmt.Sprintf("auth.allowed_hosts[%d]", i), "must be a host name like \"till-7.shop.lan\", not %q", h)

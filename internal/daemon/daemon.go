@@ -27,6 +27,7 @@ import (
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/fileutil"
+	"github.com/receiptd/receiptd/internal/fleet"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
@@ -63,6 +64,7 @@ type Daemon struct {
 	posapi    *posapi.Watcher
 	snap      *snapshot.Snapshotter
 	api       *api.Server
+	fleet     *fleet.Pusher // nil: the push is off
 	listeners []net.Listener
 
 	markerEvery time.Duration // identityLoop's wait after a commit; defaultMarkerEvery
@@ -125,6 +127,12 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		return h.DiskFull != "" || logFull != nil, h.Failed != ""
 	})
 	d.snap = d.newSnapshotter(m)
+	if err := m.SetBuildInfo(version); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	if err := d.newFleet(m); err != nil {
+		return nil, err
+	}
 	if d.api, err = d.newAPI(m, version); err != nil {
 		return nil, err
 	}
@@ -156,9 +164,10 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
 		Warmth: d.cache.Warmth, PosAPI: d.posapi, Backup: d.snap.Status,
+		Fleet: d.fleetState,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
-		Token: d.cfg.Auth.Token, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
+		Token: d.cfg.Auth.Token, MetricsToken: d.cfg.Auth.MetricsToken, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
 		UnsentWarn: d.cfg.Alerts.UnsentWarn.Duration, UnsentCritical: d.cfg.Alerts.UnsentCritical.Duration,
 		Version: version, ShutdownTimeout: d.cfg.ShutdownTimeout.Duration,
 		// While the tax service is down the worker probes at most
@@ -241,6 +250,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	start(d.pruneLoop)
 	start(d.identityLoop)
 	start(d.snap.Loop)
+	if d.fleet != nil {
+		start(d.fleet.Run)
+	}
 	d.api.SetReady(true)
 	d.log.Info("receiptd ready", zap.String("url", d.URL()), zap.String("db", d.st.Path()),
 		zap.String("upstream", d.cfg.Upstream.BaseURL))
@@ -320,6 +332,7 @@ func (d *Daemon) closeAll() {
 	for _, ln := range d.listeners {
 		_ = ln.Close()
 	}
+	_ = d.fleet.Close()
 	if d.q != nil {
 		_ = d.q.Close(context.Background())
 	}

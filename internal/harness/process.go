@@ -137,7 +137,7 @@ func (p *Process) Stop(ctx context.Context) error {
 	return nil
 }
 
-// WaitReady polls /readyz until it answers 200. It fails with ErrExited if
+// WaitReady polls /readyz (with auth.token, when set) until it answers 200. It fails with ErrExited if
 // the process ends first, and with ctx's error if ctx ends first.
 func (p *Process) WaitReady(ctx context.Context) error {
 	t := time.NewTicker(readyPoll)
@@ -160,6 +160,9 @@ func (p *Process) ready(ctx context.Context) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/readyz", nil)
 	if err != nil {
 		return false
+	}
+	if p.cfg.Auth.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.cfg.Auth.Token)
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {

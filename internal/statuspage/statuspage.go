@@ -88,6 +88,8 @@ type Data struct {
 	PosAPI *PosAPI
 	// Backup is the snapshot loop's state; nil: snapshots are off.
 	Backup *Backup
+	// Fleet is the push to the head office; nil: off.
+	Fleet *Fleet
 }
 
 // Failure is one failed attempt or rejected entry.

@@ -54,6 +54,7 @@ type view struct {
 	Cache     []cacheRow
 	Offline   *offlineView
 	Backup    backupView
+	Fleet     *fleetView
 }
 
 type upstreamView struct {
@@ -115,6 +116,7 @@ func newView(d Data) view {
 	v.Cache = cacheRows(d)
 	v.Offline = offlineOf(d)
 	v.Backup = backupOf(d)
+	v.Fleet = fleetOf(d)
 	return v
 }
 

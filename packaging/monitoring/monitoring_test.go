@@ -25,6 +25,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/fleet/fleettest"
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
@@ -91,6 +92,8 @@ func scrapeRealDaemon(t *testing.T) map[string]*dto.MetricFamily {
 	cfg := config.Default()
 	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
 	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = s.URL(), s.URL()
+	// The push on, so its series (receiptd_fleet_*) exist too.
+	cfg.Fleet.RemoteWriteURL = fleettest.New(t, nil).URL
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -125,7 +128,8 @@ func scrapeRealDaemon(t *testing.T) map[string]*dto.MetricFamily {
 		p := expfmt.NewTextParser(model.UTF8Validation)
 		fams, err = p.TextToMetricFamilies(resp.Body)
 		return err == nil && fams["receiptd_unsent_alert_level"] != nil && fams["receiptd_posapi_left_lotteries"] != nil &&
-			fams["receiptd_clock_skew_seconds"] != nil
+			fams["receiptd_clock_skew_seconds"] != nil &&
+			fams["receiptd_fleet_last_success_timestamp_seconds"] != nil
 	}, 10*time.Second, 50*time.Millisecond)
 	return fams
 }

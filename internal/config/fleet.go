@@ -1,0 +1,113 @@
+package config
+
+import (
+	"maps"
+	"os"
+	"slices"
+	"time"
+	"unicode/utf8"
+)
+
+// EnvFleetHeaderPrefix + NAME sets the header NAME (underscores become
+// hyphens, canonical case) on every push to fleet.remote_write_url, as
+// EnvUpstreamHeaderPrefix does for the tax service: a head office's token
+// need not be written into the file.
+const EnvFleetHeaderPrefix = "RECEIPTD_FLEET_HEADERS_"
+
+// Fleet is the push of receiptd's own metrics to a head office
+// (remote-write 1.0), with store and forward.
+type Fleet struct {
+	// RemoteWriteURL is the head office's remote-write endpoint; empty
+	// (the default) turns the push off.
+	RemoteWriteURL string `toml:"remote_write_url"`
+	// Interval is the time between samples; at least 1s.
+	Interval Duration `toml:"interval"`
+	// Labels are added to every series pushed (shop = "017", till = "2");
+	// "instance" among them replaces the host name. Never nil after
+	// Default or Load.
+	Labels map[string]string `toml:"labels"`
+	// Headers are set on every push (say Authorization). Never nil after
+	// Default or Load.
+	Headers map[string]string `toml:"headers"`
+	// CAFile is a PEM file of CAs trusted besides the system's.
+	CAFile string `toml:"ca_file"`
+	// Proxy is an http, https or socks5 URL; empty: the environment's
+	// HTTPS_PROXY / HTTP_PROXY.
+	Proxy string `toml:"proxy"`
+	// Buffer is the oldest unsent sample kept on disk while the head
+	// office does not answer; BufferMB bounds the buffer's files (MiB).
+	Buffer   Duration `toml:"buffer"`
+	BufferMB int      `toml:"buffer_mb"`
+}
+
+// Enabled reports whether the push is on.
+func (f Fleet) Enabled() bool { return f.RemoteWriteURL != "" }
+
+// maxFleetBufferMB bounds fleet.buffer_mb: the till's disk holds the
+// receipts first.
+const maxFleetBufferMB = 4096
+
+func defaultFleet() Fleet {
+	return Fleet{
+		Interval: Dur(60 * time.Second),
+		Labels:   map[string]string{},
+		Headers:  map[string]string{},
+		Buffer:   Dur(168 * time.Hour),
+		BufferMB: 64,
+	}
+}
+
+// check validates [fleet]. The keys are checked whether or not the push
+// is on, so a section prepared for later is right when switched on.
+func (f Fleet) check(ch *checker) {
+	if f.RemoteWriteURL != "" {
+		checkURL(ch, "fleet.remote_write_url", f.RemoteWriteURL, "http", "https")
+	}
+	if f.Interval.Duration < time.Second {
+		ch.add("fleet.interval", "must be at least 1s, not %s", f.Interval)
+	}
+	if f.Buffer.Duration < f.Interval.Duration {
+		ch.add("fleet.buffer", "must be at least one fleet.interval (%s), not %s", f.Interval, f.Buffer)
+	}
+	if f.BufferMB < 1 || f.BufferMB > maxFleetBufferMB {
+		ch.add("fleet.buffer_mb", "must be at least 1 and at most %d, not %d", maxFleetBufferMB, f.BufferMB)
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.Labels)) {
+		if problem := labelProblem(name, f.Labels[name]); problem != "" {
+			ch.add("fleet.labels."+name, "%s", problem)
+		}
+	}
+	checkHeaders(ch, "fleet.headers", f.Headers)
+	if f.CAFile != "" {
+		if _, err := os.Stat(f.CAFile); err != nil {
+			ch.add("fleet.ca_file", "cannot be read: %v", err)
+		}
+	}
+	if f.Proxy != "" {
+		checkURL(ch, "fleet.proxy", f.Proxy, "http", "https", "socks5")
+	}
+}
+
+// labelProblem applies Prometheus's label rules: a name matches
+// [a-zA-Z_][a-zA-Z0-9_]*, and names starting with "__" are reserved; a
+// value is UTF-8 and, here, not empty (an empty value is no label at all).
+func labelProblem(name, value string) string {
+	valid := name != ""
+	for i, r := range name {
+		letter := r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || r < '0' || r > '9') {
+			valid = false
+		}
+	}
+	switch {
+	case !valid:
+		return "is not a valid Prometheus label name (letters, digits and _, not starting with a digit)"
+	case len(name) >= 2 && name[:2] == "__":
+		return "label names starting with __ are reserved for Prometheus"
+	case name == "le" || name == "quantile":
+		return "is a label of histogram and summary series; choose another name"
+	case value == "" || !utf8.ValidString(value):
+		return "value must be a non-empty UTF-8 string"
+	}
+	return ""
+}

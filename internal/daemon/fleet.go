@@ -1,0 +1,61 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/receiptd/receiptd/internal/api"
+	"github.com/receiptd/receiptd/internal/fleet"
+	"github.com/receiptd/receiptd/internal/metrics"
+)
+
+// FleetDir is the push buffer's directory inside data_dir: its own files,
+// never the database, so a push never competes with a receipt for a lock.
+const FleetDir = "fleet"
+
+// newFleet builds the push to the head office when [fleet] turns it on
+// (nil otherwise), and registers its series. It starts nothing.
+func (d *Daemon) newFleet(m *metrics.Metrics) error {
+	f := d.cfg.Fleet
+	if !f.Enabled() {
+		return nil
+	}
+	client, err := fleet.NewClient(fleet.ClientOptions{CAFile: f.CAFile, Proxy: f.Proxy,
+		Timeout: fleetTimeout(f.Interval.Duration)})
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	host, _ := os.Hostname() // an unknown host name leaves instance to [fleet.labels]
+	d.fleet, err = fleet.New(fleet.Config{
+		URL: f.RemoteWriteURL, Interval: f.Interval.Duration, Labels: f.Labels, Instance: host,
+		Headers: f.Headers, Client: client, Dir: filepath.Join(d.cfg.DataDir, FleetDir),
+		Buffer: f.Buffer.Duration, BufferBytes: int64(f.BufferMB) << 20,
+	}, m, d.log)
+	if err != nil {
+		return err
+	}
+	return m.WatchFleet(func() (float64, uint64, uint64) {
+		s := d.fleet.Status()
+		last := 0.0
+		if !s.LastSuccess.IsZero() {
+			last = float64(s.LastSuccess.UnixNano()) / 1e9
+		}
+		return last, s.BufferedSamples, s.Dropped
+	})
+}
+
+// fleetTimeout bounds one push: long enough for a slow link to carry a
+// catch-up request, short enough that a hung head office is retried.
+func fleetTimeout(interval time.Duration) time.Duration {
+	return min(max(interval, 10*time.Second), 60*time.Second)
+}
+
+// fleetState is what /receiptd/status and the status page show of the
+// push; disabled when it is off.
+func (d *Daemon) fleetState() api.FleetState {
+	s := d.fleet.Status()
+	return api.FleetState{Enabled: s.Enabled, LastSuccess: s.LastSuccess, BufferedSamples: s.BufferedSamples,
+		OldestBuffered: s.OldestBuffered, DroppedSamples: s.Dropped}
+}
