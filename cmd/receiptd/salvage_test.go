@@ -90,7 +90,7 @@ func TestSalvageThenRun(t *testing.T) {
 	db := filepath.Join(dir, store.DBFile)
 	zeroEntriesRoot(t, db)
 	code, refused := runRefused(t, dataDirConfig(dir))
-	require.Equal(t, exitFailure, code)
+	require.Equal(t, exitFailure, code, refused)
 	require.Contains(t, refused, db)
 	require.Contains(t, refused, "receiptd salvage", "the refusal names the way back")
 

@@ -47,6 +47,44 @@ func readMeta(f *os.File, off int64) (boltMeta, bool) {
 	return boltMeta{pageSize: ne.Uint32(m[8:]), highPage: ne.Uint64(m[40:]), txid: ne.Uint64(m[48:])}, true
 }
 
+// UsedSize is how many bytes of the database at path its newest valid
+// meta page says are in use (its high-water page times its page size):
+// the data to walk, not the file's size, which bbolt pads (on Windows to
+// the whole initial mapping, 64 MiB). A file without a valid meta page
+// gives its size.
+func UsedSize(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	best, ok := newestMeta(f)
+	if !ok {
+		return fi.Size(), nil
+	}
+	return min(int64(best.highPage)*int64(best.pageSize), fi.Size()), nil
+}
+
+// newestMeta is the valid meta page with the newest transaction.
+func newestMeta(f *os.File) (boltMeta, bool) {
+	m0, ok0 := readMeta(f, 0)
+	// The second meta page is one page in; when the first is torn, the
+	// page size is unknown and bbolt's guess (the OS page size) is used.
+	second := int64(os.Getpagesize())
+	if ok0 {
+		second = int64(m0.pageSize)
+	}
+	m1, ok1 := readMeta(f, second)
+	if ok1 && (!ok0 || m1.txid > m0.txid) {
+		return m1, true
+	}
+	return m0, ok0
+}
+
 // checkSize refuses a file shorter than its newest valid meta page says
 // it is. bbolt maps the file and reads pages past its end as memory, which
 // is a SIGBUS crash (no error, no recover) when the file was truncated.
@@ -64,18 +102,7 @@ func checkSize(path string) error {
 	if fi.Size() < pageHeaderSize+metaSize {
 		return fmt.Errorf("open database %s: %w: the file is %d bytes, too short for a database", path, ErrCorrupt, fi.Size())
 	}
-	m0, ok0 := readMeta(f, 0)
-	// The second meta page is one page in; when the first is torn, the
-	// page size is unknown and bbolt's guess (the OS page size) is used.
-	second := int64(os.Getpagesize())
-	if ok0 {
-		second = int64(m0.pageSize)
-	}
-	m1, ok1 := readMeta(f, second)
-	best, ok := m0, ok0
-	if ok1 && (!ok0 || m1.txid > m0.txid) {
-		best, ok = m1, true
-	}
+	best, ok := newestMeta(f)
 	if !ok {
 		return nil
 	}

@@ -252,8 +252,17 @@ func (s *Store) Close() error {
 func (s *Store) TxID() uint64 { return s.lastTx.Load() }
 
 // View runs fn in a read-only transaction. Values read inside fn are valid
-// only until fn returns.
-func (s *Store) View(fn func(tx *bbolt.Tx) error) error {
+// only until fn returns. A damaged page met on the way (bbolt panics on
+// one) is ErrCorrupt naming the file, and fails the Store (Fail): what a
+// damaged database acknowledges cannot be trusted, so writes stop, as
+// after a failed commit, instead of the process crashing.
+func (s *Store) View(fn func(tx *bbolt.Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("read %s: %w: %v", s.path, ErrCorrupt, r)
+			s.Fail(err)
+		}
+	}()
 	if err := s.db.View(fn); err != nil {
 		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 			return fmt.Errorf("read %s: %w", s.path, ErrClosed)
