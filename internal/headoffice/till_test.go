@@ -69,9 +69,12 @@ func TestTillPushesThroughOutageAndKill(t *testing.T) {
 		require.NotContains(t, smp.Series(), tillToken, "no secret is pushed")
 		require.NotContains(t, smp.Series(), scraperToken, "no secret is pushed")
 	}
-	st := status(t, proc.URL())
-	require.Equal(t, true, st["enabled"])
-	require.NotNil(t, st["lastSuccess"])
+	// The receiver keeps a push's samples before it answers, and the till
+	// records its success after the answer: the status may lag a moment.
+	require.Eventually(t, func() bool {
+		st := status(t, proc.URL())
+		return st["enabled"] == true && st["lastSuccess"] != nil
+	}, 10*time.Second, 50*time.Millisecond, "status shows the push enabled and its last success")
 
 	require.Equal(t, http.StatusOK, get(t, proc.URL()+"/metrics", scraperToken))
 	require.Equal(t, http.StatusUnauthorized, get(t, proc.URL()+"/receiptd/status", scraperToken))
