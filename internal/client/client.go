@@ -219,7 +219,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	lookupProxy, err := proxyFunc(cfg.Proxy)
+	lookupProxy, err := ProxyFunc(cfg.Proxy)
 	if err != nil {
 		return nil, err
 	}
@@ -326,9 +326,11 @@ func cleanBase(what, raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
-// proxyFunc returns the lookup transport's proxy: raw, or the environment's
-// when raw is empty.
-func proxyFunc(raw string) (func(*http.Request) (*url.URL, error), error) {
+// ProxyFunc returns an http.Transport's proxy: raw (an http, https or
+// socks5 URL), or the environment's (HTTPS_PROXY, HTTP_PROXY) when raw is
+// empty. A bad URL is ErrConfig. The lookup transport and the fleet push
+// use it.
+func ProxyFunc(raw string) (func(*http.Request) (*url.URL, error), error) {
 	if raw == "" {
 		return http.ProxyFromEnvironment, nil
 	}
@@ -342,7 +344,7 @@ func proxyFunc(raw string) (func(*http.Request) (*url.URL, error), error) {
 func newTransport(cfg Config, proxy func(*http.Request) (*url.URL, error)) (*http.Transport, error) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CAFile != "" {
-		pool, err := loadCAs(cfg.CAFile)
+		pool, err := LoadCAs(cfg.CAFile)
 		if err != nil {
 			return nil, err
 		}
@@ -363,7 +365,9 @@ func newTransport(cfg Config, proxy func(*http.Request) (*url.URL, error)) (*htt
 	}, nil
 }
 
-func loadCAs(file string) (*x509.CertPool, error) {
+// LoadCAs returns the system's certificate pool with the PEM certificates
+// of file added; a file without one is ErrConfig.
+func LoadCAs(file string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("client: CA file: %w", err)

@@ -2,13 +2,12 @@ package fleet
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
-	"os"
 	"time"
+
+	"github.com/receiptd/receiptd/internal/client"
 )
 
 // ClientOptions configure NewClient.
@@ -29,26 +28,15 @@ type ClientOptions struct {
 func NewClient(o ClientOptions) (*http.Client, error) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
+		pool, err := client.LoadCAs(o.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("fleet: CA file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("fleet: CA file %s: no PEM certificate in it", o.CAFile)
+			return nil, fmt.Errorf("fleet: %w", err)
 		}
 		tlsCfg.RootCAs = pool
 	}
-	proxy := http.ProxyFromEnvironment
-	if o.Proxy != "" {
-		pu, err := url.Parse(o.Proxy)
-		if err != nil || pu.Host == "" {
-			return nil, fmt.Errorf("fleet: proxy %q: want an http(s):// or socks5:// URL", o.Proxy)
-		}
-		proxy = http.ProxyURL(pu)
+	proxy, err := client.ProxyFunc(o.Proxy)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{
