@@ -286,6 +286,15 @@ func (b bkts) insert(seq uint64, e *Entry) error {
 	if lo, hi, err := b.tail(); err != nil || lo != seq || hi != seq {
 		return fmt.Errorf("insert %s: unindexed entries %d–%d are in the way (%v)", e.QueueID, lo, hi, err)
 	}
+	if err := b.putIndexed(seq, e); err != nil {
+		return err
+	}
+	return b.root.Put(keyIndexed, seqKey(seq))
+}
+
+// putIndexed writes entry e at seq with its rows: its state index, its
+// pending row when it is claimable, and its state's counter.
+func (b bkts) putIndexed(seq uint64, e *Entry) error {
 	if err := b.write(seq, e); err != nil {
 		return err
 	}
@@ -300,7 +309,7 @@ func (b bkts) insert(seq uint64, e *Entry) error {
 	if err := b.addCount(e.State, 1); err != nil {
 		return err
 	}
-	return b.root.Put(keyIndexed, seqKey(seq))
+	return nil
 }
 
 // setState is the only place an entry's state changes: it checks the

@@ -103,18 +103,7 @@ func rebuildSome(b bkts, entries []Entry) error {
 		if e.Attempts == nil {
 			e.Attempts = []Attempt{}
 		}
-		if err := b.write(seq, e); err != nil {
-			return err
-		}
-		if err := b.bystate.Put(stateKey(e.State, seq), nil); err != nil {
-			return err
-		}
-		if claimable(e.State) {
-			if err := b.putPending(seq, e.NextAttemptAt, e.UpdatedAt); err != nil {
-				return err
-			}
-		}
-		if err := b.addCount(e.State, 1); err != nil {
+		if err := b.putIndexed(seq, e); err != nil {
 			return err
 		}
 		if err := rebuildRows(b, seq, e); err != nil {
