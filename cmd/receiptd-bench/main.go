@@ -94,6 +94,10 @@ func run(ctx context.Context, o options) error {
 	if snapshotFlags.only {
 		return b.snapshotOnly(ctx, o)
 	}
+	if *fleetOnly {
+		fmt.Printf("load average before: %s\n", loadBefore)
+		return b.pairedOnly(ctx, o) // fleet.go: push on against off, interleaved
+	}
 	if *yearN > 0 {
 		return b.yearStep(ctx, o) // year.go: the year on a till, alone
 	}
