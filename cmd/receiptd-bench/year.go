@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -23,7 +26,8 @@ import (
 // The year on a till: a step of its own, run alone with -year N.
 var (
 	yearN    = flag.Int("year", 0, "run only the year-on-a-till step with N receipts posted and finished (1000000 for the full year; 0: the usual run)")
-	yearKeep = flag.Duration("year-keep", time.Minute, "retention.keep during the year step (pruning runs every sixth of it)")
+	yearRate = flag.Float64("year-rate", 500, "receipts per second the year step posts at, in rounds (a till's sales come at their own pace, not the daemon's)")
+	yearKeep = flag.Duration("year-keep", time.Minute, "retention.keep during the year step (pruned as often, against it, as the defaults prune against theirs)")
 )
 
 // Targets of the year step.
@@ -44,8 +48,10 @@ type yearResult struct {
 	file             int64 // the database file's allocated bytes, after stop
 	retained         int   // entries in the file
 	retainedBytes    int64 // their keys and records
-	backup           time.Duration
-	backupBytes      int64
+	layout           string
+	snapshot         time.Duration // the first snapshot of [backup]: written and checked
+	snapshotBytes    int64
+	snapshotEntries  int
 	salvage          time.Duration
 	salvageOf        int // entries in the file salvaged
 	salvageRecovered int
@@ -53,14 +59,14 @@ type yearResult struct {
 
 // runYear is the year step: an empty database's accept latency and start
 // as the reference; then n receipts posted from 32 clients in rounds of
-// yearRound, each finished by the simulator (sync.concurrency 32) before
+// yearRound(), each finished by the simulator (sync.concurrency 32) before
 // the next, with retention pruning running, as a till's receipts are sent
 // as they come rather than piled up; then, on that database: the file
 // against the entries it keeps, memory, and after a restart (retention
 // set to a year, so that no pruning pass of the bench's shortened window
 // runs while it is measured) start to /readyz, accept at 1 and 16
-// clients, a snapshot (receiptd backup, until the snapshots of [backup]
-// land); last a salvage of the stopped database.
+// clients; then the first snapshot of [backup]; last a salvage of the
+// stopped database.
 func (b *bench) runYear(ctx context.Context, o options, n int) (yearResult, error) {
 	r := yearResult{n: n}
 	s := sim.New(sim.Options{Seed: 1})
@@ -78,7 +84,7 @@ func (b *bench) runYear(ctx context.Context, o options, n int) (yearResult, erro
 	if err != nil {
 		return r, err
 	}
-	cfg.Retention.Keep, cfg.Retention.PruneInterval = config.Dur(*yearKeep), config.Dur(max(time.Second, *yearKeep/6))
+	cfg.Retention.Keep, cfg.Retention.PruneInterval = config.Dur(*yearKeep), config.Dur(yearPruneInterval(*yearKeep))
 	if err := s.SetFaults(sim.Faults{}); err != nil {
 		return r, err
 	}
@@ -86,11 +92,15 @@ func (b *bench) runYear(ctx context.Context, o options, n int) (yearResult, erro
 	if err != nil {
 		return r, err
 	}
-	step(fmt.Sprintf("post %d receipts from 32 clients in rounds of %d, each finished by the simulator; retention.keep %s",
-		n, yearRound, *yearKeep))
+	round := yearRound()
+	step(fmt.Sprintf("post %d receipts at %.0f per second from 32 clients in rounds of %d, each finished by the simulator; retention.keep %s",
+		n, *yearRate, round, *yearKeep))
 	t0 := time.Now()
-	for done := 0; done < n && err == nil; done += yearRound {
-		if err = postN(ctx, p.URL(), 32, min(yearRound, n-done), fmt.Sprintf("year%07d", done)); err == nil {
+	for done := 0; done < n && err == nil; done += round {
+		if err = sleepUntil(ctx, t0.Add(time.Duration(float64(done)/(*yearRate)*float64(time.Second)))); err != nil {
+			break
+		}
+		if err = postN(ctx, p.URL(), 32, min(round, n-done), fmt.Sprintf("year%07d", done)); err == nil {
 			err = waitFinished(ctx, p.URL())
 		}
 	}
@@ -109,9 +119,33 @@ func (b *bench) runYear(ctx context.Context, o options, n int) (yearResult, erro
 	return r, b.yearRestart(ctx, s, p, o, &r, step)
 }
 
+// yearPruneInterval shortens the prune interval with the retention: the
+// defaults prune every hour what is older than 90 days (1/2160 of it), so
+// a till keeps between 90 days and 90 days and an hour of receipts. A
+// bench that shortened keep alone would keep up to one interval more,
+// and hold those pages free afterwards: a file no till has.
+func yearPruneInterval(keep time.Duration) time.Duration {
+	d := config.Default().Retention
+	return max(100*time.Millisecond, time.Duration(float64(keep)*d.PruneInterval.Seconds()/d.Keep.Seconds()))
+}
+
+// sleepUntil waits until t, or returns at once when t has passed: a
+// round that starts late starts at once.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(t)):
+		return nil
+	}
+}
+
 // yearRound is how many receipts the year step posts before it waits for
-// them to be finished.
-const yearRound = 5000
+// them to be finished: at most 5,000, and at most a twentieth of what
+// the retention keeps, so the rounds' steps stay small against the data.
+func yearRound() int {
+	return max(100, min(5000, int(*yearRate*yearKeep.Seconds()/20)))
+}
 
 // yearRestart measures the stopped year database: the file against its
 // entries; then, restarted with a year's retention: start to /readyz,
@@ -127,7 +161,10 @@ func (b *bench) yearRestart(ctx context.Context, s *sim.Sim, p *harness.Process,
 	if r.retained, r.retainedBytes, err = entryBytes(db); err != nil {
 		return err
 	}
-	step("restart on that database; accept at 1 and 16 clients, then receiptd backup")
+	if r.layout, err = fileLayout(db); err != nil {
+		return err
+	}
+	step("restart on that database; accept at 1 and 16 clients")
 	cfg.Retention.Keep, cfg.Retention.PruneInterval = config.Dur(8760*time.Hour), config.Dur(24*time.Hour)
 	dir := filepath.Dir(p.ConfigPath())
 	p2, ready, err := b.start(ctx, cfg, dir)
@@ -138,14 +175,15 @@ func (b *bench) yearRestart(ctx context.Context, s *sim.Sim, p *harness.Process,
 	if r.afterStart, err = peakMemory(ctx, p2, o.settle); err == nil {
 		r.year, _, err = b.yearAccept(ctx, s, p2, o.acceptFor)
 	}
-	if err == nil {
-		err = b.yearBackup(ctx, p2, dir, r)
-	}
 	if err != nil {
 		_ = p2.Kill()
 		return err
 	}
 	if err := stop(ctx, p2); err != nil {
+		return err
+	}
+	step("restart with a snapshot every second ([backup]); the first one")
+	if err := b.yearSnapshot(ctx, cfg, dir, r); err != nil {
 		return err
 	}
 	if r.salvageOf, _, err = entryBytes(db); err != nil {
@@ -198,18 +236,36 @@ func (b *bench) yearAccept(ctx context.Context, s *sim.Sim, p *harness.Process, 
 	return out, ready, nil
 }
 
-// yearBackup times `receiptd backup` of the running daemon to a file.
-func (b *bench) yearBackup(ctx context.Context, p *harness.Process, dir string, r *yearResult) error {
-	file := filepath.Join(dir, "year-backup.db")
-	t0 := time.Now()
-	out, err := exec.CommandContext(ctx, b.bin, "backup", "-addr", p.URL(), file).CombinedOutput()
+// yearSnapshot restarts the stopped year database with [backup] taking
+// a snapshot every second, and reads the first one's figures (written,
+// fsynced, reopened and checked) from /receiptd/status.
+func (b *bench) yearSnapshot(ctx context.Context, cfg config.Config, dir string, r *yearResult) error {
+	cfg.Backup = config.Backup{Dir: filepath.Join(dir, "year-snapshots"), Every: config.Dur(time.Second), Keep: 1}
+	p, _, err := b.start(ctx, cfg, dir)
 	if err != nil {
-		return fmt.Errorf("backup: %w: %s", err, out)
+		return err
 	}
-	r.backup = time.Since(t0)
-	r.backupBytes, err = diskBytes(file)
-	_ = os.Remove(file)
-	return err
+	c := newClient()
+	for {
+		st, err := backupState(ctx, c, p.URL())
+		if err == nil && st.LastError != "" {
+			err = errors.New(st.LastError)
+		}
+		if err != nil {
+			_ = p.Kill()
+			return fmt.Errorf("year: snapshot: %w", err)
+		}
+		if st.Snapshots > 0 {
+			r.snapshot = time.Duration(st.LastDurationSeconds * float64(time.Second))
+			r.snapshotBytes, r.snapshotEntries = st.LastBytes, st.LastEntries
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := stop(ctx, p); err != nil {
+		return err
+	}
+	return os.RemoveAll(cfg.Backup.Dir)
 }
 
 // waitFinished waits until no receipt is queued or sending.
@@ -251,6 +307,40 @@ func entryBytes(path string) (int, int64, error) {
 	return n, total, err
 }
 
+// fileLayout says where a stopped database's pages go: each queue
+// bucket's pages and how full they are, and the pages no bucket holds
+// (free, the freelist and the two meta pages).
+func fileLayout(path string) (string, error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return "", fmt.Errorf("file layout: %w", err)
+	}
+	defer db.Close()
+	var b strings.Builder
+	err = db.View(func(tx *bbolt.Tx) error {
+		var held int
+		err := tx.ForEach(func(name []byte, root *bbolt.Bucket) error {
+			st := root.Stats()
+			held += st.BranchAlloc + st.LeafAlloc
+			if !bytes.Equal(name, store.BucketQueue) {
+				return nil
+			}
+			return root.ForEachBucket(func(k []byte) error {
+				st := root.Bucket(k).Stats()
+				alloc, used := st.BranchAlloc+st.LeafAlloc, st.BranchInuse+st.LeafInuse
+				if alloc > 0 {
+					fmt.Fprintf(&b, "%s %s (%d keys, %.0f%% full, %d of %d leaf pages overflow); ",
+						k, mib(int64(alloc)), st.KeyN, 100*float64(used)/float64(alloc), st.LeafOverflowN, st.LeafPageN+st.LeafOverflowN)
+				}
+				return nil
+			})
+		})
+		fmt.Fprintf(&b, "held by no bucket (free pages, the freelist, meta): %s of %s", mib(tx.Size()-int64(held)), mib(tx.Size()))
+		return err
+	})
+	return b.String(), err
+}
+
 func (r yearResult) rows() []row {
 	var rows []row
 	for i, a := range r.year {
@@ -265,7 +355,8 @@ func (r yearResult) rows() []row {
 	mem := func(m memory) string { return fmt.Sprintf("%s private, %s file", mib(m.anon), mib(m.file)) }
 	return append(rows,
 		row{figure: fmt.Sprintf("year: %d posted and finished", r.n), measured: r.took.Round(time.Second).String(),
-			reference: fmt.Sprintf("%d entries kept (retention.keep %s)", r.retained, *yearKeep)},
+			reference: fmt.Sprintf("%.0f per second (asked %.0f); %d entries kept (retention.keep %s, pruned every %s)",
+				float64(r.n)/r.took.Seconds(), *yearRate, r.retained, *yearKeep, yearPruneInterval(*yearKeep))},
 		row{figure: "year: memory after the year", measured: mem(r.afterFill),
 			target: fmt.Sprintf("private <= %s", mib(privateBudget)), result: verdict(r.afterFill.anon <= privateBudget)},
 		row{figure: "year: memory after a restart on it", measured: mem(r.afterStart),
@@ -276,8 +367,8 @@ func (r yearResult) rows() []row {
 			target: fmt.Sprintf("<= %.0fx", yearFileRatio), result: verdict(float64(r.file) <= yearFileRatio*float64(r.retainedBytes))},
 		row{figure: "year: start to /readyz", measured: ms(r.ready), reference: "empty database: " + ms(r.emptyReady),
 			target: "< 1s", result: verdict(r.ready < time.Second)},
-		row{figure: "year: snapshot (receiptd backup to a file, running)", measured: r.backup.Round(time.Millisecond).String(),
-			reference: mib(r.backupBytes)},
+		row{figure: "year: snapshot ([backup], running): written and checked", measured: r.snapshot.Round(time.Millisecond).String(),
+			reference: fmt.Sprintf("%s, %d entries", mib(r.snapshotBytes), r.snapshotEntries)},
 		row{figure: "year: receiptd salvage (stopped)", measured: r.salvage.Round(time.Millisecond).String(),
 			reference: fmt.Sprintf("%d of its %d entries recovered", r.salvageRecovered, r.salvageOf)},
 	)
@@ -290,10 +381,12 @@ func (b *bench) yearStep(ctx context.Context, o options) error {
 		return err
 	}
 	printTable(r.rows())
+	fmt.Printf("\nthe year's file after stop, by bucket: %s\n", r.layout)
 	fmt.Printf("\naccept: as in the usual run (Prefer: wait=0, the simulator down, %s per level after a warm-up), on an empty\n"+
-		"database and on the year's after a restart with retention.keep a year (no pruning pass while measured); memory: peak RssAnon / RssFile over %s; the file: allocated blocks after stop; its\n"+
-		"entries: keys and records of the entries bucket (the indexes are on top); snapshot: `receiptd backup FILE` (the\n"+
-		"snapshots of [backup] are not in this build yet); salvage: `receiptd salvage` of the intact, stopped database.\n",
+		"database and on the year's after a restart with retention.keep a year (no pruning pass while measured);\n"+
+		"memory: peak RssAnon / RssFile over %s; the file: allocated blocks after stop, against the keys and records of\n"+
+		"the entries bucket (the indexes are on top); snapshot: the first of [backup] every 1s after one more restart,\n"+
+		"as /receiptd/status reports it; salvage: `receiptd salvage` of the intact, stopped database.\n",
 		o.acceptFor, o.settle)
 	return nil
 }
