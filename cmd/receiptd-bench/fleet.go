@@ -14,7 +14,6 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/harness"
-	"github.com/receiptd/receiptd/internal/sim"
 )
 
 // deadHeadOffice refuses connections: the push buffers and backs off.
@@ -164,14 +163,11 @@ type pairedAccept struct {
 // buffers to disk and backs off). At 1 and 64 clients it measures them in
 // alternating windows.
 func (b *bench) runPairedAccept(ctx context.Context, o options) ([]pairedAccept, error) {
-	s := sim.New(sim.Options{Seed: 1})
-	if err := s.Start("127.0.0.1:0"); err != nil {
+	s, err := startDownSim()
+	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	if err := s.SetFaults(sim.Faults{Down: true}); err != nil {
-		return nil, err
-	}
 	var ps [2]*harness.Process // off, on
 	defer func() {
 		for _, p := range ps {

@@ -17,14 +17,11 @@ var acceptLevels = []int{1, 16, 64}
 // runAccept measures POST /rest/receipt with the upstream down, so every
 // answer is a durable 202 and no upstream time is included.
 func (b *bench) runAccept(ctx context.Context, d time.Duration) ([]acceptResult, error) {
-	s := sim.New(sim.Options{Seed: 1})
-	if err := s.Start("127.0.0.1:0"); err != nil {
+	s, err := startDownSim()
+	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	if err := s.SetFaults(sim.Faults{Down: true}); err != nil {
-		return nil, err
-	}
 	cfg, dir, err := b.config(s.URL(), 2)
 	if err != nil {
 		return nil, err
@@ -57,6 +54,21 @@ func (b *bench) runAccept(ctx context.Context, d time.Duration) ([]acceptResult,
 		out = append(out, r)
 	}
 	return out, stop(ctx, p)
+}
+
+// startDownSim starts a simulator that is down: every receipt posted to
+// a daemon on it is answered with a durable 202, and no upstream time is
+// in the accept figures.
+func startDownSim() (*sim.Sim, error) {
+	s := sim.New(sim.Options{Seed: 1})
+	if err := s.Start("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	if err := s.SetFaults(sim.Faults{Down: true}); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // drainResult is the drain rate at one sync.concurrency beside the
