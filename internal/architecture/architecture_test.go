@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -265,25 +266,25 @@ func splitNames(s string) ([]string, error) {
 // listed above its source.
 func compare(code, diagram graph, order []string) []string {
 	var problems []string
-	for _, p := range sortedKeys(code) {
+	for _, p := range slices.Sorted(maps.Keys(code)) {
 		if diagram[p] == nil {
 			problems = append(problems, fmt.Sprintf("package %s is not in the map (it imports: %s)", shortName(p), names(code[p])))
 		}
 	}
-	for _, p := range sortedKeys(diagram) {
+	for _, p := range slices.Sorted(maps.Keys(diagram)) {
 		if code[p] == nil {
 			problems = append(problems, fmt.Sprintf("the map names %s, which has no non-test Go file", shortName(p)))
 		}
 	}
-	for _, p := range sortedKeys(code) {
-		for _, to := range sortedKeys(code[p]) {
+	for _, p := range slices.Sorted(maps.Keys(code)) {
+		for _, to := range slices.Sorted(maps.Keys(code[p])) {
 			if diagram[p] != nil && !diagram[p][to] {
 				problems = append(problems, fmt.Sprintf("missing arrow (imported, not drawn): %s → %s", shortName(p), shortName(to)))
 			}
 		}
 	}
-	for _, p := range sortedKeys(diagram) {
-		for _, to := range sortedKeys(diagram[p]) {
+	for _, p := range slices.Sorted(maps.Keys(diagram)) {
+		for _, to := range slices.Sorted(maps.Keys(diagram[p])) {
 			if code[p] != nil && !code[p][to] {
 				problems = append(problems, fmt.Sprintf("extra arrow (drawn, not imported): %s → %s", shortName(p), shortName(to)))
 			}
@@ -293,8 +294,8 @@ func compare(code, diagram graph, order []string) []string {
 	for i, p := range order {
 		pos[p] = i
 	}
-	for _, p := range sortedKeys(diagram) {
-		for _, to := range sortedKeys(diagram[p]) {
+	for _, p := range slices.Sorted(maps.Keys(diagram)) {
+		for _, to := range slices.Sorted(maps.Keys(diagram[p])) {
 			if j, ok := pos[to]; ok && j <= pos[p] {
 				problems = append(problems, fmt.Sprintf("arrow pointing up the map: %s → %s (list %s below %s, or break the import)",
 					shortName(p), shortName(to), shortName(to), shortName(p)))
@@ -310,17 +311,8 @@ func names(imports map[string]bool) string {
 		return "nothing of ours"
 	}
 	var out []string
-	for _, p := range sortedKeys(imports) {
+	for _, p := range slices.Sorted(maps.Keys(imports)) {
 		out = append(out, shortName(p))
 	}
 	return strings.Join(out, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -77,7 +78,7 @@ func (d *docDecoder) add(line int, key, format string, args ...any) {
 
 // table decodes the keys of one TOML table into the struct rv.
 func (d *docDecoder) table(prims map[string]toml.Primitive, path []string, rv reflect.Value) {
-	for _, name := range sortedKeys(prims) {
+	for _, name := range slices.Sorted(maps.Keys(prims)) {
 		p := prims[name]
 		i, ok := fieldIndex(rv.Type(), name)
 		if !ok {
@@ -111,7 +112,7 @@ func (d *docDecoder) value(p toml.Primitive, path []string, line int, fv reflect
 		if fv.IsNil() {
 			fv.Set(reflect.MakeMap(t))
 		}
-		for _, name := range sortedKeys(sub) {
+		for _, name := range slices.Sorted(maps.Keys(sub)) {
 			elemKey := joinKey(append(slices.Clip(path), name))
 			elem := reflect.New(t.Elem())
 			if err := d.md.PrimitiveDecode(sub[name], elem.Interface()); err != nil {
@@ -246,15 +247,4 @@ func tomlName(f reflect.StructField) string {
 // joinKey writes a key path dotted, as Validate names keys.
 func joinKey(path []string) string {
 	return strings.Join(path, ".")
-}
-
-// sortedKeys returns m's keys in a fixed order; the problems are sorted by
-// line afterwards.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
