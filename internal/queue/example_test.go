@@ -24,30 +24,45 @@ func exampleReceipt(key, body string) queue.NewReceipt {
 	return queue.NewReceipt{IdemKey: key, Body: []byte(body), BodyHash: hex.EncodeToString(sum[:])}
 }
 
+// openExample opens a queue in a new temporary directory: a bbolt file
+// and, with a LogDir, its write-ahead log beside it. closeQueue applies
+// every logged record to the file, then closes the queue, the file and
+// removes the directory.
+func openExample(ctx context.Context) (q *queue.Queue, closeQueue func(), err error) {
+	dir, err := os.MkdirTemp("", "receiptd-example")
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.Open(filepath.Join(dir, "receiptd.db"), store.Options{})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	q, err = queue.Open(ctx, st, queue.Options{LogDir: filepath.Join(dir, "receiptd.wal")})
+	if err != nil {
+		_ = st.Close()
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return q, func() {
+		_ = q.Close(ctx) // before st.Close
+		_ = st.Close()
+		_ = os.RemoveAll(dir)
+	}, nil
+}
+
 // An enqueue is durable when it returns: with a LogDir, as one record of the
 // write-ahead log, applied to the bbolt file later in batches. The same key
 // with the same body is a replay of the first entry; with another body it
 // is a conflict naming the entry that holds the key.
 func ExampleQueue_Enqueue() {
-	dir, err := os.MkdirTemp("", "receiptd-example")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	st, err := store.Open(filepath.Join(dir, "receiptd.db"), store.Options{})
+	q, closeQueue, err := openExample(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer st.Close()
-	q, err := queue.Open(ctx, st, queue.Options{LogDir: filepath.Join(dir, "receiptd.wal")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer q.Close(ctx) // applies every record to the file; before st.Close
+	defer closeQueue()
 
 	e, replayed, err := q.Enqueue(ctx, exampleReceipt("pos-1/0001", `{"billIdSuffix":"0001"}`))
 	fmt.Println(e.QueueID, e.State, replayed, err)
@@ -66,25 +81,13 @@ func ExampleQueue_Enqueue() {
 // request leaves: a crash while sending brings them back as queued, with
 // an interrupted attempt.
 func ExampleQueue_Claim() {
-	dir, err := os.MkdirTemp("", "receiptd-example")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	st, err := store.Open(filepath.Join(dir, "receiptd.db"), store.Options{})
+	q, closeQueue, err := openExample(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer st.Close()
-	q, err := queue.Open(ctx, st, queue.Options{LogDir: filepath.Join(dir, "receiptd.wal")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer q.Close(ctx)
+	defer closeQueue()
 
 	for _, bill := range []string{"0001", "0002", "0003"} {
 		if _, _, err := q.Enqueue(ctx, exampleReceipt("pos-1/"+bill, `{"billIdSuffix":"`+bill+`"}`)); err != nil {
@@ -111,25 +114,13 @@ func ExampleQueue_Claim() {
 // Finish records how an attempt ended: the attempt goes into the entry's
 // history and the outcome (never the lottery number or QR data) is kept.
 func ExampleQueue_Finish() {
-	dir, err := os.MkdirTemp("", "receiptd-example")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	st, err := store.Open(filepath.Join(dir, "receiptd.db"), store.Options{})
+	q, closeQueue, err := openExample(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer st.Close()
-	q, err := queue.Open(ctx, st, queue.Options{LogDir: filepath.Join(dir, "receiptd.wal")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer q.Close(ctx)
+	defer closeQueue()
 
 	if _, _, err := q.Enqueue(ctx, exampleReceipt("pos-1/0001", `{"billIdSuffix":"0001"}`)); err != nil {
 		fmt.Println(err)
