@@ -45,10 +45,8 @@ type yearResult struct {
 	ready            time.Duration // start to /readyz on the year's database
 	afterFill        memory
 	afterStart       memory
-	file             int64 // the database file's allocated bytes, after stop
-	retained         int   // entries in the file
-	retainedBytes    int64 // their keys and records
-	layout           string
+	file             int64         // the database file's allocated bytes, after stop
+	kept             dbFile        // the file after the year, stopped: its entries and pages
 	snapshot         time.Duration // the first snapshot of [backup]: written and checked
 	snapshotBytes    int64
 	snapshotEntries  int
@@ -162,10 +160,7 @@ func (b *bench) yearRestart(ctx context.Context, s *sim.Sim, p *harness.Process,
 	if r.file, err = diskBytes(db); err != nil {
 		return err
 	}
-	if r.retained, r.retainedBytes, err = entryBytes(db); err != nil {
-		return err
-	}
-	if r.layout, err = fileLayout(db); err != nil {
+	if r.kept, err = readDBFile(db); err != nil {
 		return err
 	}
 	step("restart on that database; accept at 1 and 16 clients")
@@ -190,9 +185,11 @@ func (b *bench) yearRestart(ctx context.Context, s *sim.Sim, p *harness.Process,
 	if err := b.yearSnapshot(ctx, cfg, dir, r); err != nil {
 		return err
 	}
-	if r.salvageOf, _, err = entryBytes(db); err != nil {
+	salvageOf, err := readDBFile(db)
+	if err != nil {
 		return err
 	}
+	r.salvageOf = salvageOf.entries
 	step("receiptd salvage of that database")
 	t0 := time.Now()
 	out, err := exec.CommandContext(ctx, b.bin, "salvage", "-config", p2.ConfigPath()).CombinedOutput()
@@ -291,33 +288,21 @@ func waitFinished(ctx context.Context, url string) error {
 	}
 }
 
-// entryBytes counts the entries of a stopped database and the bytes of
-// their keys and records.
-func entryBytes(path string) (int, int64, error) {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		return 0, 0, fmt.Errorf("entry bytes: %w", err)
-	}
-	defer db.Close()
-	var n int
-	var total int64
-	err = db.View(func(tx *bbolt.Tx) error {
-		return tx.Bucket(store.BucketQueue).Bucket([]byte("entries")).ForEach(func(k, v []byte) error {
-			n++
-			total += int64(len(k) + len(v))
-			return nil
-		})
-	})
-	return n, total, err
+// dbFile is what the year step reads of a stopped database.
+type dbFile struct {
+	entries int    // in the entries bucket
+	bytes   int64  // their keys and records
+	layout  string // where the file's pages go: each queue bucket's pages and how full, and those no bucket holds
 }
 
-// fileLayout says where a stopped database's pages go: each queue
-// bucket's pages and how full they are, and the pages no bucket holds
-// (free, the freelist and the two meta pages).
-func fileLayout(path string) (string, error) {
+// readDBFile opens a stopped database read-only and reads its entries
+// and the layout of its pages (free pages, the freelist and the two meta
+// pages are the ones no bucket holds).
+func readDBFile(path string) (dbFile, error) {
+	var f dbFile
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
-		return "", fmt.Errorf("file layout: %w", err)
+		return f, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer db.Close()
 	var b strings.Builder
@@ -339,10 +324,18 @@ func fileLayout(path string) (string, error) {
 				return nil
 			})
 		})
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(&b, "held by no bucket (free pages, the freelist, meta): %s of %s", mib(tx.Size()-int64(held)), mib(tx.Size()))
-		return err
+		return tx.Bucket(store.BucketQueue).Bucket([]byte("entries")).ForEach(func(k, v []byte) error {
+			f.entries++
+			f.bytes += int64(len(k) + len(v))
+			return nil
+		})
 	})
-	return b.String(), err
+	f.layout = b.String()
+	return f, err
 }
 
 func (r yearResult) rows() []row {
@@ -360,15 +353,15 @@ func (r yearResult) rows() []row {
 	return append(rows,
 		row{figure: fmt.Sprintf("year: %d posted and finished", r.n), measured: r.took.Round(time.Second).String(),
 			reference: fmt.Sprintf("%.0f per second (asked %.0f); %d entries kept (retention.keep %s, pruned every %s)",
-				float64(r.n)/r.took.Seconds(), *yearRate, r.retained, *yearKeep, yearPruneInterval(*yearKeep))},
+				float64(r.n)/r.took.Seconds(), *yearRate, r.kept.entries, *yearKeep, yearPruneInterval(*yearKeep))},
 		row{figure: "year: memory after the year", measured: mem(r.afterFill),
 			target: fmt.Sprintf("private <= %s", mib(privateBudget)), result: verdict(r.afterFill.anon <= privateBudget)},
 		row{figure: "year: memory after a restart on it", measured: mem(r.afterStart),
 			target: fmt.Sprintf("private <= %s", mib(privateBudget)), result: verdict(r.afterStart.anon <= privateBudget)},
 		row{figure: "year: database file against its entries", measured: mib(r.file),
-			reference: fmt.Sprintf("%d entries, %s of keys and records; %.2fx", r.retained, mib(r.retainedBytes),
-				float64(r.file)/float64(max(1, r.retainedBytes))),
-			target: fmt.Sprintf("<= %.0fx", yearFileRatio), result: verdict(float64(r.file) <= yearFileRatio*float64(r.retainedBytes))},
+			reference: fmt.Sprintf("%d entries, %s of keys and records; %.2fx", r.kept.entries, mib(r.kept.bytes),
+				float64(r.file)/float64(max(1, r.kept.bytes))),
+			target: fmt.Sprintf("<= %.0fx", yearFileRatio), result: verdict(float64(r.file) <= yearFileRatio*float64(r.kept.bytes))},
 		row{figure: "year: start to /readyz", measured: ms(r.ready), reference: "empty database: " + ms(r.emptyReady),
 			target: "< 1s", result: verdict(r.ready < time.Second)},
 		row{figure: "year: snapshot ([backup], running): written and checked", measured: r.snapshot.Round(time.Millisecond).String(),
@@ -385,7 +378,7 @@ func (b *bench) yearStep(ctx context.Context, o options) error {
 		return err
 	}
 	printTable(r.rows())
-	fmt.Printf("\nthe year's file after stop, by bucket: %s\n", r.layout)
+	fmt.Printf("\nthe year's file after stop, by bucket: %s\n", r.kept.layout)
 	fmt.Printf("\naccept: as in the usual run (Prefer: wait=0, the simulator down, %s per level after a warm-up), on an empty\n"+
 		"database and on the year's after a restart with retention.keep a year (no pruning pass while measured);\n"+
 		"memory: peak RssAnon / RssFile over %s; the file: allocated blocks after stop, against the keys and records of\n"+
