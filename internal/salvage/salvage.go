@@ -191,11 +191,7 @@ func (db *DB) walkTree(w *walker, root uint64, idem map[string]uint64) []keyRang
 	collect := func(els *[]elem) func(elem) { return func(el elem) { *els = append(*els, el) } }
 	var top, qels []elem
 	w.bucket(inBucket{root: root}, collect(&top), func(keyRange) {})
-	qel, ok := child(top, keyQueue)
-	if !ok || !qel.bucket {
-		return all
-	}
-	qb, ok := decodeBucket(qel.value)
+	qb, ok := childBucket(top, keyQueue)
 	if !ok {
 		return all
 	}
@@ -203,20 +199,14 @@ func (db *DB) walkTree(w *walker, root uint64, idem map[string]uint64) []keyRang
 	if v, ok := child(qels, keyLogID); ok && len(v.value) == 8 && !v.bucket {
 		db.LogID, db.LogIDKnown = binary.BigEndian.Uint64(v.value), true
 	}
-	if iel, ok := child(qels, keyIdem); ok && iel.bucket {
-		if ib, ok := decodeBucket(iel.value); ok {
-			w.bucket(ib, func(el elem) {
-				if len(el.value) >= 8 && !el.bucket {
-					idem[string(el.key)] = binary.BigEndian.Uint64(el.value)
-				}
-			}, func(keyRange) {})
-		}
+	if ib, ok := childBucket(qels, keyIdem); ok {
+		w.bucket(ib, func(el elem) {
+			if len(el.value) >= 8 && !el.bucket {
+				idem[string(el.key)] = binary.BigEndian.Uint64(el.value)
+			}
+		}, func(keyRange) {})
 	}
-	eel, ok := child(qels, keyEntries)
-	if !ok || !eel.bucket {
-		return all
-	}
-	eb, ok := decodeBucket(eel.value)
+	eb, ok := childBucket(qels, keyEntries)
 	if !ok {
 		return all
 	}

@@ -118,6 +118,15 @@ func (w *walker) node(id uint64, r keyRange, depth int, leaf func(elem), lost fu
 	}
 }
 
+// childBucket is the sub-bucket named name among els, decoded.
+func childBucket(els []elem, name string) (inBucket, bool) {
+	el, ok := child(els, name)
+	if !ok || !el.bucket {
+		return inBucket{}, false
+	}
+	return decodeBucket(el.value)
+}
+
 // child finds the element named name among a bucket's leaf elements.
 func child(els []elem, name string) (elem, bool) {
 	for _, el := range els {
