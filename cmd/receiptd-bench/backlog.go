@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/daemon"
-	"github.com/receiptd/receiptd/internal/harness"
+	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
 // startResult is a daemon's time to ready and its peak memory while idle.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/daemon"
-	"github.com/receiptd/receiptd/internal/harness"
+	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
 // fillResult is a database filled through the API, and the daemon's

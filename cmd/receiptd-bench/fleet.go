@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/harness"
+	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
 // deadHeadOffice refuses connections: the push buffers and backs off.

@@ -23,7 +23,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/receiptd/receiptd/internal/harness"
+	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
 // options are the command's flags.

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/store"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // TestKilledBackupLeavesNoPartialCopy kills a real `receiptd backup` in the

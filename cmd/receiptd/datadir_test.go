@@ -18,12 +18,12 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/daemon"
-	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/harness"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // dataDirWith makes a data directory the way receiptd does (database and

@@ -20,7 +20,7 @@ import (
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // postKeyed posts sample receipt bill with an Idempotency-Key and returns

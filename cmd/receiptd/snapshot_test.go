@@ -20,7 +20,7 @@ import (
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/store"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // backupSection is a [backup] section writing snapshots to dir every

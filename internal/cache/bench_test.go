@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // BenchmarkCachedLookup measures a cached merchant-info lookup through the

@@ -16,7 +16,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // silentTCP accepts connections and never says anything: a TLS handshake

@@ -12,7 +12,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // proxyStandIn is a forward HTTP proxy on loopback that records every

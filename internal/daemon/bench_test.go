@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/daemon"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // BenchmarkAccept posts receipts through the whole daemon with

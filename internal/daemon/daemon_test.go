@@ -15,7 +15,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 func testConfig(t testing.TB, upstream string) config.Config {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // TestDiskFullAndBack runs the daemon on a 3 MiB volume with the tax

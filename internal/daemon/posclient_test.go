@@ -16,7 +16,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // The published Go client github.com/techpartners-asia/ebarimt-pos3-go at

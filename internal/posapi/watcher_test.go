@@ -15,7 +15,7 @@ import (
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // fakeClock is a wall clock the test moves.

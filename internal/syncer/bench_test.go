@@ -11,7 +11,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // BenchmarkDrain drains a backlog to the simulator answering after a fixed

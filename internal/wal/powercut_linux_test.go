@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/receiptd/receiptd/internal/powercut"
+	"github.com/receiptd/receiptd/internal/testing/powercut"
 	"github.com/receiptd/receiptd/internal/wal"
 )
 

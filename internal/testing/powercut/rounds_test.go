@@ -16,9 +16,9 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/harness"
-	"github.com/receiptd/receiptd/internal/powercut"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/harness"
+	"github.com/receiptd/receiptd/internal/testing/powercut"
 )
 
 // Environment of TestPowerCut. Every variable is optional.

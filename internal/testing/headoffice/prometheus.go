@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/receiptd/receiptd/internal/harness"
+	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
 // DebianDir is where packaging/monitoring/check.sh unpacks Debian's

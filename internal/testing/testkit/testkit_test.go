@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
-	"github.com/receiptd/receiptd/internal/testkit"
+	"github.com/receiptd/receiptd/internal/testing/harness"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 func TestWriteConfigRoundTrips(t *testing.T) {

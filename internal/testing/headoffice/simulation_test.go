@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/receiptd/receiptd/internal/harness"
-	"github.com/receiptd/receiptd/internal/headoffice"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/harness"
+	"github.com/receiptd/receiptd/internal/testing/headoffice"
 )
 
 // EnvFleetSim turns on TestFleetSimulation, the fleet simulation of

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/harness"
-	"github.com/receiptd/receiptd/internal/headoffice"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/harness"
+	"github.com/receiptd/receiptd/internal/testing/headoffice"
 )
 
 // EnvFleetE2E turns on TestFleetEndToEnd (a CI step of its own: it runs
@@ -131,7 +131,7 @@ func TestFleetEndToEnd(t *testing.T) {
 func repoRoot(t *testing.T) string {
 	dir, err := os.Getwd()
 	require.NoError(t, err)
-	return filepath.Join(dir, "..", "..")
+	return filepath.Join(dir, "..", "..", "..")
 }
 
 // newBlackHole is a tax service that takes connections and never

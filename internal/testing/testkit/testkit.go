@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/receiptd/receiptd/internal/harness"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
 // CustomerTIN is the customer identifier in Receipt, for tests that check

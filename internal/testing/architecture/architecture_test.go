@@ -37,7 +37,7 @@ func TestDiagramMatchesImports(t *testing.T) {
 	root := moduleRoot(t)
 	code, err := importGraph(root)
 	require.NoError(t, err)
-	require.Contains(t, code, "internal/architecture", "the walk must find this package")
+	require.Contains(t, code, "internal/testing/architecture", "the walk must find this package")
 
 	f, err := os.Open(filepath.Join(root, "ARCHITECTURE.md"))
 	require.NoError(t, err)
