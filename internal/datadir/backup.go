@@ -1,7 +1,6 @@
-package main
+package datadir
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,50 +12,25 @@ import (
 	"github.com/receiptd/receiptd/internal/store"
 )
 
-func init() {
-	commands["backup"] = command{summary: "write a consistent copy of the database to FILE", run: runBackup}
-}
+// PartialName is where a backup of path is written until it is complete
+// and checked.
+func PartialName(path string) string { return path + ".receiptd-partial" }
 
-func runBackup(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "backup", "backup [-addr URL] [-token T] [-force] FILE")
-	var df daemonFlags
-	df.register(fs)
-	force := fs.Bool("force", false, "overwrite FILE if it exists")
-	if err := parseFlags(fs, args, 1); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want the file to write the backup to")
-	}
-	path := fs.Arg(0)
-	// A backup killed midway left its partial copy; it is never a backup.
-	if err := os.Remove(partialName(path)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+// RemovePartial removes the partial copy a backup of path killed midway
+// left; it is never a backup.
+func RemovePartial(path string) error {
+	if err := os.Remove(PartialName(path)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("backup: remove the partial copy of an earlier backup: %w", err)
 	}
-	if _, err := os.Stat(path); err == nil && !*force {
-		return usagef("%s exists: pass -force to overwrite it, or choose another file", path)
-	}
-	c, err := df.client()
-	if err != nil {
-		return err
-	}
-	n, err := backup(ctx, c, path)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.stdout, "backup written and checked: %s (%d bytes)\n", path, n)
 	return nil
 }
 
-// partialName is where a backup of path is written until it is complete
-// and checked.
-func partialName(path string) string { return path + ".receiptd-partial" }
-
-// backup streams GET /receiptd/backup into partialName(path), fsyncs it,
-// checks it opens as a consistent database, and renames it over path, so
-// path is either the old file or a complete new copy.
-func backup(ctx context.Context, c *apiClient, path string) (n int64, err error) {
-	tmp := partialName(path)
+// Backup streams the copy fetch returns (the daemon's GET
+// /receiptd/backup) into PartialName(path), fsyncs it, checks it opens as
+// a consistent database, and renames it over path, so path is either the
+// old file or a complete new copy.
+func Backup(path string, fetch func() (io.ReadCloser, error)) (n int64, err error) {
+	tmp := PartialName(path)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("backup: %w", err)
@@ -67,12 +41,12 @@ func backup(ctx context.Context, c *apiClient, path string) (n int64, err error)
 			_ = os.Remove(tmp)
 		}
 	}()
-	resp, err := c.do(ctx, "GET", "/receiptd/backup")
+	body, err := fetch()
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	if n, err = io.Copy(f, resp.Body); err != nil {
+	defer body.Close()
+	if n, err = io.Copy(f, body); err != nil {
 		return n, fmt.Errorf("backup: download after %d bytes: %w", n, err)
 	}
 	if err := f.Sync(); err != nil {
