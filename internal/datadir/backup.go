@@ -6,7 +6,6 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/store"
@@ -30,38 +29,32 @@ func RemovePartial(path string) error {
 // a consistent database, and renames it over path, so path is either the
 // old file or a complete new copy.
 func Backup(path string, fetch func() (io.ReadCloser, error)) (n int64, err error) {
-	tmp := PartialName(path)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return 0, fmt.Errorf("backup: %w", err)
-	}
-	defer func() {
+	// theirs is an error of fetch, the download or the check, which says
+	// what failed in its own words; the others are the file's.
+	var theirs error
+	err = fileutil.Replace(path, func(f *os.File) error {
+		body, err := fetch()
 		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
+			theirs = err
+			return err
 		}
-	}()
-	body, err := fetch()
-	if err != nil {
-		return 0, err
-	}
-	defer body.Close()
-	if n, err = io.Copy(f, body); err != nil {
-		return n, fmt.Errorf("backup: download after %d bytes: %w", n, err)
-	}
-	if err := f.Sync(); err != nil {
-		return n, fmt.Errorf("backup: fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return n, fmt.Errorf("backup: close %s: %w", tmp, err)
-	}
-	if err := checkDatabase(tmp); err != nil {
+		defer body.Close()
+		if n, err = io.Copy(f, body); err != nil {
+			theirs = fmt.Errorf("backup: download after %d bytes: %w", n, err)
+			return theirs
+		}
+		return nil
+	}, fileutil.ReplaceOptions{Temp: PartialName(path), DirSyncOptional: true, Check: func(tmp string) error {
+		theirs = checkDatabase(tmp)
+		return theirs
+	}})
+	switch {
+	case err == nil:
+		return n, nil
+	case err == theirs:
 		return n, err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return n, fmt.Errorf("backup: %w", err)
-	}
-	return n, syncDir(filepath.Dir(path))
+	return n, fmt.Errorf("backup: %w", err)
 }
 
 // checkDatabase opens the copy, which walks every page (store.Open's
@@ -75,16 +68,6 @@ func checkDatabase(path string) error {
 	}
 	if err := st.Close(); err != nil {
 		return fmt.Errorf("backup: close copy: %w", err)
-	}
-	return nil
-}
-
-// syncDir makes the rename durable (fileutil.SyncDir; nothing on Windows). A
-// file system that cannot fsync a directory (EINVAL: some network and FAT
-// mounts a backup may go to) is not an error.
-func syncDir(dir string) error {
-	if err := fileutil.SyncDir(dir); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("backup: %w", err)
 	}
 	return nil
 }

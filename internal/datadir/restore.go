@@ -10,6 +10,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/wal"
@@ -54,7 +55,7 @@ func settleLog(ctx context.Context, dir, stamp string) (keptAs string, logErr, e
 		return "", nil, nil
 	}
 	keptAs = logDir + stamp
-	if err := os.Rename(logDir, keptAs); err != nil {
+	if err := fileutil.Rename(logDir, keptAs); err != nil {
 		return "", nil, fmt.Errorf("restore: keep the write-ahead log: %w", err)
 	}
 	return keptAs, logErr, nil

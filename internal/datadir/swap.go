@@ -49,15 +49,12 @@ func swapIn(op, dir, tmp, id string, tx uint64, stamp string, keep ...aside) err
 	for _, k := range keep {
 		if _, err := os.Stat(k.path); err == nil {
 			*k.kept = k.path + stamp
-			if err := os.Rename(k.path, *k.kept); err != nil {
+			if err := fileutil.Rename(k.path, *k.kept); err != nil {
 				return fmt.Errorf("%s: keep %s: %w", op, k.path, err)
 			}
 		}
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, store.DBFile)); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if err := fileutil.SyncDir(dir); err != nil {
+	if err := fileutil.Rename(tmp, filepath.Join(dir, store.DBFile)); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if err := store.WriteMarker(dir, id, tx); err != nil {
@@ -81,7 +78,7 @@ func Init(dir string) error {
 	if _, err := os.Stat(logDir); err != nil {
 		return nil
 	}
-	if err := os.Rename(logDir, logDir+dated(".before-init-")); err != nil {
+	if err := fileutil.Rename(logDir, logDir+dated(".before-init-")); err != nil {
 		return fmt.Errorf("init: set the lost database's write-ahead log aside: %w", err)
 	}
 	return nil
