@@ -35,6 +35,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
@@ -103,12 +104,8 @@ func (s *Snapshotter) Loop(ctx context.Context) {
 	failing := false
 	for {
 		s.setNext(s.now().Add(next))
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, next) {
 			return
-		case <-t.C:
 		}
 		r, err := s.Take(ctx)
 		switch {
