@@ -1,0 +1,164 @@
+package backup_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/backup"
+	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/store/storetest"
+)
+
+var ctx = context.Background()
+
+// openQueue is a queue with a write-ahead log, as the daemon opens it,
+// holding n queued receipts.
+func openQueue(t *testing.T, n int) *queue.Queue {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	st := storetest.OpenPath(t, path)
+	q, err := queue.Open(ctx, st, queue.Options{LogDir: path + ".wal"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, q.Close(ctx)) })
+	for i := range n {
+		_, _, err := q.Enqueue(ctx, queue.NewReceipt{
+			IdemKey: fmt.Sprintf("key-%d", i), BodyHash: fmt.Sprintf("hash-%d", i),
+			Body: []byte(fmt.Sprintf(`{"billIdSuffix":"%d"}`, i)), MerchantTin: "123", PosNo: "1",
+			BillIDSuffix: fmt.Sprint(i), Now: time.Now(),
+		})
+		require.NoError(t, err)
+	}
+	return q
+}
+
+func TestTakeWritesACheckedSnapshot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "usb", "receiptd") // created if missing
+	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 3}, openQueue(t, 25), zap.NewNop())
+	r, err := s.Take(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 25, r.Entries)
+	require.Regexp(t, `receiptd-[0-9]{8}T[0-9]{6}Z\.db$`, r.Path)
+	fi, err := os.Stat(r.Path)
+	require.NoError(t, err)
+	require.Equal(t, r.Bytes, fi.Size())
+	names, err := filepath.Glob(filepath.Join(dir, "*"))
+	require.NoError(t, err)
+	require.Equal(t, []string{r.Path}, names, "no .tmp left behind")
+
+	st, err := store.OpenReadOnly(r.Path)
+	require.NoError(t, err)
+	require.NoError(t, queue.CheckCopy(st, 25))
+	require.NoError(t, st.Close())
+
+	got := s.Status()
+	require.Equal(t, dir, got.Dir)
+	require.NotNil(t, got.LastSuccess)
+	require.Empty(t, got.LastError)
+	require.Equal(t, uint64(1), got.Snapshots)
+	require.Equal(t, r.Path, got.LastFile)
+}
+
+// TestPruneKeepsTheNewestAndNothingElseIsTouched: only names of the
+// snapshot pattern (and their .tmp leftovers) are removed.
+func TestPruneKeepsTheNewestAndNothingElseIsTouched(t *testing.T) {
+	dir := t.TempDir()
+	old := []string{"receiptd-20260101T000000Z.db", "receiptd-20260102T000000Z.db", "receiptd-20260103T000000Z.db"}
+	others := []string{"receiptd.db", "notes.txt", "receiptd-latest.db", "receiptd-20260101T000000Z.db.bak"}
+	for _, n := range append(append([]string{}, old...), others...) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "receiptd-20260104T000000Z.db.tmp"), []byte("x"), 0o600))
+	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 3), zap.NewNop())
+	r, err := s.Take(ctx)
+	require.NoError(t, err)
+
+	var left []string
+	des, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, de := range des {
+		left = append(left, de.Name())
+	}
+	want := append([]string{filepath.Base(r.Path), old[2]}, others...)
+	require.ElementsMatch(t, want, left)
+}
+
+func TestASnapshotIntoAFileIsReported(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "usb")
+	require.NoError(t, os.WriteFile(dir, []byte("a file where the directory should be"), 0o600))
+	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 1), zap.NewNop())
+	_, err := s.Take(ctx)
+	require.Error(t, err)
+	require.ErrorContains(t, err, dir)
+	got := s.Status()
+	require.Nil(t, got.LastSuccess)
+	require.Contains(t, got.LastError, dir)
+	require.Equal(t, uint64(1), got.Failures)
+}
+
+// lying copies the database but claims one entry more than it holds, as a
+// copy that lost an entry would look.
+type lying struct{ q *queue.Queue }
+
+func (l lying) WriteCopy(ctx context.Context, w io.Writer) (queue.Copy, error) {
+	c, err := l.q.WriteCopy(ctx, w)
+	c.Entries++
+	return c, err
+}
+
+func TestASnapshotThatFailsItsCheckIsDeleted(t *testing.T) {
+	dir := t.TempDir()
+	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, lying{openQueue(t, 4)}, zap.NewNop())
+	_, err := s.Take(ctx)
+	require.ErrorIs(t, err, store.ErrCorrupt)
+	require.ErrorContains(t, err, "holds 4 entries, its counters say 4, and 5 were copied")
+	des, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, des, "the failed snapshot is deleted")
+	require.Contains(t, s.Status().LastError, "5 were copied")
+}
+
+// TestLoopTakesSnapshotsAndStops: with a short interval the loop writes
+// snapshots, prunes them to keep, and ends with its context.
+func TestLoopTakesSnapshotsAndStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes a few seconds")
+	}
+	dir := t.TempDir()
+	s := backup.New(backup.Config{Dir: dir, Every: time.Second, Keep: 2}, openQueue(t, 2), zap.NewNop())
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); s.Loop(lctx) }()
+	require.Eventually(t, func() bool { return s.Status().Snapshots >= 3 }, 20*time.Second, 50*time.Millisecond)
+	cancel()
+	<-done
+	names, err := filepath.Glob(filepath.Join(dir, "receiptd-*.db"))
+	require.NoError(t, err)
+	require.Len(t, names, 2, "pruned to keep")
+	if runtime.GOOS != "windows" {
+		tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
+		require.Empty(t, tmps)
+	}
+}
+
+func TestLoopIsOffWithoutDir(t *testing.T) {
+	s := backup.New(backup.Config{Every: time.Millisecond, Keep: 1}, openQueue(t, 0), zap.NewNop())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Loop(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Loop without a dir must return at once")
+	}
+	_, err := s.Take(ctx)
+	require.ErrorContains(t, err, "backup.dir is not set")
+}
