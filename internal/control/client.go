@@ -163,6 +163,13 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 	} else {
 		oc = client.NewHTTP(logger)
 	}
+	if err := oc.SetAgentDescription(c.identity().description()); err != nil {
+		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
+	}
+	if err := oc.SetHealth(c.health().proto(c.started)); err != nil {
+		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
+	}
+	// After the health: the capability to report it needs one.
 	caps := protobufs.AgentCapabilities_AgentCapabilities_ReportsStatus |
 		protobufs.AgentCapabilities_AgentCapabilities_AcceptsRemoteConfig |
 		protobufs.AgentCapabilities_AgentCapabilities_ReportsRemoteConfig |
@@ -170,12 +177,6 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 		protobufs.AgentCapabilities_AgentCapabilities_ReportsHealth |
 		protobufs.AgentCapabilities_AgentCapabilities_ReportsHeartbeat
 	if err := oc.SetCapabilities(&caps); err != nil {
-		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
-	}
-	if err := oc.SetAgentDescription(c.identity().description()); err != nil {
-		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
-	}
-	if err := oc.SetHealth(c.health().proto(c.started)); err != nil {
 		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
 	}
 	tlsConfig, err := c.tlsConfig(u.Scheme)
