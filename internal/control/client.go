@@ -97,7 +97,7 @@ func New(opts Options) (*Client, error) {
 		log:       opts.Log.Named("control"),
 		wake:      make(chan struct{}, 1),
 		effective: opts.Start,
-		status:    Status{URL: cfg.Control.OpAMPURL, RemoteConfig: rc},
+		status:    Status{URL: cfg.Control.OpAMPURL, RemoteConfig: rc, Started: time.Now()},
 	}, nil
 }
 
@@ -249,3 +249,13 @@ type opampLogger struct{ l *zap.SugaredLogger }
 
 func (l opampLogger) Debugf(_ context.Context, format string, v ...any) { l.l.Debugf(format, v...) }
 func (l opampLogger) Errorf(_ context.Context, format string, v ...any) { l.l.Debugf(format, v...) }
+
+// Stats is Status in the shape of metrics.ControlStats:
+// m.WatchControl(client.Stats).
+func (c *Client) Stats() (connected bool, lastContact float64, failures uint64) {
+	s := c.Status()
+	if !s.LastContact.IsZero() {
+		lastContact = float64(s.LastContact.UnixNano()) / 1e9
+	}
+	return s.Connected, lastContact, s.Failures
+}
