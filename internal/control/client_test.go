@@ -58,7 +58,10 @@ type till struct {
 
 // startTill writes a till's own file pointing at url, and runs its client
 // until the test ends.
-func startTill(t *testing.T, url string) *till {
+func startTill(t *testing.T, url string) *till { return startTillWith(t, url, "") }
+
+// startTillWith is startTill with more [control] lines.
+func startTillWith(t *testing.T, url, extra string) *till {
 	t.Helper()
 	dir := t.TempDir()
 	own := fmt.Sprintf(`data_dir = %q
@@ -72,9 +75,10 @@ till = "2"
 [control]
 opamp_url = %q
 poll_every = "1s"
+%s
 [control.headers]
 Authorization = %q
-`, filepath.Join(dir, "data"), secretToken, url, secretHeader)
+`, filepath.Join(dir, "data"), secretToken, url, extra, secretHeader)
 	ownPath := filepath.Join(dir, "receiptd.toml")
 	require.NoError(t, os.WriteFile(ownPath, []byte(own), 0o600))
 	cfg, err := config.Load(ownPath)
@@ -231,4 +235,24 @@ func waitStatus(t *testing.T, srv *controltest.Server, uid string, hash []byte, 
 		rs := a.RemoteStatus
 		return rs != nil && string(rs.LastRemoteConfigHash) == string(hash) && rs.Status == want
 	})
+}
+
+// TestClientOverTLS: wss:// and https:// with control.ca_file trusting the
+// server's own certificate; without it the till does not connect.
+func TestClientOverTLS(t *testing.T) {
+	srv, caFile := controltest.StartTLS(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			url := tr.url(srv)
+			require.Regexp(t, "^(wss|https)://", url)
+			trusted := startTillWith(t, url, fmt.Sprintf("ca_file = %q", caFile))
+			agent(t, srv, trusted.client.InstanceUID(), func(a controltest.Agent) bool { return a.Effective != nil })
+
+			untrusted := startTill(t, url)
+			time.Sleep(2 * time.Second) // a few attempts
+			_, seen := srv.Agent(untrusted.client.InstanceUID())
+			require.False(t, seen, "a server whose certificate the till does not trust is not talked to")
+			require.False(t, untrusted.client.Status().Connected)
+		})
+	}
 }

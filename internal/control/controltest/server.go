@@ -9,8 +9,10 @@ package controltest
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,8 +53,9 @@ func (a Agent) Attr(key string) string {
 // Server is a running OpAMP server. Its methods are safe for concurrent
 // use.
 type Server struct {
-	srv  server.OpAMPServer
-	addr string
+	srv    server.OpAMPServer
+	addr   string
+	scheme string // ws, or wss over TLS
 
 	mu      sync.Mutex
 	agents  map[string]*Agent
@@ -63,14 +66,24 @@ type Server struct {
 // Start starts a server on 127.0.0.1:0, stopped when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return start(t, nil)
+}
+
+func start(t testing.TB, tlsConfig *tls.Config) *Server {
+	t.Helper()
 	s := &Server{
+		scheme:  "ws",
 		srv:     server.New(nil),
 		agents:  map[string]*Agent{},
 		configs: map[string]*protobufs.AgentRemoteConfig{},
 		conns:   map[string]types.Connection{},
 	}
+	if tlsConfig != nil {
+		s.scheme = "wss"
+	}
 	err := s.srv.Start(server.StartSettings{
 		ListenEndpoint: "127.0.0.1:0",
+		TLSConfig:      tlsConfig,
 		Settings: server.Settings{Callbacks: types.Callbacks{
 			OnConnecting: func(r *http.Request) types.ConnectionResponse {
 				header := r.Header.Clone()
@@ -98,8 +111,10 @@ func (s *Server) Stop() {
 }
 
 // WSURL is the server's WebSocket URL; HTTPURL its HTTP polling URL.
-func (s *Server) WSURL() string   { return "ws://" + s.addr + "/v1/opamp" }
-func (s *Server) HTTPURL() string { return "http://" + s.addr + "/v1/opamp" }
+func (s *Server) WSURL() string { return s.scheme + "://" + s.addr + "/v1/opamp" }
+func (s *Server) HTTPURL() string {
+	return strings.Replace(s.scheme, "ws", "http", 1) + "://" + s.addr + "/v1/opamp"
+}
 
 func (s *Server) onMessage(conn types.Connection, header http.Header, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
 	uid := uidString(msg.InstanceUid)
