@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/statuspage"
@@ -62,4 +63,14 @@ func (s *Server) pageControl(c ControlStatus) *statuspage.Control {
 		out.LastContact = *c.LastContact
 	}
 	return out
+}
+
+// StatusLine is the status page's first line (statuspage.FirstLine), the
+// status text of the till's health for the head office.
+func (s *Server) StatusLine(ctx context.Context) (string, error) {
+	d, err := s.pageData(ctx)
+	if err != nil {
+		return "", err
+	}
+	return statuspage.FirstLine(d), nil
 }

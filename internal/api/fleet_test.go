@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -52,4 +53,14 @@ func TestStatusControl(t *testing.T) {
 			require.Equal(t, c.want, r.json(t)["control"], "%s", r.body)
 		})
 	}
+}
+
+func TestStatusLine(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true, control: func() control.Status {
+		return control.Status{URL: "wss://hq.example/v1/opamp", Started: time.Now(),
+			RemoteConfig: control.RemoteConfig{Status: control.StatusFailed, Message: "line 2: auth.token: can never be set remotely"}}
+	}})
+	line, err := e.srv.StatusLine(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "Needs attention: The head office's last configuration was not applied", line)
 }

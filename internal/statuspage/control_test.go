@@ -43,3 +43,17 @@ func TestControlOnThePage(t *testing.T) {
 		})
 	}
 }
+
+func TestFirstLine(t *testing.T) {
+	ok := emptyData()
+	require.Equal(t, "Nothing needs attention", FirstLine(ok))
+
+	one := emptyData()
+	one.Control = &Control{URL: "wss://hq.example/v1/opamp", Started: now.Add(-time.Hour), RemoteStatus: "FAILED", RemoteMessage: "x"}
+	require.Equal(t, "Needs attention: The head office's last configuration was not applied", FirstLine(one))
+
+	two := one
+	two.UpstreamUp = false
+	two.LastError = "dial tcp 127.0.0.1:7081: connect: connection refused"
+	require.Regexp(t, `^2 need attention; first: .*tax service`, FirstLine(two))
+}
