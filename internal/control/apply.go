@@ -26,11 +26,14 @@ func (c *Client) callbacks() types.Callbacks {
 		},
 		OnConnectFailed: func(_ context.Context, err error) {
 			c.mu.Lock()
-			was := c.connected
-			c.connected = false
+			was, first := c.connected, !c.triedOnce
+			c.connected, c.triedOnce = false, true
 			c.mu.Unlock()
-			if was {
+			switch {
+			case was:
 				c.log.Warn("lost the head office; receipts are not affected, retrying", zap.Error(err))
+			case first:
+				c.log.Warn("cannot reach the head office yet; receipts are not affected, retrying (check control.opamp_url and the till's internet)", zap.Error(err))
 			}
 		},
 		OnError: func(_ context.Context, e *protobufs.ServerErrorResponse) {
@@ -52,7 +55,7 @@ func (c *Client) callbacks() types.Callbacks {
 func (c *Client) contact(ok bool) {
 	c.mu.Lock()
 	was := c.connected
-	c.connected = ok
+	c.connected, c.triedOnce = ok, true
 	c.status.LastContact = time.Now().UTC()
 	c.mu.Unlock()
 	if ok && !was {

@@ -69,6 +69,7 @@ type Client struct {
 	effective config.Merged
 	status    Status
 	connected bool
+	triedOnce bool // a first attempt ended: later failures are logged only after a success
 	next      *protobufs.AgentRemoteConfig
 	opamp     client.OpAMPClient
 }

@@ -256,3 +256,22 @@ func TestClientOverTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestClientNoticesALostServer: Connected turns false once the server
+// stops answering, whatever the transport.
+func TestClientNoticesALostServer(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			srv := controltest.Start(t)
+			tl := startTill(t, tr.url(srv))
+			require.Eventually(t, func() bool { return tl.client.Status().Connected }, 10*time.Second, 20*time.Millisecond)
+			contact := tl.client.Status().LastContact
+			srv.Stop()
+			require.Eventually(t, func() bool { return !tl.client.Status().Connected }, 10*time.Second, 50*time.Millisecond)
+			connected, last, _ := tl.client.Stats()
+			require.False(t, connected)
+			require.InDelta(t, float64(contact.UnixNano())/1e9, last, 5, "the last contact stays, for the metric and the status page")
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -103,11 +104,21 @@ func start(t testing.TB, tlsConfig *tls.Config) *Server {
 	return s
 }
 
-// Stop stops the server; calling it again does nothing.
+// Stop stops the server and closes every WebSocket connection (opamp-go's
+// Stop leaves them open: http.Server.Shutdown does not close hijacked
+// connections, and their agents would go on being answered); calling it
+// again does nothing.
 func (s *Server) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.srv.Stop(ctx)
+	s.mu.Lock()
+	conns := slices.Collect(maps.Values(s.conns))
+	clear(s.conns)
+	s.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Disconnect() // an HTTP connection has nothing to close
+	}
 }
 
 // WSURL is the server's WebSocket URL; HTTPURL its HTTP polling URL.
