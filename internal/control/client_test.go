@@ -258,7 +258,8 @@ func TestClientOverTLS(t *testing.T) {
 }
 
 // TestClientNoticesALostServer: Connected turns false once the server
-// stops answering, whatever the transport.
+// stops answering, whatever the transport, and the till reconnects and
+// takes configs again when it is back.
 func TestClientNoticesALostServer(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -272,6 +273,12 @@ func TestClientNoticesALostServer(t *testing.T) {
 			connected, last, _ := tl.client.Stats()
 			require.False(t, connected)
 			require.InDelta(t, float64(contact.UnixNano())/1e9, last, 5, "the last contact stays, for the metric and the status page")
+
+			srv.Restart(t)
+			require.Eventually(t, func() bool { return tl.client.Status().Connected }, 20*time.Second, 50*time.Millisecond, "back when the server is")
+			hash, n := srv.SetConfig(func(a controltest.Agent) bool { return a.UID == tl.client.InstanceUID() }, "[log]\nlevel = \"debug\"\n")
+			require.Equal(t, 1, n)
+			waitStatus(t, srv, tl.client.InstanceUID(), hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
 		})
 	}
 }

@@ -54,11 +54,12 @@ func (a Agent) Attr(key string) string {
 // Server is a running OpAMP server. Its methods are safe for concurrent
 // use.
 type Server struct {
-	srv    server.OpAMPServer
-	addr   string
 	scheme string // ws, or wss over TLS
+	tls    *tls.Config
 
 	mu      sync.Mutex
+	srv     server.OpAMPServer
+	addr    string
 	agents  map[string]*Agent
 	configs map[string]*protobufs.AgentRemoteConfig // by agent UID
 	conns   map[string]types.Connection
@@ -74,7 +75,7 @@ func start(t testing.TB, tlsConfig *tls.Config) *Server {
 	t.Helper()
 	s := &Server{
 		scheme:  "ws",
-		srv:     server.New(nil),
+		tls:     tlsConfig,
 		agents:  map[string]*Agent{},
 		configs: map[string]*protobufs.AgentRemoteConfig{},
 		conns:   map[string]types.Connection{},
@@ -82,9 +83,28 @@ func start(t testing.TB, tlsConfig *tls.Config) *Server {
 	if tlsConfig != nil {
 		s.scheme = "wss"
 	}
-	err := s.srv.Start(server.StartSettings{
-		ListenEndpoint: "127.0.0.1:0",
-		TLSConfig:      tlsConfig,
+	if err := s.listen("127.0.0.1:0"); err != nil {
+		t.Fatalf("start OpAMP server: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Restart starts the server again, after Stop, on the same address, with
+// what it knew of the agents and the configs set: a head office back from
+// an outage.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if err := s.listen(s.address()); err != nil {
+		t.Fatalf("restart OpAMP server on %s: %v", s.address(), err)
+	}
+}
+
+func (s *Server) listen(addr string) error {
+	srv := server.New(nil)
+	err := srv.Start(server.StartSettings{
+		ListenEndpoint: addr,
+		TLSConfig:      s.tls,
 		Settings: server.Settings{Callbacks: types.Callbacks{
 			OnConnecting: func(r *http.Request) types.ConnectionResponse {
 				header := r.Header.Clone()
@@ -97,11 +117,12 @@ func start(t testing.TB, tlsConfig *tls.Config) *Server {
 		}},
 	})
 	if err != nil {
-		t.Fatalf("start OpAMP server: %v", err)
+		return err
 	}
-	s.addr = s.srv.Addr().String()
-	t.Cleanup(s.Stop)
-	return s
+	s.mu.Lock()
+	s.srv, s.addr = srv, srv.Addr().String()
+	s.mu.Unlock()
+	return nil
 }
 
 // Stop stops the server and closes every WebSocket connection (opamp-go's
@@ -111,7 +132,10 @@ func start(t testing.TB, tlsConfig *tls.Config) *Server {
 func (s *Server) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = s.srv.Stop(ctx)
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	_ = srv.Stop(ctx)
 	s.mu.Lock()
 	conns := slices.Collect(maps.Values(s.conns))
 	clear(s.conns)
@@ -122,9 +146,15 @@ func (s *Server) Stop() {
 }
 
 // WSURL is the server's WebSocket URL; HTTPURL its HTTP polling URL.
-func (s *Server) WSURL() string { return s.scheme + "://" + s.addr + "/v1/opamp" }
+func (s *Server) WSURL() string { return s.scheme + "://" + s.address() + "/v1/opamp" }
 func (s *Server) HTTPURL() string {
-	return strings.Replace(s.scheme, "ws", "http", 1) + "://" + s.addr + "/v1/opamp"
+	return strings.Replace(s.scheme, "ws", "http", 1) + "://" + s.address() + "/v1/opamp"
+}
+
+func (s *Server) address() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
 }
 
 func (s *Server) onMessage(conn types.Connection, header http.Header, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
