@@ -140,6 +140,10 @@ func (c *Client) apply(ctx context.Context, rc *protobufs.AgentRemoteConfig) {
 	}
 }
 
+// MaxFragment bounds a remote fragment: a whole config file is a few KiB,
+// and the till's memory is for receipts.
+const MaxFragment = 1 << 20
+
 // fragmentOf is the fragment in rc's config map: its ConfigKey entry, or
 // nothing at all for an empty map (the till's own file).
 func fragmentOf(rc *protobufs.AgentRemoteConfig) ([]byte, error) {
@@ -150,6 +154,9 @@ func fragmentOf(rc *protobufs.AgentRemoteConfig) ([]byte, error) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("the config map has no %q (it has %s); receiptd reads only %q", ConfigKey, strings.Join(slices.Sorted(maps.Keys(files)), ", "), ConfigKey)
+	}
+	if n := len(f.GetBody()); n > MaxFragment {
+		return nil, fmt.Errorf("%q is %d bytes; at most %d are read", ConfigKey, n, MaxFragment)
 	}
 	if ct := f.GetContentType(); ct != "" && ct != ContentType && ct != "text/toml" {
 		return nil, fmt.Errorf("%q has content type %q; send it as %q", ConfigKey, ct, ContentType)
