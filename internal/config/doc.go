@@ -12,5 +12,10 @@
 //
 // Durations are TOML strings in Go's syntax ("5s", "24h"); sizes are MiB.
 // Secrets may come from the environment instead of the file: see
-// EnvAuthToken, EnvUpstreamHeaderPrefix and EnvLookupHeaderPrefix.
+// EnvAuthToken, EnvUpstreamHeaderPrefix, EnvLookupHeaderPrefix,
+// EnvFleetHeaderPrefix and EnvControlHeaderPrefix.
+//
+// Merge lays a head office's remote fragment ([control]) over a till's own
+// file, refused whole, with the fragment's lines, when it does not
+// validate or sets a key outside control.allow or in NeverRemote.
 package config

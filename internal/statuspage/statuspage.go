@@ -90,6 +90,8 @@ type Data struct {
 	Backup *Backup
 	// Fleet is the push to the head office; nil: off.
 	Fleet *Fleet
+	// Control is the OpAMP channel to the head office; nil: off.
+	Control *Control
 }
 
 // Failure is one failed attempt or rejected entry.
@@ -174,3 +176,18 @@ func Handler(source func(ctx context.Context) (Data, error), log *zap.Logger) ht
 // style and the empty data: favicon. No script can run, even if escaping
 // were ever broken.
 const contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// FirstLine is the page's verdict in one line, as a head office reads it
+// beside the till's health ([control]): "Nothing needs attention", or how
+// many things do and the most urgent one's title.
+func FirstLine(d Data) string {
+	v := newView(d)
+	switch n := len(v.Attention); n {
+	case 0:
+		return "Nothing needs attention"
+	case 1:
+		return "Needs attention: " + v.Attention[0].Title
+	default:
+		return fmt.Sprintf("%d need attention; first: %s", n, v.Attention[0].Title)
+	}
+}
