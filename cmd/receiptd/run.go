@@ -122,12 +122,13 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// startDaemon is daemon.New with its refusals classified: a configuration
+// startDaemon is daemon.NewSupervisor (daemon.New, under a supervisor that
+// can apply a config in place) with its refusals classified: a configuration
 // the daemon refuses is a usageError (exit 2), anything else exit 1. A
 // damaged database's refusal also names the way back that keeps the most:
 // salvage, which reads what the file and its log still hold.
-func startDaemon(cfg config.Config, log *zap.Logger) (*daemon.Daemon, error) {
-	d, err := daemon.New(cfg, log, version)
+func startDaemon(cfg config.Config, log *zap.Logger) (*daemon.Supervisor, error) {
+	d, err := daemon.NewSupervisor(cfg, log, version, 0)
 	switch {
 	case err == nil:
 		return d, nil

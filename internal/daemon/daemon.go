@@ -17,6 +17,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -65,6 +66,7 @@ type Daemon struct {
 	api       *api.Server
 	fleet     *fleet.Pusher // nil: the push is off
 	listeners []net.Listener
+	running   atomic.Bool // Run has started every loop; see Ready
 
 	markerEvery time.Duration // identityLoop's wait after a commit; defaultMarkerEvery
 }
@@ -73,7 +75,13 @@ type Daemon struct {
 // It starts no goroutine. Errors name their cause: the database file for a
 // locked or damaged database, "token" for a non-loopback address without
 // one.
-func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err error) {
+func New(cfg config.Config, log *zap.Logger, version string) (*Daemon, error) {
+	return build(cfg, log, version, nil)
+}
+
+// build is New serving on lns instead of binding its own listeners when
+// lns is not nil (a Supervisor's listeners, which outlive the Daemon).
+func build(cfg config.Config, log *zap.Logger, version string, lns []net.Listener) (_ *Daemon, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -135,7 +143,7 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	if d.api, err = d.newAPI(m, version); err != nil {
 		return nil, err
 	}
-	if err := d.listen(); err != nil {
+	if err := d.listen(lns); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -176,12 +184,19 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 	}), nil
 }
 
-// listen binds the TCP listener and, when configured, the Unix socket.
-func (d *Daemon) listen() error {
+// listen binds the TCP listener and, when configured, the Unix socket;
+// or, given lns, serves on those (after the same check of the token).
+func (d *Daemon) listen(lns []net.Listener) error {
 	if d.cfg.Listen != "" {
 		if err := api.CheckListen(d.cfg.Listen, d.cfg.Auth.Token); err != nil {
 			return err
 		}
+	}
+	if lns != nil {
+		d.listeners = lns
+		return nil
+	}
+	if d.cfg.Listen != "" {
 		ln, err := net.Listen("tcp", d.cfg.Listen)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", d.cfg.Listen, err)
@@ -253,10 +268,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		start(d.fleet.Run)
 	}
 	d.api.SetReady(true)
+	d.running.Store(true)
 	d.log.Info("receiptd ready", zap.String("url", d.URL()), zap.String("db", d.st.Path()),
 		zap.String("upstream", d.cfg.Upstream.BaseURL))
 
 	<-ctx.Done()
+	d.running.Store(false)
 	d.api.SetReady(false)
 	d.log.Info("shutting down", zap.Duration("timeout", d.cfg.ShutdownTimeout.Duration))
 	wg.Wait()
