@@ -36,6 +36,7 @@ type Config struct {
 	Auth      Auth      `toml:"auth"`
 	Log       Log       `toml:"log"`
 	PosAPI    PosAPI    `toml:"posapi"`
+	Control   Control   `toml:"control"`
 }
 
 // Accept is how POST /rest/receipt answers.
@@ -241,6 +242,7 @@ func Default() Config {
 		Auth:      Auth{AllowedHosts: []string{}},
 		Log:       Log{Level: "info", Format: "auto", MaxSizeMB: 10, MaxFiles: 5},
 		PosAPI:    defaultPosAPI(),
+		Control:   defaultControl(),
 	}
 }
 

@@ -116,6 +116,8 @@ func applyEnv(cfg *Config, environ []string) (tokenFromEnv bool) {
 			}
 		case strings.HasPrefix(name, EnvLookupHeaderPrefix):
 			setHeader(&cfg.Upstream.LookupHeaders, strings.TrimPrefix(name, EnvLookupHeaderPrefix), value)
+		case strings.HasPrefix(name, EnvControlHeaderPrefix):
+			setHeader(&cfg.Control.Headers, strings.TrimPrefix(name, EnvControlHeaderPrefix), value)
 		case strings.HasPrefix(name, EnvFleetHeaderPrefix):
 			setHeader(&cfg.Fleet.Headers, strings.TrimPrefix(name, EnvFleetHeaderPrefix), value)
 		case strings.HasPrefix(name, EnvUpstreamHeaderPrefix):

@@ -86,6 +86,7 @@ func (c Config) Validate() error {
 	ch.positive("retention.prune_interval", c.Retention.PruneInterval)
 	c.Backup.check(&ch, c.DataDir)
 	c.Fleet.check(&ch)
+	c.Control.check(&ch)
 	c.Auth.check(&ch)
 	c.Log.check(&ch)
 	return errors.Join(ch.errs...)

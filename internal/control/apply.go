@@ -1,0 +1,235 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/open-telemetry/opamp-go/client"
+	"github.com/open-telemetry/opamp-go/client/types"
+	"github.com/open-telemetry/opamp-go/protobufs"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/receiptd/receiptd/internal/config"
+)
+
+func (c *Client) callbacks() types.Callbacks {
+	return types.Callbacks{
+		OnConnect: func(context.Context) {
+			c.contact(true)
+		},
+		OnConnectFailed: func(_ context.Context, err error) {
+			c.mu.Lock()
+			was := c.connected
+			c.connected = false
+			c.mu.Unlock()
+			if was {
+				c.log.Warn("lost the head office; receipts are not affected, retrying", zap.Error(err))
+			}
+		},
+		OnError: func(_ context.Context, e *protobufs.ServerErrorResponse) {
+			c.log.Warn("the head office refused a message", zap.String("message", e.GetErrorMessage()))
+		},
+		OnMessage: func(_ context.Context, msg *types.MessageData) {
+			c.contact(true)
+			if msg.RemoteConfig != nil {
+				c.offer(msg.RemoteConfig)
+			}
+		},
+		GetEffectiveConfig: func(context.Context) (*protobufs.EffectiveConfig, error) {
+			return c.effectiveProto()
+		},
+	}
+}
+
+// contact records an answer of the server.
+func (c *Client) contact(ok bool) {
+	c.mu.Lock()
+	was := c.connected
+	c.connected = ok
+	c.status.LastContact = time.Now().UTC()
+	c.mu.Unlock()
+	if ok && !was {
+		c.log.Info("connected to the head office")
+	}
+}
+
+// offer queues rc for applyLoop, replacing one not taken yet; a config
+// already dealt with (the server resends it with every answer) is
+// dropped.
+func (c *Client) offer(rc *protobufs.AgentRemoteConfig) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	done := c.status.RemoteConfig
+	if hex.EncodeToString(rc.GetConfigHash()) == done.ServerHash && done.Status != StatusApplying && done.Status != "" {
+		return
+	}
+	c.next = rc
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Client) applyLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		}
+		c.mu.Lock()
+		rc := c.next
+		c.next = nil
+		c.mu.Unlock()
+		if rc != nil {
+			c.apply(ctx, rc)
+		}
+	}
+}
+
+// apply checks one remote config, hands it to the Applier and reports
+// what became of it.
+func (c *Client) apply(ctx context.Context, rc *protobufs.AgentRemoteConfig) {
+	fragment, err := fragmentOf(rc)
+	out := RemoteConfig{Hash: config.FragmentHash(fragment), Status: StatusApplying, ServerHash: hex.EncodeToString(rc.GetConfigHash())}
+	if err != nil {
+		c.fail(out, err.Error())
+		return
+	}
+	c.report(out)
+	if err := c.disk.write(receivedFile, fragment); err != nil {
+		c.fail(out, "it could not be kept on disk: "+err.Error())
+		return
+	}
+	merged, err := config.Merge(c.opts.OwnPath, fragment)
+	if err != nil {
+		c.fail(out, err.Error())
+		return
+	}
+	if err := c.opts.Applier.Apply(ctx, merged.Config); err != nil {
+		c.fail(out, "not applied, the previous configuration is back: "+err.Error())
+		return
+	}
+	out.Status, out.AppliedAt = StatusApplied, time.Now().UTC()
+	if err := c.disk.write(goodFile, fragment); err != nil {
+		out.Message = "applied, but not kept on disk, so a restart goes back to the previous one: " + err.Error()
+	}
+	c.mu.Lock()
+	c.effective = merged
+	oc := c.opamp
+	c.mu.Unlock()
+	c.report(out)
+	c.log.Info("remote config applied", zap.String("hash", out.Hash), zap.Strings("keys", merged.RemoteKeys))
+	if oc != nil {
+		if err := oc.UpdateEffectiveConfig(ctx); err != nil {
+			c.log.Debug("report effective config", zap.Error(err))
+		}
+	}
+}
+
+// fragmentOf is the fragment in rc's config map: its ConfigKey entry, or
+// nothing at all for an empty map (the till's own file).
+func fragmentOf(rc *protobufs.AgentRemoteConfig) ([]byte, error) {
+	files := rc.GetConfig().GetConfigMap()
+	f, ok := files[ConfigKey]
+	if !ok {
+		if len(files) == 0 {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("the config map has no %q (it has %s); receiptd reads only %q", ConfigKey, strings.Join(slices.Sorted(maps.Keys(files)), ", "), ConfigKey)
+	}
+	if ct := f.GetContentType(); ct != "" && ct != ContentType && ct != "text/toml" {
+		return nil, fmt.Errorf("%q has content type %q; send it as %q", ConfigKey, ct, ContentType)
+	}
+	return bytes.Clone(f.GetBody()), nil
+}
+
+func (c *Client) fail(out RemoteConfig, message string) {
+	out.Status, out.Message = StatusFailed, message
+	c.mu.Lock()
+	c.status.Failures++
+	c.mu.Unlock()
+	c.report(out)
+	c.log.Warn("remote config refused; the till runs on as it was", zap.String("hash", out.Hash), zap.String("why", message))
+}
+
+// report records out, keeps it on disk and tells the server.
+func (c *Client) report(out RemoteConfig) {
+	c.mu.Lock()
+	c.status.RemoteConfig = out
+	oc := c.opamp
+	c.mu.Unlock()
+	if err := c.disk.saveStatus(out); err != nil {
+		c.log.Warn("remote config status not kept on disk", zap.Error(err))
+	}
+	if oc != nil {
+		if err := oc.SetRemoteConfigStatus(c.remoteStatusProto()); err != nil {
+			c.log.Debug("report remote config status", zap.Error(err))
+		}
+	}
+}
+
+// remoteStatusProto is the saved status in OpAMP's terms; nil before any
+// fragment, which asks the server to send its config.
+func (c *Client) remoteStatusProto() *protobufs.RemoteConfigStatus {
+	c.mu.Lock()
+	rc := c.status.RemoteConfig
+	c.mu.Unlock()
+	hash, err := hex.DecodeString(rc.ServerHash)
+	if rc.Status == "" || err != nil {
+		return nil
+	}
+	st := map[string]protobufs.RemoteConfigStatuses{
+		StatusApplying: protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLYING,
+		StatusApplied:  protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED,
+		StatusFailed:   protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED,
+	}[rc.Status]
+	return &protobufs.RemoteConfigStatus{LastRemoteConfigHash: hash, Status: st, ErrorMessage: rc.Message}
+}
+
+func (c *Client) effectiveProto() (*protobufs.EffectiveConfig, error) {
+	c.mu.Lock()
+	cfg := c.effective.Config
+	c.mu.Unlock()
+	body, err := EffectiveTOML(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("control: effective config: %w", err)
+	}
+	return &protobufs.EffectiveConfig{ConfigMap: &protobufs.AgentConfigMap{
+		ConfigMap: map[string]*protobufs.AgentConfigFile{ConfigKey: {Body: body, ContentType: ContentType}},
+	}}, nil
+}
+
+// healthLoop sends the health and the description whenever they change.
+func (c *Client) healthLoop(ctx context.Context, oc client.OpAMPClient) {
+	lastHealth := c.health().proto(c.started)
+	lastDesc := c.identity().description()
+	t := time.NewTicker(healthEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if h := c.health().proto(c.started); !proto.Equal(h, lastHealth) {
+			lastHealth = h
+			if err := oc.SetHealth(h); err != nil {
+				c.log.Debug("report health", zap.Error(err))
+			}
+		}
+		if d := c.identity().description(); !proto.Equal(d, lastDesc) {
+			lastDesc = d
+			if err := oc.SetAgentDescription(d); err != nil {
+				c.log.Debug("report description", zap.Error(err))
+			}
+		}
+	}
+}

@@ -1,0 +1,250 @@
+package control
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/open-telemetry/opamp-go/client"
+	"github.com/open-telemetry/opamp-go/client/types"
+	"github.com/open-telemetry/opamp-go/protobufs"
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/config"
+)
+
+// Applier puts a merged configuration into effect in place. A nil error
+// means it is applied and the daemon is ready with it (within
+// control.rollback_after); an error means it was not, and the previous
+// configuration is back in effect: the error says why, for the head
+// office. Apply is never called twice at once.
+type Applier interface {
+	Apply(ctx context.Context, cfg config.Config) error
+}
+
+// Options are what New needs. Start, Version, Log and Applier are
+// required.
+type Options struct {
+	// Start is the configuration the daemon started with (StartConfig's).
+	Start config.Merged
+	// OwnPath is the till's own config file, re-read for each fragment;
+	// "" when the daemon runs on the defaults.
+	OwnPath string
+	// Version is receiptd's version (service.version).
+	Version string
+	Log     *zap.Logger
+	Applier Applier
+	// Health reports the daemon's health; nil: healthy, "running".
+	Health func() Health
+	// PosNo returns PosAPI's posNo, "" while unknown; nil: never known.
+	PosNo func() string
+	// HostName is host.name; "" takes os.Hostname.
+	HostName string
+}
+
+// healthEvery is how often Health and the description are read, and
+// sent when they changed.
+const healthEvery = 5 * time.Second
+
+// Client is the till's OpAMP agent. New prepares it; Run runs it.
+type Client struct {
+	opts    Options
+	ctl     config.Control // from the start configuration: [control] is never remote
+	disk    disk
+	uid     uuid.UUID
+	started time.Time
+	log     *zap.Logger
+
+	wake chan struct{} // a fragment is waiting in next
+
+	mu        sync.Mutex
+	effective config.Merged
+	status    Status
+	connected bool
+	next      *protobufs.AgentRemoteConfig
+	opamp     client.OpAMPClient
+}
+
+// New reads (or creates) the instance UID and the last remote config
+// status from the data directory. It starts nothing.
+func New(opts Options) (*Client, error) {
+	if opts.Log == nil || opts.Applier == nil {
+		return nil, errors.New("control: Log and Applier are required")
+	}
+	cfg := opts.Start.Config
+	d := newDisk(cfg.DataDir)
+	uid, err := d.instanceUID()
+	if err != nil {
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	rc, err := d.status()
+	if err != nil {
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	if opts.HostName == "" {
+		opts.HostName, _ = os.Hostname()
+	}
+	return &Client{
+		opts: opts, ctl: cfg.Control, disk: d, uid: uid, started: time.Now(),
+		log:       opts.Log.Named("control"),
+		wake:      make(chan struct{}, 1),
+		effective: opts.Start,
+		status:    Status{URL: cfg.Control.OpAMPURL, RemoteConfig: rc},
+	}, nil
+}
+
+// InstanceUID is the till's OpAMP instance UID.
+func (c *Client) InstanceUID() string { return c.uid.String() }
+
+// Status returns the channel's state. Connected turns false once the
+// server has not answered for three poll_every, however the connection
+// was lost.
+func (c *Client) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.status
+	s.Connected = c.connected && time.Since(s.LastContact) <= 3*c.ctl.PollEvery.Duration
+	return s
+}
+
+// Run connects to control.opamp_url and serves the channel until ctx
+// ends, then stops the OpAMP client and every goroutine it started. With
+// the channel off it returns nil at once. An error means the client could
+// not start (a bad CA file).
+func (c *Client) Run(ctx context.Context) error {
+	if !c.ctl.Enabled() {
+		return nil
+	}
+	oc, settings, err := c.prepare()
+	if err != nil {
+		return err
+	}
+	if err := oc.Start(ctx, settings); err != nil {
+		return fmt.Errorf("control: start OpAMP client: %w", err)
+	}
+	c.mu.Lock()
+	c.opamp = oc
+	c.mu.Unlock()
+	c.log.Info("connecting to the head office", zap.String("url", c.ctl.OpAMPURL), zap.String("instanceUID", c.uid.String()))
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c.applyLoop(ctx) }()
+	go func() { defer wg.Done(); c.healthLoop(ctx, oc) }()
+	<-ctx.Done()
+	wg.Wait()
+	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := oc.Stop(stopCtx); err != nil {
+		c.log.Debug("stop OpAMP client", zap.Error(err))
+	}
+	return nil
+}
+
+// prepare builds the OpAMP client for the URL's transport and its start
+// settings.
+func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
+	u, err := url.Parse(c.ctl.OpAMPURL)
+	if err != nil {
+		return nil, types.StartSettings{}, fmt.Errorf("control: control.opamp_url: %w", err)
+	}
+	logger := opampLogger{c.log.Sugar()}
+	var oc client.OpAMPClient
+	if u.Scheme == "ws" || u.Scheme == "wss" {
+		oc = client.NewWebSocket(logger)
+	} else {
+		oc = client.NewHTTP(logger)
+	}
+	caps := protobufs.AgentCapabilities_AgentCapabilities_ReportsStatus |
+		protobufs.AgentCapabilities_AgentCapabilities_AcceptsRemoteConfig |
+		protobufs.AgentCapabilities_AgentCapabilities_ReportsRemoteConfig |
+		protobufs.AgentCapabilities_AgentCapabilities_ReportsEffectiveConfig |
+		protobufs.AgentCapabilities_AgentCapabilities_ReportsHealth |
+		protobufs.AgentCapabilities_AgentCapabilities_ReportsHeartbeat
+	if err := oc.SetCapabilities(&caps); err != nil {
+		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
+	}
+	if err := oc.SetAgentDescription(c.identity().description()); err != nil {
+		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
+	}
+	if err := oc.SetHealth(c.health().proto(c.started)); err != nil {
+		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
+	}
+	tlsConfig, err := c.tlsConfig(u.Scheme)
+	if err != nil {
+		return nil, types.StartSettings{}, err
+	}
+	header := http.Header{}
+	for k, v := range c.ctl.Headers {
+		header.Set(k, v)
+	}
+	poll := c.ctl.PollEvery.Duration
+	return oc, types.StartSettings{
+		OpAMPServerURL:     c.ctl.OpAMPURL,
+		Header:             header,
+		TLSConfig:          tlsConfig,
+		ProxyURL:           c.ctl.Proxy,
+		InstanceUid:        types.InstanceUid(c.uid),
+		Callbacks:          c.callbacks(),
+		RemoteConfigStatus: c.remoteStatusProto(),
+		HeartbeatInterval:  &poll,
+	}, nil
+}
+
+// tlsConfig trusts the system's CAs and control.ca_file's.
+func (c *Client) tlsConfig(scheme string) (*tls.Config, error) {
+	if scheme != "wss" && scheme != "https" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.ctl.CAFile == "" {
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(c.ctl.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("control: control.ca_file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("control: control.ca_file: no PEM certificate in %s", c.ctl.CAFile)
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
+}
+
+func (c *Client) identity() Identity {
+	c.mu.Lock()
+	labels := c.effective.Config.Fleet.Labels
+	c.mu.Unlock()
+	id := Identity{InstanceID: c.uid.String(), Version: c.opts.Version, HostName: c.opts.HostName, Labels: labels}
+	if c.opts.PosNo != nil {
+		id.PosNo = c.opts.PosNo()
+	}
+	return id
+}
+
+func (c *Client) health() Health {
+	if c.opts.Health == nil {
+		return Health{Healthy: true, Status: "running"}
+	}
+	return c.opts.Health()
+}
+
+// opampLogger sends opamp-go's messages to zap at debug level: it logs
+// every failed attempt of an offline till as an error, and the channel's
+// own log lines (connected, lost, each fragment's fate) say what matters.
+type opampLogger struct{ l *zap.SugaredLogger }
+
+func (l opampLogger) Debugf(_ context.Context, format string, v ...any) { l.l.Debugf(format, v...) }
+func (l opampLogger) Errorf(_ context.Context, format string, v ...any) { l.l.Debugf(format, v...) }

@@ -1,0 +1,130 @@
+package control
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/receiptd/receiptd/internal/fileutil"
+)
+
+// Dir is the folder under data_dir that holds the channel's state.
+const Dir = "control"
+
+// Files in Dir.
+const (
+	uidFile      = "instance-uid"  // the UUIDv7, as text
+	receivedFile = "received.toml" // the last fragment received that merged
+	goodFile     = "good.toml"     // the last fragment applied: what a start uses
+	statusFile   = "status.json"   // RemoteConfig of the last fragment
+)
+
+// disk reads and writes the files of <data_dir>/control.
+type disk struct{ dir string }
+
+func newDisk(dataDir string) disk { return disk{dir: filepath.Join(dataDir, Dir)} }
+
+// instanceUID returns the till's UID, creating it the first time.
+func (d disk) instanceUID() (uuid.UUID, error) {
+	path := filepath.Join(d.dir, uidFile)
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		id, perr := uuid.Parse(strings.TrimSpace(string(data)))
+		if perr != nil {
+			return uuid.UUID{}, fmt.Errorf("read instance UID %s: %w (delete the file to get a new UID; the head office then sees a new till)", path, perr)
+		}
+		return id, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return uuid.UUID{}, fmt.Errorf("read instance UID: %w", err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.UUID{}, fmt.Errorf("create instance UID: %w", err)
+	}
+	if err := d.write(uidFile, []byte(id.String()+"\n")); err != nil {
+		return uuid.UUID{}, err
+	}
+	return id, nil
+}
+
+// fragment returns the content of name, nil when it does not exist.
+func (d disk) fragment(name string) ([]byte, error) {
+	data, err := os.ReadFile(filepath.Join(d.dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read remote config: %w", err)
+	}
+	return data, nil
+}
+
+// status returns the last saved RemoteConfig, the zero one when none.
+func (d disk) status() (RemoteConfig, error) {
+	data, err := os.ReadFile(filepath.Join(d.dir, statusFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return RemoteConfig{}, nil
+	}
+	var rc RemoteConfig
+	if err == nil {
+		err = json.Unmarshal(data, &rc)
+	}
+	if err != nil {
+		return RemoteConfig{}, fmt.Errorf("read remote config status: %w", err)
+	}
+	if rc.Status == StatusApplying {
+		rc.Status = StatusFailed
+		rc.Message = "receiptd stopped while applying it; it runs with the last good configuration"
+		rc.AppliedAt = time.Time{}
+	}
+	return rc, nil
+}
+
+func (d disk) saveStatus(rc RemoteConfig) error {
+	data, err := json.Marshal(rc)
+	if err != nil {
+		return fmt.Errorf("save remote config status: %w", err)
+	}
+	return d.write(statusFile, data)
+}
+
+// write replaces name in the directory durably: a temporary file,
+// fsynced, renamed over name, then the directory fsynced. It is the one
+// place this package writes a file.
+func (d disk) write(name string, data []byte) error {
+	if err := fileutil.MkdirSynced(d.dir); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	path := filepath.Join(d.dir, name)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = f.Write(data)
+	if err == nil && !fileutil.UnsafeNoSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = fileutil.SyncDir(d.dir)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

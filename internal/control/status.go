@@ -1,0 +1,97 @@
+package control
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/receiptd/receiptd/internal/config"
+)
+
+// Values of RemoteConfig.Status, as OpAMP names them.
+const (
+	StatusApplying = "APPLYING"
+	StatusApplied  = "APPLIED"
+	StatusFailed   = "FAILED"
+)
+
+// RemoteConfig is what became of the last remote fragment received.
+type RemoteConfig struct {
+	// Hash is config.FragmentHash of the fragment ("" for an empty one,
+	// which returns the till to its own file).
+	Hash string `json:"hash"`
+	// Status is StatusApplying, StatusApplied or StatusFailed; "" before
+	// the first fragment.
+	Status string `json:"status"`
+	// Message says why a fragment FAILED: config check's messages, or why
+	// the daemon was not ready with it.
+	Message string `json:"message"`
+	// AppliedAt is when the last fragment was APPLIED; zero otherwise.
+	AppliedAt time.Time `json:"appliedAt"`
+	// ServerHash is the OpAMP server's own hash of the config it sent, hex;
+	// it tells the server which config the status is about.
+	ServerHash string `json:"serverHash,omitempty"`
+}
+
+// Status is the channel's state for /receiptd/status, the metrics and the
+// status page.
+type Status struct {
+	// URL is control.opamp_url; "" when the channel is off.
+	URL string `json:"url"`
+	// Connected: the last exchange with the server succeeded.
+	Connected bool `json:"connected"`
+	// LastContact is when the server last answered; zero: not since start.
+	LastContact time.Time `json:"lastContact"`
+	// RemoteConfig is the fate of the last fragment, kept across restarts.
+	RemoteConfig RemoteConfig `json:"remoteConfig"`
+	// Failures counts the fragments FAILED since start.
+	Failures uint64 `json:"-"`
+}
+
+// UnreachedFor is how long without contact makes the status page say the
+// head office has not been reached.
+const UnreachedFor = 24 * time.Hour
+
+// Problem is the status page's sentence about the channel, with the next
+// step, or "" when there is nothing to say. started is when the daemon
+// started (a till that has just started has not "lost" its head office).
+func (s Status) Problem(now, started time.Time) string {
+	if s.URL == "" {
+		return ""
+	}
+	if s.RemoteConfig.Status == StatusFailed {
+		return fmt.Sprintf("The head office's last configuration was not applied: %s. The till runs with its previous configuration; the head office should correct the configuration it sends.", s.RemoteConfig.Message)
+	}
+	last := s.LastContact
+	if last.IsZero() {
+		last = started
+	}
+	if now.Sub(last) >= UnreachedFor {
+		return fmt.Sprintf("The head office (%s) has not been reached for %s. Receipts are not affected; check the till's internet connection and control.opamp_url.", s.URL, now.Sub(last).Truncate(time.Hour))
+	}
+	return ""
+}
+
+// StartConfig is the configuration a daemon starts with: the till's own
+// file (ownPath, already loaded as own) with the last applied remote
+// fragment from own.DataDir laid over it, so a till starts the same while
+// the head office is unreachable. With the channel off, or no fragment
+// kept, it is own. When the kept fragment no longer merges (the own file
+// changed), own is returned with an error saying why, for the caller to
+// log: the head office sends its config again once connected.
+func StartConfig(ownPath string, own config.Config) (config.Merged, error) {
+	if !own.Control.Enabled() {
+		return config.Merged{Config: own}, nil
+	}
+	fragment, err := newDisk(own.DataDir).fragment(goodFile)
+	if err != nil {
+		return config.Merged{Config: own}, err
+	}
+	if len(fragment) == 0 {
+		return config.Merged{Config: own}, nil
+	}
+	m, err := config.Merge(ownPath, fragment)
+	if err != nil {
+		return config.Merged{Config: own}, fmt.Errorf("the last remote config no longer fits this till's own file, so it starts with its own file: %w", err)
+	}
+	return m, nil
+}
