@@ -68,9 +68,10 @@ func serviceConfig(cfgPath string, cfg config.Config) (*service.Config, error) {
 // manager reports the failure); the daemon then serves in a goroutine that
 // Stop cancels and waits for.
 type program struct {
-	cfg  config.Config
-	log  *zap.Logger
-	slog service.Logger // Event Log on Windows; nil elsewhere
+	cfg     config.Config
+	ownPath string // the file cfg was read from; "" for the defaults
+	log     *zap.Logger
+	slog    service.Logger // Event Log on Windows; nil elsewhere
 	// margin is added to shutdown_timeout before Stop gives up; zero means
 	// stopMargin.
 	margin time.Duration
@@ -85,7 +86,7 @@ type program struct {
 var _ service.Interface = (*program)(nil)
 
 func (p *program) Start(service.Service) error {
-	d, err := startDaemon(p.cfg, p.log)
+	d, err := startDaemon(p.cfg, p.ownPath, p.log)
 	if err != nil {
 		p.event(true, "receiptd failed to start: %v", err)
 		return err
@@ -181,7 +182,7 @@ func runAsService(ctx context.Context, lc loadedConfig) error {
 	}
 	defer func() { _ = closeLog() }()
 	lc.logSource(log)
-	p := &program{cfg: cfg, log: log}
+	p := &program{cfg: cfg, ownPath: lc.ownPath(), log: log}
 	sc, err := serviceConfig(lc.path, cfg)
 	if err != nil {
 		return err

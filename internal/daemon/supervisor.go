@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/control"
 )
 
 // ErrNotRunning is Apply's error before Run has started or after it has
@@ -37,6 +38,7 @@ type Supervisor struct {
 	version       string
 	rollbackAfter time.Duration
 	handoffs      []*handoff
+	control       *control.Client // nil: [control] is off (NewManaged)
 
 	applyMu sync.Mutex // one Apply at a time; Run waits for it before stopping
 	mu      sync.Mutex // guards the fields below
@@ -120,6 +122,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.cur = s.start(ctx, s.first)
 	s.mu.Unlock()
 	defer s.closeListeners()
+	ctlDone := s.runControl(ctx)
+	defer func() { stop(); <-ctlDone }()
 	for {
 		s.mu.Lock()
 		cur := s.cur
