@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/cache"
+	"github.com/receiptd/receiptd/internal/control"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
@@ -71,6 +72,10 @@ type Deps struct {
 	// Fleet, when set, reports the push to the head office for
 	// /receiptd/status and the status page; nil: the push is off.
 	Fleet func() FleetState
+	// Control, when set, reports the OpAMP channel to the head office
+	// (control.Client.Status) for /receiptd/status and the status page;
+	// nil: the channel is off.
+	Control func() control.Status
 }
 
 // Options tune the API. Every zero value means the default given.

@@ -161,6 +161,8 @@ type Status struct {
 	// snapshots are off.
 	Backup snapshot.Status `json:"backup"`
 	Fleet  FleetStatus     `json:"fleet"`
+	// Control is the OpAMP channel to the head office.
+	Control ControlStatus `json:"control"`
 }
 
 // UpstreamStatus is the tax service's reachability as the sync worker sees it.
@@ -181,7 +183,7 @@ func (s *Server) StatusJSON(_ context.Context) (Status, error) {
 		return Status{}, fmt.Errorf("status: %w", err)
 	}
 	st := Status{Counts: map[queue.State]int{}, Version: s.o.Version, Upstream: UpstreamStatus{State: "up"},
-		PosAPI: s.d.PosAPI.Status(), Fleet: s.fleetStatus()}
+		PosAPI: s.d.PosAPI.Status(), Fleet: s.fleetStatus(), Control: s.controlStatus()}
 	for _, state := range queue.AllStates {
 		st.Counts[state] = counts[state]
 	}

@@ -3,8 +3,11 @@ package api_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/control"
 )
 
 // TestStatusFleetOff: /receiptd/status always has "fleet"; without a push
@@ -17,4 +20,36 @@ func TestStatusFleetOff(t *testing.T) {
 	require.True(t, ok, "%s", r.body)
 	require.Equal(t, map[string]any{"enabled": false, "lastSuccess": nil, "bufferedSamples": float64(0),
 		"oldestBuffered": nil, "droppedSamples": float64(0)}, f)
+}
+
+// TestStatusControl: /receiptd/status always has "control", with the
+// contract's keys; off, its url is empty and its times null.
+func TestStatusControl(t *testing.T) {
+	contact := time.Date(2026, 11, 27, 8, 30, 0, 0, time.UTC)
+	applied := contact.Add(-time.Hour)
+	for _, c := range []struct {
+		name   string
+		status func() control.Status
+		want   map[string]any
+	}{
+		{"off", nil, map[string]any{"url": "", "connected": false, "lastContact": nil,
+			"remoteConfig": map[string]any{"hash": "", "status": "", "message": "", "appliedAt": nil}}},
+		{"applied", func() control.Status {
+			return control.Status{URL: "wss://hq.example/v1/opamp", Connected: true, LastContact: contact,
+				RemoteConfig: control.RemoteConfig{Hash: "ab12", Status: control.StatusApplied, AppliedAt: applied, ServerHash: "ff"}}
+		}, map[string]any{"url": "wss://hq.example/v1/opamp", "connected": true, "lastContact": "2026-11-27T08:30:00Z",
+			"remoteConfig": map[string]any{"hash": "ab12", "status": "APPLIED", "message": "", "appliedAt": "2026-11-27T07:30:00Z"}}},
+		{"failed", func() control.Status {
+			return control.Status{URL: "wss://hq.example/v1/opamp", RemoteConfig: control.RemoteConfig{Hash: "cd34",
+				Status: control.StatusFailed, Message: "line 2: auth.token: can never be set remotely"}}
+		}, map[string]any{"url": "wss://hq.example/v1/opamp", "connected": false, "lastContact": nil,
+			"remoteConfig": map[string]any{"hash": "cd34", "status": "FAILED", "message": "line 2: auth.token: can never be set remotely", "appliedAt": nil}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, envOpts{noWorker: true, control: c.status})
+			r := e.do(http.MethodGet, "/receiptd/status", "")
+			require.Equal(t, http.StatusOK, r.code)
+			require.Equal(t, c.want, r.json(t)["control"], "%s", r.body)
+		})
+	}
 }

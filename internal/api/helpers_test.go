@@ -19,6 +19,7 @@ import (
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/control"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -38,6 +39,7 @@ type envOpts struct {
 	noLookups bool
 	realCache bool // the lookup routes are served by the real lookup cache
 	metrics   bool // GET /metrics serves a real registry
+	control   func() control.Status
 }
 
 // env is the whole stack of the end-to-end tests: the simulator as the
@@ -87,6 +89,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.metrics {
 		deps.Metrics = metrics.New()
 	}
+	deps.Control = o.control
 	if o.realCache {
 		c, err := cache.New(context.Background(), st, cl, cache.Config{}, log, nil)
 		require.NoError(t, err)

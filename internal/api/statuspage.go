@@ -29,6 +29,7 @@ func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 		PosAPI: s.posapiPage(st.PosAPI),
 		Fleet:  pageFleet(st.Fleet),
 	}
+	d.Control = s.pageControl(st.Control)
 	if st.LastSuccess != nil {
 		d.LastSuccess = *st.LastSuccess
 	}

@@ -131,6 +131,9 @@ func (c *Client) apply(ctx context.Context, rc *protobufs.AgentRemoteConfig) {
 		if err := oc.UpdateEffectiveConfig(ctx); err != nil {
 			c.log.Debug("report effective config", zap.Error(err))
 		}
+		if err := oc.SetAgentDescription(c.identity().description()); err != nil { // the labels may have changed
+			c.log.Debug("report description", zap.Error(err))
+		}
 	}
 }
 

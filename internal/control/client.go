@@ -97,7 +97,7 @@ func New(opts Options) (*Client, error) {
 		log:       opts.Log.Named("control"),
 		wake:      make(chan struct{}, 1),
 		effective: opts.Start,
-		status:    Status{URL: cfg.Control.OpAMPURL, RemoteConfig: rc},
+		status:    Status{URL: cfg.Control.OpAMPURL, RemoteConfig: rc, Started: time.Now()},
 	}, nil
 }
 
@@ -163,6 +163,13 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 	} else {
 		oc = client.NewHTTP(logger)
 	}
+	if err := oc.SetAgentDescription(c.identity().description()); err != nil {
+		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
+	}
+	if err := oc.SetHealth(c.health().proto(c.started)); err != nil {
+		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
+	}
+	// After the health: the capability to report it needs one.
 	caps := protobufs.AgentCapabilities_AgentCapabilities_ReportsStatus |
 		protobufs.AgentCapabilities_AgentCapabilities_AcceptsRemoteConfig |
 		protobufs.AgentCapabilities_AgentCapabilities_ReportsRemoteConfig |
@@ -170,12 +177,6 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 		protobufs.AgentCapabilities_AgentCapabilities_ReportsHealth |
 		protobufs.AgentCapabilities_AgentCapabilities_ReportsHeartbeat
 	if err := oc.SetCapabilities(&caps); err != nil {
-		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
-	}
-	if err := oc.SetAgentDescription(c.identity().description()); err != nil {
-		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
-	}
-	if err := oc.SetHealth(c.health().proto(c.started)); err != nil {
 		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
 	}
 	tlsConfig, err := c.tlsConfig(u.Scheme)
@@ -248,3 +249,13 @@ type opampLogger struct{ l *zap.SugaredLogger }
 
 func (l opampLogger) Debugf(_ context.Context, format string, v ...any) { l.l.Debugf(format, v...) }
 func (l opampLogger) Errorf(_ context.Context, format string, v ...any) { l.l.Debugf(format, v...) }
+
+// Stats is Status in the shape of metrics.ControlStats:
+// m.WatchControl(client.Stats).
+func (c *Client) Stats() (connected bool, lastContact float64, failures uint64) {
+	s := c.Status()
+	if !s.LastContact.IsZero() {
+		lastContact = float64(s.LastContact.UnixNano()) / 1e9
+	}
+	return s.Connected, lastContact, s.Failures
+}

@@ -45,30 +45,9 @@ type Status struct {
 	RemoteConfig RemoteConfig `json:"remoteConfig"`
 	// Failures counts the fragments FAILED since start.
 	Failures uint64 `json:"-"`
-}
-
-// UnreachedFor is how long without contact makes the status page say the
-// head office has not been reached.
-const UnreachedFor = 24 * time.Hour
-
-// Problem is the status page's sentence about the channel, with the next
-// step, or "" when there is nothing to say. started is when the daemon
-// started (a till that has just started has not "lost" its head office).
-func (s Status) Problem(now, started time.Time) string {
-	if s.URL == "" {
-		return ""
-	}
-	if s.RemoteConfig.Status == StatusFailed {
-		return fmt.Sprintf("The head office's last configuration was not applied: %s. The till runs with its previous configuration; the head office should correct the configuration it sends.", s.RemoteConfig.Message)
-	}
-	last := s.LastContact
-	if last.IsZero() {
-		last = started
-	}
-	if now.Sub(last) >= UnreachedFor {
-		return fmt.Sprintf("The head office (%s) has not been reached for %s. Receipts are not affected; check the till's internet connection and control.opamp_url.", s.URL, now.Sub(last).Truncate(time.Hour))
-	}
-	return ""
+	// Started is when the client was made: "not reached for a day" counts
+	// from it when the server has not answered since.
+	Started time.Time `json:"-"`
 }
 
 // StartConfig is the configuration a daemon starts with: the till's own

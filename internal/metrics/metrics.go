@@ -57,6 +57,9 @@ type Metrics struct {
 	answersDropped prometheus.Counter
 	posapi         *posapiCollector // registered by WatchPosAPI
 	posapiOnce     sync.Once
+	control        *controlCollector // registered by WatchControl
+	controlOnce    sync.Once
+	controlErr     error
 
 	routesMu sync.Mutex
 	routes   map[string]struct{}

@@ -93,6 +93,9 @@ func attention(d Data, waiting int, failures []failureRow) []attentionItem {
 	if it, ok := backupItem(d); ok {
 		items = append(items, it)
 	}
+	if it, ok := controlItem(d); ok {
+		items = append(items, it)
+	}
 	return items
 }
 

@@ -90,6 +90,8 @@ type Data struct {
 	Backup *Backup
 	// Fleet is the push to the head office; nil: off.
 	Fleet *Fleet
+	// Control is the OpAMP channel to the head office; nil: off.
+	Control *Control
 }
 
 // Failure is one failed attempt or rejected entry.

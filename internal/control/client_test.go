@@ -1,0 +1,234 @@
+package control_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/open-telemetry/opamp-go/protobufs"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/control"
+	"github.com/receiptd/receiptd/internal/control/controltest"
+)
+
+const (
+	secretToken  = "s3cret-token-0123456789"
+	secretHeader = "Bearer s3cret-header"
+)
+
+// applier records what it was handed; it refuses configs whose
+// accept.answer_count is 7, as a daemon not ready with them would.
+type applier struct {
+	mu  sync.Mutex
+	got []config.Config
+}
+
+func (a *applier) Apply(_ context.Context, cfg config.Config) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.got = append(a.got, cfg)
+	if cfg.Accept.AnswerCount == 7 {
+		return errors.New("not ready within control.rollback_after (backup: cannot create the snapshot folder)")
+	}
+	return nil
+}
+
+func (a *applier) calls() []config.Config {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]config.Config(nil), a.got...)
+}
+
+type till struct {
+	client  *control.Client
+	applier *applier
+	ownPath string
+	own     config.Config
+}
+
+// startTill writes a till's own file pointing at url, and runs its client
+// until the test ends.
+func startTill(t *testing.T, url string) *till {
+	t.Helper()
+	dir := t.TempDir()
+	own := fmt.Sprintf(`data_dir = %q
+[auth]
+token = %q
+[upstream.headers]
+X-Api-Key = "s3cret-upstream"
+[fleet.labels]
+shop = "017"
+till = "2"
+[control]
+opamp_url = %q
+poll_every = "1s"
+[control.headers]
+Authorization = %q
+`, filepath.Join(dir, "data"), secretToken, url, secretHeader)
+	ownPath := filepath.Join(dir, "receiptd.toml")
+	require.NoError(t, os.WriteFile(ownPath, []byte(own), 0o600))
+	cfg, err := config.Load(ownPath)
+	require.NoError(t, err)
+	start, err := control.StartConfig(ownPath, cfg)
+	require.NoError(t, err)
+	tl := &till{applier: &applier{}, ownPath: ownPath, own: cfg}
+	tl.client, err = control.New(control.Options{
+		Start: start, OwnPath: ownPath, Version: "v9.9.9", Log: zaptest.NewLogger(t), Applier: tl.applier,
+		HostName: "till-2.shop-017",
+		PosNo:    func() string { return "POS-42" },
+		Health: func() control.Health {
+			return control.Health{Healthy: false, Status: "Sending is stalled: 3 receipts wait.", Components: map[string]control.ComponentHealth{
+				"upstream": {Healthy: false, Status: "down since 09:00"}, "queue": {Healthy: true, Status: "3 unsent"},
+			}}
+		},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tl.client.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return tl
+}
+
+// agent waits until the server has seen the till and cond holds of it.
+func agent(t *testing.T, srv *controltest.Server, uid string, cond func(controltest.Agent) bool) controltest.Agent {
+	t.Helper()
+	var a controltest.Agent
+	require.Eventually(t, func() bool {
+		var ok bool
+		a, ok = srv.Agent(uid)
+		return ok && cond(a)
+	}, 15*time.Second, 20*time.Millisecond)
+	return a
+}
+
+var transports = []struct {
+	name string
+	url  func(*controltest.Server) string
+}{
+	{"websocket", (*controltest.Server).WSURL},
+	{"http polling", (*controltest.Server).HTTPURL},
+}
+
+func TestClientReports(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			srv := controltest.Start(t)
+			tl := startTill(t, tr.url(srv))
+			a := agent(t, srv, tl.client.InstanceUID(), func(a controltest.Agent) bool {
+				return a.Description != nil && a.Health != nil && a.Effective != nil
+			})
+			uid, err := uuid.Parse(tl.client.InstanceUID())
+			require.NoError(t, err)
+			require.Equal(t, uuid.Version(7), uid.Version())
+			for key, want := range map[string]string{
+				"service.name": "receiptd", "service.version": "v9.9.9", "service.instance.id": uid.String(),
+				"host.name": "till-2.shop-017", "shop": "017", "till": "2", "posNo": "POS-42",
+			} {
+				require.Equal(t, want, a.Attr(key), key)
+			}
+			require.NotEmpty(t, a.Attr("os.type"))
+			require.Equal(t, secretHeader, a.Header.Get("Authorization"), "control.headers on the connection")
+
+			require.False(t, a.Health.Healthy)
+			require.Equal(t, "Sending is stalled: 3 receipts wait.", a.Health.Status)
+			require.Equal(t, "down since 09:00", a.Health.ComponentHealthMap["upstream"].GetStatus())
+			require.True(t, a.Health.ComponentHealthMap["queue"].GetHealthy())
+
+			eff := string(a.Effective)
+			require.Contains(t, eff, `token = "(set)"`)
+			for _, secret := range []string{secretToken, secretHeader, "s3cret"} {
+				require.NotContains(t, eff, secret)
+			}
+			var back config.Config
+			_, err = tomlDecode(eff, &back)
+			require.NoError(t, err, "the effective config is TOML")
+			require.Equal(t, tl.own.Fleet.Labels, back.Fleet.Labels)
+
+			require.Eventually(t, func() bool {
+				s := tl.client.Status()
+				return s.Connected && !s.LastContact.IsZero() && s.URL == tr.url(srv)
+			}, 5*time.Second, 20*time.Millisecond)
+		})
+	}
+}
+
+func TestClientRemoteConfig(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			srv := controltest.Start(t)
+			tl := startTill(t, tr.url(srv))
+			uid := tl.client.InstanceUID()
+			agent(t, srv, uid, func(a controltest.Agent) bool { return a.Description != nil })
+			this := func(a controltest.Agent) bool { return a.UID == uid }
+
+			good := "[accept]\nqueued_answer = \"error\"\n[fleet.labels]\ngroup = \"north\"\n"
+			hash, n := srv.SetConfig(this, good)
+			require.Equal(t, 1, n)
+			a := waitStatus(t, srv, uid, hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
+			calls := tl.applier.calls()
+			require.Len(t, calls, 1)
+			require.Equal(t, config.QueuedAnswerError, calls[0].Accept.QueuedAnswer)
+			s := tl.client.Status()
+			require.Equal(t, control.StatusApplied, s.RemoteConfig.Status)
+			require.Equal(t, config.FragmentHash([]byte(good)), s.RemoteConfig.Hash)
+			require.False(t, s.RemoteConfig.AppliedAt.IsZero())
+			require.Eventually(t, func() bool {
+				a, _ = srv.Agent(uid)
+				return strings.Contains(string(a.Effective), `queued_answer = "error"`) && a.Attr("group") == "north"
+			}, 10*time.Second, 20*time.Millisecond, "the effective config and description follow")
+
+			restarted, err := control.StartConfig(tl.ownPath, tl.own)
+			require.NoError(t, err)
+			require.Equal(t, config.QueuedAnswerError, restarted.Config.Accept.QueuedAnswer, "a start uses the applied fragment")
+
+			for _, bad := range []struct{ fragment, want string }{
+				{"[accept]\n\nqueued_answer = \"maybe\"\n", "line 3: accept.queued_answer: must be one of 202, error"},
+				{"[auth]\ntoken = \"0123456789abcdef-remote\"\n", "line 2: auth.token: can never be set remotely"},
+				{"[upstream]\ntimeout = \"5s\"\n", "line 2: upstream.timeout: is not in control.allow"},
+				{"[accept]\nanswer_count = 7\n", "not applied, the previous configuration is back: not ready"},
+			} {
+				hash, _ := srv.SetConfig(this, bad.fragment)
+				a = waitStatus(t, srv, uid, hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED)
+				require.Contains(t, a.RemoteStatus.ErrorMessage, bad.want)
+				s := tl.client.Status()
+				require.Equal(t, control.StatusFailed, s.RemoteConfig.Status)
+				require.Contains(t, s.RemoteConfig.Message, bad.want)
+			}
+			require.Len(t, tl.applier.calls(), 2, "only the good fragment and the one the daemon refused reached the Applier")
+			require.EqualValues(t, 4, tl.client.Status().Failures)
+			kept, err := control.StartConfig(tl.ownPath, tl.own)
+			require.NoError(t, err)
+			require.Equal(t, config.QueuedAnswerError, kept.Config.Accept.QueuedAnswer, "refused fragments leave the last good one")
+			require.Equal(t, 10000, kept.Config.Accept.AnswerCount)
+
+			hash, _ = srv.SetConfig(this, "")
+			waitStatus(t, srv, uid, hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
+			calls = tl.applier.calls()
+			require.Equal(t, config.QueuedAnswer202, calls[len(calls)-1].Accept.QueuedAnswer, "an empty fragment is the own file")
+		})
+	}
+}
+
+func waitStatus(t *testing.T, srv *controltest.Server, uid string, hash []byte, want protobufs.RemoteConfigStatuses) controltest.Agent {
+	t.Helper()
+	return agent(t, srv, uid, func(a controltest.Agent) bool {
+		rs := a.RemoteStatus
+		return rs != nil && string(rs.LastRemoteConfigHash) == string(hash) && rs.Status == want
+	})
+}

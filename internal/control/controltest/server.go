@@ -1,0 +1,195 @@
+// Package controltest is a real OpAMP server for tests, built on
+// opamp-go's server package and listening on 127.0.0.1:0, as a head
+// office would run one. It records what each agent reported (description,
+// health, effective config, remote config status), and sends a remote
+// config to the agents a test picks: at once over WebSocket, with the next
+// poll's answer over HTTP. Only tests import it.
+package controltest
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/open-telemetry/opamp-go/protobufs"
+	"github.com/open-telemetry/opamp-go/server"
+	"github.com/open-telemetry/opamp-go/server/types"
+	"google.golang.org/protobuf/proto"
+)
+
+// Agent is what one agent has reported so far.
+type Agent struct {
+	UID          string
+	Description  *protobufs.AgentDescription
+	Health       *protobufs.ComponentHealth
+	Effective    []byte // the effective config's receiptd.toml body
+	RemoteStatus *protobufs.RemoteConfigStatus
+	Messages     int
+	// Header is the HTTP header of the agent's last connection (WebSocket)
+	// or request (HTTP polling).
+	Header http.Header
+}
+
+// Attr returns the description's attribute key, identifying or not, or "".
+func (a Agent) Attr(key string) string {
+	if a.Description == nil {
+		return ""
+	}
+	for _, kv := range slices.Concat(a.Description.IdentifyingAttributes, a.Description.NonIdentifyingAttributes) {
+		if kv.Key == key {
+			return kv.GetValue().GetStringValue()
+		}
+	}
+	return ""
+}
+
+// Server is a running OpAMP server. Its methods are safe for concurrent
+// use.
+type Server struct {
+	srv  server.OpAMPServer
+	addr string
+
+	mu      sync.Mutex
+	agents  map[string]*Agent
+	configs map[string]*protobufs.AgentRemoteConfig // by agent UID
+	conns   map[string]types.Connection
+}
+
+// Start starts a server on 127.0.0.1:0, stopped when t ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{
+		srv:     server.New(nil),
+		agents:  map[string]*Agent{},
+		configs: map[string]*protobufs.AgentRemoteConfig{},
+		conns:   map[string]types.Connection{},
+	}
+	err := s.srv.Start(server.StartSettings{
+		ListenEndpoint: "127.0.0.1:0",
+		Settings: server.Settings{Callbacks: types.Callbacks{
+			OnConnecting: func(r *http.Request) types.ConnectionResponse {
+				header := r.Header.Clone()
+				return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
+					OnMessage: func(_ context.Context, conn types.Connection, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
+						return s.onMessage(conn, header, msg)
+					},
+				}}
+			},
+		}},
+	})
+	if err != nil {
+		t.Fatalf("start OpAMP server: %v", err)
+	}
+	s.addr = s.srv.Addr().String()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Stop stops the server; calling it again does nothing.
+func (s *Server) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.srv.Stop(ctx)
+}
+
+// WSURL is the server's WebSocket URL; HTTPURL its HTTP polling URL.
+func (s *Server) WSURL() string   { return "ws://" + s.addr + "/v1/opamp" }
+func (s *Server) HTTPURL() string { return "http://" + s.addr + "/v1/opamp" }
+
+func (s *Server) onMessage(conn types.Connection, header http.Header, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
+	uid := uidString(msg.InstanceUid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.agents[uid]
+	if a == nil {
+		a = &Agent{UID: uid}
+		s.agents[uid] = a
+	}
+	a.Messages++
+	a.Header = header
+	if msg.AgentDescription != nil {
+		a.Description = msg.AgentDescription
+	}
+	if msg.Health != nil {
+		a.Health = msg.Health
+	}
+	if f := msg.GetEffectiveConfig().GetConfigMap().GetConfigMap()["receiptd.toml"]; f != nil {
+		a.Effective = f.Body
+	}
+	if msg.RemoteConfigStatus != nil {
+		a.RemoteStatus = msg.RemoteConfigStatus
+	}
+	s.conns[uid] = conn
+	resp := &protobufs.ServerToAgent{InstanceUid: msg.InstanceUid}
+	if rc := s.configs[uid]; rc != nil && !slices.Equal(a.RemoteStatus.GetLastRemoteConfigHash(), rc.ConfigHash) {
+		resp.RemoteConfig = rc
+	}
+	return resp
+}
+
+// Agents returns a copy of every agent seen, in no order.
+func (s *Server) Agents() []Agent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Agent, 0, len(s.agents))
+	for _, a := range s.agents {
+		out = append(out, *a)
+	}
+	return out
+}
+
+// Agent returns a copy of the agent with uid.
+func (s *Server) Agent(uid string) (Agent, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agents[uid]
+	if !ok {
+		return Agent{}, false
+	}
+	return *a, true
+}
+
+// SetConfig sets fragment as the remote config (config-map key
+// receiptd.toml) of every agent seen for which match is true, pushes it
+// at once to those on WebSocket, and returns the server's hash of it and
+// how many agents it was set for.
+func (s *Server) SetConfig(match func(Agent) bool, fragment string) (hash []byte, n int) {
+	sum := sha256.Sum256([]byte(fragment))
+	rc := &protobufs.AgentRemoteConfig{
+		ConfigHash: sum[:],
+		Config: &protobufs.AgentConfigMap{ConfigMap: map[string]*protobufs.AgentConfigFile{
+			"receiptd.toml": {Body: []byte(fragment), ContentType: "application/toml"},
+		}},
+	}
+	s.mu.Lock()
+	var push []types.Connection
+	var uids [][]byte
+	for uid, a := range s.agents {
+		if match(*a) {
+			s.configs[uid] = rc
+			push = append(push, s.conns[uid])
+			u := uuid.MustParse(uid)
+			uids = append(uids, u[:])
+			n++
+		}
+	}
+	s.mu.Unlock()
+	for i, conn := range push {
+		msg := &protobufs.ServerToAgent{InstanceUid: uids[i], RemoteConfig: proto.Clone(rc).(*protobufs.AgentRemoteConfig)}
+		_ = conn.Send(context.Background(), msg) // HTTP connections get it with the next poll
+	}
+	return sum[:], n
+}
+
+func uidString(b []byte) string {
+	u, err := uuid.FromBytes(b)
+	if err != nil {
+		return string(b)
+	}
+	return u.String()
+}

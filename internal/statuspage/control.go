@@ -1,0 +1,62 @@
+package statuspage
+
+import (
+	"time"
+)
+
+// Control is the OpAMP channel to the head office ([control]).
+type Control struct {
+	URL string
+	// LastContact is when the head office last answered; zero: not since
+	// Started, when receiptd started.
+	LastContact, Started time.Time
+	// RemoteStatus is APPLYING, APPLIED, FAILED or "" (no remote config
+	// yet); RemoteMessage says why a FAILED one was not applied.
+	RemoteStatus, RemoteMessage string
+}
+
+// controlUnreached is how long without an answer from the head office
+// makes the page say so: a till offline for a day is worth a look, and a
+// shorter outage is the internet's usual weather.
+const controlUnreached = 24 * time.Hour
+
+// controlItem is the attention item of the channel: a remote
+// configuration refused, or a head office not reached for a day. Neither
+// touches the receipts, so it is a warning.
+func controlItem(d Data) (attentionItem, bool) {
+	c := d.Control
+	if c == nil || c.URL == "" {
+		return attentionItem{}, false
+	}
+	if c.RemoteStatus == "FAILED" {
+		return attentionItem{
+			ID: "control", Level: levelWarn, Symbol: "⚠",
+			Title:   "The head office's last configuration was not applied",
+			Why:     "This till runs on with the configuration it had; receipts are accepted and sent as before.",
+			Problem: c.RemoteMessage,
+			Steps: []step{
+				{Text: "Tell the head office what is written above: they correct the configuration they send to this till, and it is applied when it arrives."},
+				logStep(),
+			},
+		}, true
+	}
+	last, since := c.LastContact, "since receiptd started "
+	if last.IsZero() {
+		last = c.Started
+	} else {
+		since = "since "
+	}
+	if last.IsZero() || d.Now.Sub(last) < controlUnreached {
+		return attentionItem{}, false
+	}
+	return attentionItem{
+		ID: "control", Level: levelWarn, Symbol: "⚠",
+		Title: "The head office has not been reached " + since + ago(last, d.Now),
+		Why:   "Receipts are accepted and sent as usual; but the head office cannot see this till or change its configuration. It keeps the last configuration it received.",
+		Steps: []step{
+			{Text: "Check this till's internet connection (a web page opens?)."},
+			{Text: "Check control.opamp_url in receiptd's config file (" + c.URL + ") with the head office: the address and the token."},
+			logStep(),
+		},
+	}, true
+}

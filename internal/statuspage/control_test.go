@@ -1,0 +1,45 @@
+package statuspage
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestControlOnThePage(t *testing.T) {
+	url := "wss://hq.chain.example/v1/opamp"
+	for _, tc := range []struct {
+		name      string
+		control   *Control
+		attention []string // in the first section, in order
+	}{
+		{"off", nil, []string{"✓ Nothing needs attention"}},
+		{"reached", &Control{URL: url, LastContact: now.Add(-time.Minute), Started: now.Add(-48 * time.Hour), RemoteStatus: "APPLIED"},
+			[]string{"✓ Nothing needs attention"}},
+		{"never reached, started an hour ago", &Control{URL: url, Started: now.Add(-time.Hour)},
+			[]string{"✓ Nothing needs attention"}},
+		{"remote config failed", &Control{URL: url, LastContact: now, Started: now.Add(-time.Hour), RemoteStatus: "FAILED",
+			RemoteMessage: "the remote config: 1 problem:\n  line 2: auth.token: can never be set remotely"},
+			[]string{"Needs attention (1)", "The head office's last configuration was not applied", "runs on with the configuration it had",
+				"line 2: auth.token: can never be set remotely", "Tell the head office"}},
+		{"not reached for a day", &Control{URL: url, LastContact: now.Add(-26 * time.Hour), Started: now.Add(-72 * time.Hour)},
+			[]string{"Needs attention (1)", "The head office has not been reached since", "Receipts are accepted and sent as usual",
+				"internet connection", url}},
+		{"never reached in a day", &Control{URL: url, Started: now.Add(-25 * time.Hour)},
+			[]string{"Needs attention (1)", "The head office has not been reached since receiptd started"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := emptyData()
+			d.Control = tc.control
+			got := attentionText(t, d)
+			at := 0
+			for _, w := range tc.attention {
+				i := strings.Index(got[at:], w)
+				require.GreaterOrEqual(t, i, 0, "%q not found in order in %q", w, got)
+				at += i
+			}
+		})
+	}
+}
