@@ -23,35 +23,36 @@ func NewManaged(own config.Config, ownPath string, log *zap.Logger, version stri
 	if err != nil {
 		log.Warn("starting without the last remote config", zap.Error(err))
 	}
-	rollback := own.Control.RollbackAfter.Duration
-	s, err := NewSupervisor(start.Config, log, version, rollback)
+	s := newSupervisor(log, version, own.Control.RollbackAfter.Duration)
+	err = s.initManaged(start, ownPath)
 	if err != nil && start.Hash != "" {
 		log.Error("the last remote config does not start; starting on the till's own file", zap.Error(err),
 			zap.String("hash", start.Hash))
-		start = config.Merged{Config: own}
-		s, err = NewSupervisor(own, log, version, rollback)
+		err = s.initManaged(config.Merged{Config: own}, ownPath)
 	}
-	if err != nil || !own.Control.Enabled() {
-		return s, err
-	}
-	s.control, err = control.New(control.Options{Start: start, OwnPath: ownPath, Version: version,
-		Log: log, Applier: s, Health: s.health})
 	if err != nil {
-		s.discard()
 		return nil, err
 	}
 	return s, nil
 }
 
+// initManaged makes the OpAMP client, when [control] is on, then the
+// first Daemon from start.
+func (s *Supervisor) initManaged(start config.Merged, ownPath string) error {
+	s.control = nil
+	if start.Config.Control.Enabled() {
+		c, err := control.New(control.Options{Start: start, OwnPath: ownPath, Version: s.version,
+			Log: s.baseLog, Applier: s, Health: s.health})
+		if err != nil {
+			return err
+		}
+		s.control = c
+	}
+	return s.init(start.Config)
+}
+
 // Control is the OpAMP client, nil when [control] is off.
 func (s *Supervisor) Control() *control.Client { return s.control }
-
-// discard releases what NewSupervisor acquired, for a Supervisor that
-// will not Run.
-func (s *Supervisor) discard() {
-	s.first.closeAll()
-	s.closeListeners()
-}
 
 // runControl runs the OpAMP client, when there is one, until ctx ends;
 // the channel is closed when it has stopped.

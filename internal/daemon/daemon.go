@@ -26,6 +26,7 @@ import (
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/control"
 	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/fleet"
 	"github.com/receiptd/receiptd/internal/metrics"
@@ -76,12 +77,21 @@ type Daemon struct {
 // locked or damaged database, "token" for a non-loopback address without
 // one.
 func New(cfg config.Config, log *zap.Logger, version string) (*Daemon, error) {
-	return build(cfg, log, version, nil)
+	return build(cfg, log, version, supervised{})
 }
 
-// build is New serving on lns instead of binding its own listeners when
-// lns is not nil (a Supervisor's listeners, which outlive the Daemon).
-func build(cfg config.Config, log *zap.Logger, version string, lns []net.Listener) (_ *Daemon, err error) {
+// supervised is what a Supervisor gives the Daemons it builds.
+type supervised struct {
+	// listeners, when not nil, are served instead of binding new ones:
+	// the Supervisor's, which outlive the Daemon.
+	listeners []net.Listener
+	// control, when not nil, is reported by /receiptd/status and the
+	// metrics: the OpAMP client outlives the Daemon too.
+	control *control.Client
+}
+
+// build is New as a Supervisor asks for it.
+func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_ *Daemon, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -140,10 +150,10 @@ func build(cfg config.Config, log *zap.Logger, version string, lns []net.Listene
 	if err := d.newFleet(m); err != nil {
 		return nil, err
 	}
-	if d.api, err = d.newAPI(m, version); err != nil {
+	if d.api, err = d.newAPI(m, version, sv.control); err != nil {
 		return nil, err
 	}
-	if err := d.listen(lns); err != nil {
+	if err := d.listen(sv.listeners); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -161,17 +171,25 @@ func skipFullCheck(path string) bool {
 	return err == nil && used > FullCheckLimit
 }
 
-// newAPI builds the local API server from the config.
-func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error) {
+// newAPI builds the local API server from the config; ctl, when not nil,
+// is the head office channel it and the metrics report.
+func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client) (*api.Server, error) {
 	loc, err := d.cfg.Accept.Location()
 	if err != nil {
 		return nil, fmt.Errorf("accept.timezone: %w", err)
+	}
+	var ctlStatus func() control.Status
+	if ctl != nil {
+		ctlStatus = ctl.Status
+		if err := m.WatchControl(ctl.Stats); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
 	}
 	return api.New(api.Deps{
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
 		Warmth: d.cache.Warmth, PosAPI: d.posapi, Backup: d.snap.Status,
-		Fleet: d.fleetState,
+		Fleet: d.fleetState, Control: ctlStatus,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token, MetricsToken: d.cfg.Auth.MetricsToken, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,

@@ -34,7 +34,8 @@ const readyPoll = 20 * time.Millisecond
 // opens the same data directory, so every receipt is in exactly one of
 // them and none is lost or doubled.
 type Supervisor struct {
-	log           *zap.Logger
+	log           *zap.Logger // the Supervisor's own; baseLog is the Daemons'
+	baseLog       *zap.Logger
 	version       string
 	rollbackAfter time.Duration
 	handoffs      []*handoff
@@ -62,20 +63,39 @@ type instance struct {
 // long Apply waits for a new Daemon to be ready; zero means
 // DefaultRollbackAfter.
 func NewSupervisor(cfg config.Config, log *zap.Logger, version string, rollbackAfter time.Duration) (*Supervisor, error) {
+	s := newSupervisor(log, version, rollbackAfter)
+	if err := s.init(cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newSupervisor(log *zap.Logger, version string, rollbackAfter time.Duration) *Supervisor {
 	if rollbackAfter <= 0 {
 		rollbackAfter = DefaultRollbackAfter
 	}
-	d, err := New(cfg, log, version)
+	return &Supervisor{log: log.Named("supervisor"), baseLog: log, version: version, rollbackAfter: rollbackAfter}
+}
+
+// init builds the first Daemon, binding the listeners, and keeps them
+// in handoffs.
+func (s *Supervisor) init(cfg config.Config) error {
+	d, err := s.build(cfg, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s := &Supervisor{log: log.Named("supervisor"), version: version, rollbackAfter: rollbackAfter,
-		first: d, cfg: cfg}
+	s.first, s.cfg = d, cfg
 	for _, ln := range d.listeners {
 		s.handoffs = append(s.handoffs, newHandoff(ln))
 	}
 	d.listeners = s.views()
-	return s, nil
+	return nil
+}
+
+// build is New for a Daemon of s: on lns (nil: bind them), reporting
+// s.control.
+func (s *Supervisor) build(cfg config.Config, lns []net.Listener) (*Daemon, error) {
+	return build(cfg, s.baseLog, s.version, supervised{listeners: lns, control: s.control})
 }
 
 func (s *Supervisor) views() []net.Listener {
@@ -209,14 +229,14 @@ func (s *Supervisor) Apply(ctx context.Context, cfg config.Config) error {
 		s.setCurrent(&instance{done: closedChan()}, oldCfg)
 		return fmt.Errorf("apply config: %w", err)
 	}
-	d, rerr := build(oldCfg, s.log, s.version, s.views())
+	d, rerr := s.build(oldCfg, s.views())
 	if rerr != nil {
 		s.setCurrent(&instance{done: closedChan(), err: fmt.Errorf("roll back to the previous config: %w", rerr)}, oldCfg)
 		return fmt.Errorf("apply config: %w; and the previous config could not start again: %w", err, rerr)
 	}
 	s.setCurrent(s.start(runCtx, d), oldCfg)
 	s.log.Warn("config not applied; the previous config is back", zap.Error(err), zap.Duration("took", time.Since(began)))
-	return fmt.Errorf("apply config: %w; the previous config is back", err)
+	return fmt.Errorf("apply config: %w", err)
 }
 
 func (s *Supervisor) setCurrent(in *instance, cfg config.Config) {
@@ -235,7 +255,7 @@ func closedChan() chan struct{} {
 // ready; when it is not within rollbackAfter, it is stopped and the error
 // is the last reason it gave.
 func (s *Supervisor) startReady(ctx, runCtx context.Context, cfg config.Config) (*instance, error) {
-	d, err := build(cfg, s.log, s.version, s.views())
+	d, err := s.build(cfg, s.views())
 	if err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}

@@ -184,7 +184,7 @@ func TestSupervisorRefusesOrRollsBack(t *testing.T) {
 		want   []string
 	}{
 		{"backup dir it cannot create", func(c *config.Config) { c.Backup.Dir = filepath.Join(blocker, "snapshots") },
-			[]string{"backup.dir", "not ready within", "previous config is back"}},
+			[]string{"backup.dir", "not ready within"}},
 		{"a bad value", func(c *config.Config) { c.Accept.QueuedAnswer = "maybe" }, []string{"queued_answer"}},
 		{"listen moved", func(c *config.Config) { c.Listen = "127.0.0.1:1" }, []string{"listen", "restart"}},
 		{"data_dir moved", func(c *config.Config) { c.DataDir = t.TempDir() }, []string{"data_dir", "restart"}},

@@ -3,6 +3,7 @@ package fleetcontrol
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -78,10 +79,19 @@ func TestFleetControlEndToEnd(t *testing.T) {
 		len(l.till), len(tills), l.answers, l.connErrs, time.Since(began).Round(time.Second))
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) time.Duration {
+// waitFor waits until cond holds, and fails the test with what the head
+// office knows and the first till's log when it does not within timeout.
+func waitFor(t *testing.T, ho *headOffice, tl *till, what string, timeout time.Duration, cond func() bool) time.Duration {
 	t.Helper()
 	began := time.Now()
-	require.Eventually(t, cond, timeout, 50*time.Millisecond, what)
+	if !assertWithin(timeout, cond) {
+		var b strings.Builder
+		for _, a := range ho.byTill() {
+			fmt.Fprintf(&b, "%s shop %s ws %v status %v %q seen %s\n", a.Till, a.Shop, a.WS, a.Status, a.Message,
+				a.LastSeen.Format(time.StampMilli))
+		}
+		t.Fatalf("%s: not within %s\n%still %s's log: %s", what, timeout, b.String(), tl.name, tl.proc().LogTail(4000))
+	}
 	return time.Since(began)
 }
 
@@ -122,7 +132,7 @@ func queuedAnswer(t *testing.T, s *sim.Sim, l *ledger, tl *till, suffix string) 
 func shopConfigIsApplied(t *testing.T, ho *headOffice, s *sim.Sim, l *ledger, tills []*till) {
 	uids, hash := ho.setConfig(inShop("S1"), "[accept]\nqueued_answer = \"error\"\n")
 	require.Len(t, uids, shopSize)
-	took := waitFor(t, "shop S1's tills report APPLIED", time.Minute, func() bool {
+	took := waitFor(t, ho, tills[0], "shop S1's tills report APPLIED", time.Minute, func() bool {
 		return countTills(ho, func(a agentView) bool { return a.Status == applied && bytes.Equal(a.Hash, hash) }) == shopSize
 	})
 	for _, a := range ho.byTill() {
@@ -146,7 +156,7 @@ func badConfigsAreRefused(t *testing.T, ho *headOffice, s *sim.Sim, l *ledger, t
 		{"[upstream]\nbase_url = \"http://127.0.0.1:1\"\n", "upstream"},
 	} {
 		_, hash := ho.setConfig(inShop("S2"), tc.fragment)
-		waitFor(t, "shop S2 reports FAILED for "+tc.key, time.Minute, func() bool {
+		waitFor(t, ho, tills[shopSize], "shop S2 reports FAILED for "+tc.key, time.Minute, func() bool {
 			return countTills(ho, func(a agentView) bool { return a.Status == failed && bytes.Equal(a.Hash, hash) }) == shopSize
 		})
 		for _, a := range ho.byTill() {
@@ -168,7 +178,7 @@ func notReadyIsRolledBack(t *testing.T, ho *headOffice, l *ledger, tills []*till
 	require.NoError(t, os.WriteFile(blocker, nil, 0o600))
 	before := ho.byTill()
 	_, hash := ho.setConfig(inShop("S3"), "[backup]\ndir = '"+filepath.Join(blocker, "snapshots")+"'\n")
-	took := waitFor(t, "shop S3 reports FAILED after the rollback", time.Minute, func() bool {
+	took := waitFor(t, ho, tills[2*shopSize], "shop S3 reports FAILED after the rollback", time.Minute, func() bool {
 		return countTills(ho, func(a agentView) bool { return a.Status == failed && bytes.Equal(a.Hash, hash) }) == shopSize
 	})
 	for _, a := range ho.byTill() {
@@ -194,7 +204,7 @@ func restartsOfflineOnRemoteConfig(t *testing.T, ho *headOffice, s *sim.Sim, l *
 	}
 	back := time.Now()
 	require.NoError(t, ho.start())
-	took := waitFor(t, "every till reconnects", time.Minute, func() bool {
+	took := waitFor(t, ho, tills[0], "every till reconnects", time.Minute, func() bool {
 		return countTills(ho, func(a agentView) bool { return a.LastSeen.After(back) }) == tillCount
 	})
 	for _, tl := range tills[:2] {

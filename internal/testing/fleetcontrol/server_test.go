@@ -1,6 +1,7 @@
 package fleetcontrol
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -37,14 +38,14 @@ type headOffice struct {
 
 // agent is what the head office knows of one till.
 type agent struct {
-	uid        string
-	ws         bool              // last connected over WebSocket
-	conn       types.Connection  // the WebSocket connection, nil otherwise
-	attrs      map[string]string // the description's attributes, both kinds
-	remote     *protobufs.RemoteConfigStatus
-	effective  string // the reported receiptd.toml
-	healthy    bool
-	lastSeen   time.Time
+	uid       string
+	ws        bool              // last connected over WebSocket
+	conn      types.Connection  // the WebSocket connection, nil otherwise
+	attrs     map[string]string // the description's attributes, both kinds
+	remote    *protobufs.RemoteConfigStatus
+	effective string // the reported receiptd.toml
+	healthy   bool
+	lastSeen  time.Time
 }
 
 func newHeadOffice(addr string) *headOffice {
@@ -103,8 +104,7 @@ func (h *headOffice) onConnecting(r *http.Request) types.ConnectionResponse {
 }
 
 // onMessage records what the agent reported and answers with its remote
-// config, if one is chosen for it (the client ignores one it has dealt
-// with already). An agent the head office has not heard from is asked for
+// config, if one is chosen for it that it has not reported on. An agent the head office has not heard from is asked for
 // its full state.
 func (h *headOffice) onMessage(conn types.Connection, ws bool, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
 	uid := hex.EncodeToString(msg.GetInstanceUid())
@@ -124,7 +124,11 @@ func (h *headOffice) onMessage(conn types.Connection, ws bool, msg *protobufs.Ag
 	if a.attrs["service.name"] == "" {
 		out.Flags = uint64(protobufs.ServerToAgentFlags_ServerToAgentFlags_ReportFullState)
 	}
-	out.RemoteConfig = h.desired[uid]
+	// As opamp-go's example server does: the config goes with an answer
+	// until the agent reports a status for it.
+	if rc := h.desired[uid]; rc != nil && !bytes.Equal(a.remote.GetLastRemoteConfigHash(), rc.GetConfigHash()) {
+		out.RemoteConfig = rc
+	}
 	return out
 }
 
