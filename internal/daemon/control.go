@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -78,9 +81,10 @@ func (s *Supervisor) runControl(ctx context.Context) <-chan struct{} {
 }
 
 // health is the running Daemon's health for the head office: healthy when
-// it runs with a writable database, the tax service is up and no unsent
-// receipt is old enough for an alert. It reads state only (no disk), as
-// the client asks every few seconds.
+// it runs with a writable database and every component is healthy (the
+// tax service up, no unsent-receipt alert, PosAPI's limits met, the last
+// snapshot good, the fleet push not behind). It reads state only (no
+// disk), as the client asks every few seconds.
 func (s *Supervisor) health() control.Health {
 	s.mu.Lock()
 	cur := s.cur
@@ -89,19 +93,7 @@ func (s *Supervisor) health() control.Health {
 		return control.Health{Status: "starting"}
 	}
 	d := cur.d
-	ws, bs := d.worker.Status(), d.snap.Status()
-	h := control.Health{Components: map[string]control.ComponentHealth{
-		"upstream": {Healthy: ws.Up, Status: "up"},
-		"queue":    {Healthy: ws.Alert == syncer.AlertNone, Status: "unsent receipts alert: " + ws.Alert},
-		"backup":   {Healthy: bs.LastError == "", Status: "ok"},
-	}}
-	if !ws.Up {
-		h.Components["upstream"] = control.ComponentHealth{Status: "down: " + ws.LastError}
-	}
-	if bs.LastError != "" {
-		h.Components["backup"] = control.ComponentHealth{Status: bs.LastError}
-	}
-	h.Status = "ready"
+	h := control.Health{Components: d.components(), Status: "ready"}
 	switch err := d.st.Err(); {
 	case !d.running.Load():
 		h.Status = "not running"
@@ -109,11 +101,44 @@ func (s *Supervisor) health() control.Health {
 		h.Status = err.Error()
 	default:
 		h.Healthy = true
-		for _, name := range []string{"upstream", "queue", "backup"} {
+		for _, name := range slices.Sorted(maps.Keys(h.Components)) {
 			if c := h.Components[name]; !c.Healthy && h.Healthy {
 				h.Healthy, h.Status = false, "ready; "+name+": "+c.Status
 			}
 		}
 	}
 	return h
+}
+
+// fleetBehind is how old the oldest buffered fleet sample may be before
+// the push counts as unhealthy.
+const fleetBehind = 5 * time.Minute
+
+func (d *Daemon) components() map[string]control.ComponentHealth {
+	ok := control.ComponentHealth{Healthy: true, Status: "ok"}
+	bad := func(status string) control.ComponentHealth { return control.ComponentHealth{Status: status} }
+	out := map[string]control.ComponentHealth{"upstream": ok, "queue": ok, "posapi": ok, "backup": ok}
+	ws := d.worker.Status()
+	if !ws.Up {
+		out["upstream"] = bad("down: " + ws.LastError)
+	}
+	if ws.Alert != syncer.AlertNone {
+		out["queue"] = bad("unsent receipts alert: " + ws.Alert)
+	}
+	switch ps := d.posapi.Status(); {
+	case ps.Need != "":
+		out["posapi"] = bad(ps.Need)
+	case ps.InfoError != "":
+		out["posapi"] = bad(ps.InfoError)
+	}
+	if bs := d.snap.Status(); bs.LastError != "" {
+		out["backup"] = bad(bs.LastError)
+	}
+	if fs := d.fleet.Status(); fs.Enabled {
+		out["fleet"] = ok
+		if !fs.OldestBuffered.IsZero() && time.Since(fs.OldestBuffered) > fleetBehind {
+			out["fleet"] = bad("samples waiting since " + fs.OldestBuffered.Format(time.RFC3339))
+		}
+	}
+	return out
 }
