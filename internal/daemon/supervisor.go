@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sync"
 	"time"
 
@@ -194,7 +195,8 @@ func (in *instance) stop() error {
 }
 
 // Apply replaces the running Daemon with one built from cfg. It returns
-// nil once the new Daemon is ready (Ready). Otherwise (cfg is refused, the
+// nil once the new Daemon is ready (Ready), or at once when cfg is the
+// config in effect. Otherwise (cfg is refused, the
 // new Daemon cannot start, or is not ready within rollbackAfter, or ctx
 // ends first) the previous config runs again and the error says why; cfg
 // changes nothing when Validate refuses it or it moves data_dir, listen
@@ -214,6 +216,9 @@ func (s *Supervisor) Apply(ctx context.Context, cfg config.Config) error {
 	}
 	if err := fixedKeys(oldCfg, cfg); err != nil {
 		return fmt.Errorf("apply config: %w", err)
+	}
+	if reflect.DeepEqual(oldCfg, cfg) {
+		return nil // in effect already: no swap
 	}
 	began := time.Now()
 	if err := old.stop(); err != nil {
