@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,54 @@ func FuzzLoad(f *testing.F) {
 				strings.Contains(p.Problem, "map[") || strings.Contains(p.Problem, "interface")
 			if p.Key != "" && goWords {
 				t.Fatalf("problem in Go's words: %v", p)
+			}
+		}
+	})
+}
+
+// FuzzMerge feeds arbitrary remote fragments over a till's own file: it
+// must never panic; an accepted fragment gives a config that validates,
+// leaves every key of NeverRemote as the own file had it, and sets only
+// keys under control.allow; every problem names a key or a line of the
+// fragment.
+func FuzzMerge(f *testing.F) {
+	for _, seed := range []string{
+		"[accept]\nqueued_answer = \"error\"\n",
+		"listen = \"0.0.0.0:7080\"\n[auth]\ntoken = \"0123456789abcdef0\"\n",
+		"[control]\nallow = [\"upstream\"]\n[upstream]\nbase_url = \"http://x:1\"\n",
+		"accept.wait = \"1s\"\nfleet.labels.shop = \"9\"\n",
+		"[fleet.labels]\nshop = \"\"\n[[log]]\n",
+		"data_dir = \"/tmp\"\ncontrol = 1\n",
+		"",
+	} {
+		f.Add([]byte(seed))
+	}
+	own := []byte("max_connections = 100\n[accept]\nwait = \"3s\"\n[fleet.labels]\nshop = \"017\"\n")
+	base, problems := parse(own, nil)
+	if len(problems) > 0 {
+		f.Fatal(problems)
+	}
+	f.Fuzz(func(t *testing.T, fragment []byte) {
+		cfg, keys, problems := overlay(own, fragment, nil, base.Control.Allow)
+		if len(problems) == 0 {
+			if err := cfg.Validate(); err != nil {
+				t.Fatalf("accepted a fragment that does not validate: %v", err)
+			}
+			if cfg.Listen != base.Listen || cfg.ListenUnix != base.ListenUnix || cfg.DataDir != base.DataDir ||
+				!reflect.DeepEqual(cfg.Auth, base.Auth) || !reflect.DeepEqual(cfg.Control, base.Control) {
+				t.Fatalf("a fragment changed a key that is never remote: %q", fragment)
+			}
+			for _, k := range keys {
+				if remoteProblem(k, base.Control.Allow) != "" {
+					t.Fatalf("accepted %s outside control.allow", k)
+				}
+			}
+			return
+		}
+		lines := 1 + bytes.Count(fragment, []byte("\n"))
+		for _, p := range problems {
+			if p.Key == "" && p.Line == 0 || p.Line > lines {
+				t.Fatalf("problem names neither a key nor a line of the fragment: %v", p)
 			}
 		}
 	})

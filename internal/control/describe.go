@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -142,8 +143,11 @@ func redactURL(raw string) string {
 	if err != nil || u.User == nil {
 		return raw
 	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), Redacted)
+	if _, has := u.User.Password(); !has {
+		return raw
 	}
-	return u.String()
+	user := url.User(u.User.Username()).String()
+	u.User = nil
+	// Written by hand: url.URL would escape the parentheses of Redacted.
+	return strings.Replace(u.String(), "://", "://"+user+":"+Redacted+"@", 1)
 }

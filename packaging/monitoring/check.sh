@@ -31,3 +31,5 @@ promtool=$(find_promtool)
 "$promtool" --version 2>&1 | head -n 1
 "$promtool" check rules receiptd-rules.yml
 "$promtool" test rules receiptd-rules.test.yml
+"$promtool" check rules receiptd-control-rules.yml
+"$promtool" test rules receiptd-control-rules.test.yml
