@@ -196,12 +196,14 @@ func (in *instance) stop() error {
 
 // Apply replaces the running Daemon with one built from cfg. It returns
 // nil once the new Daemon is ready (Ready), or at once when cfg is the
-// config in effect. Otherwise (cfg is refused, the
-// new Daemon cannot start, or is not ready within rollbackAfter, or ctx
-// ends first) the previous config runs again and the error says why; cfg
-// changes nothing when Validate refuses it or it moves data_dir, listen
-// or listen_unix, which only a restart can change. Should the previous
-// config fail to start again, Run returns that error.
+// config in effect. Otherwise the error says why, and the previous config
+// runs: cfg changes nothing when Validate refuses it or it moves
+// data_dir, listen or listen_unix (only a restart changes them); a new
+// Daemon that cannot start, or is not ready within rollbackAfter or
+// before ctx ends, is stopped and the previous config started again.
+// Should that fail too, Run returns its error. The swap takes as long as
+// the old Daemon's shutdown (a send in flight may hold it up to
+// shutdown_timeout) and the new one's start.
 func (s *Supervisor) Apply(ctx context.Context, cfg config.Config) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
