@@ -44,7 +44,6 @@ type agent struct {
 	attrs     map[string]string // the description's attributes, both kinds
 	remote    *protobufs.RemoteConfigStatus
 	effective string // the reported receiptd.toml
-	healthy   bool
 	lastSeen  time.Time
 }
 
@@ -143,9 +142,6 @@ func (h *headOffice) record(a *agent, msg *protobufs.AgentToServer) {
 	}
 	if ec := msg.GetEffectiveConfig(); ec != nil {
 		a.effective = string(ec.GetConfigMap().GetConfigMap()[configKey].GetBody())
-	}
-	if hl := msg.GetHealth(); hl != nil {
-		a.healthy = hl.GetHealthy()
 	}
 }
 
