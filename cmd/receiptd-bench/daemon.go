@@ -36,7 +36,8 @@ type bench struct {
 	bin string
 	dir string // scratch directory; every data dir is below it (one disk)
 	n   int    // scenarios started, for unique directory names
-	// fleet, when set, adds a [fleet] push to every configuration.
+	// fleet, when set, changes every configuration: a [fleet] push (the
+	// fleet step) or the [control] channel (the control step).
 	fleet func(*config.Config)
 }
 

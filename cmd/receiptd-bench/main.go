@@ -98,6 +98,9 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("load average before: %s\n", loadBefore)
 		return b.pairedOnly(ctx, o) // fleet.go: push on against off, interleaved
 	}
+	if *controlOnly {
+		return b.controlOnlyStep(ctx, o) // control.go: idle with [control] on
+	}
 	if *yearN > 0 {
 		return b.yearStep(ctx, o) // year.go: the year on a till, alone
 	}
@@ -114,6 +117,7 @@ func run(ctx context.Context, o options) error {
 	fmt.Println(res.notes(o))
 	fmt.Println()
 	fmt.Print(res.fleet.report(res))
+	fmt.Print(res.control.report(res))
 	return nil
 }
 
@@ -131,6 +135,7 @@ type results struct {
 	idle    idleResult
 	snap    snapshotResult
 	fleet   fleetResult
+	control controlResult
 }
 
 func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
@@ -182,6 +187,10 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 		return r, err
 	}
 	step("fleet push: accept with the head office down, idle with it up")
-	r.fleet, err = b.runFleet(ctx, o)
+	if r.fleet, err = b.runFleet(ctx, o); err != nil {
+		return r, err
+	}
+	step("control: idle with [control] on, over WebSocket and HTTP polling")
+	r.control, err = b.runControl(ctx, o)
 	return r, err
 }

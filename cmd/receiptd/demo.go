@@ -73,7 +73,7 @@ func demo(ctx context.Context, env *cmdEnv, log *zap.Logger, o demoOptions) erro
 			log.Warn("could not remove the demo's data directory", zap.String("dir", dir), zap.Error(err))
 		}
 	}()
-	d, err := startDaemon(demoConfig(o.listen, dir, s.URL(), log), log)
+	d, err := startDaemon(demoConfig(o.listen, dir, s.URL(), log), "", log)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	defer func() { _ = closeLog() }()
 	lc.logSource(log)
-	return runDaemon(ctx, lc.cfg, log)
+	return runDaemon(ctx, lc.cfg, lc.ownPath(), log)
 }
 
 // loadedConfig is a configuration and where it came from.
@@ -58,6 +58,15 @@ type loadedConfig struct {
 	path string // the file read, or the default path that was missing
 	// defaulted: no file at the default path, so the defaults apply.
 	defaulted bool
+}
+
+// ownPath is the file the config was read from, "" when the defaults
+// apply: a remote config is laid over it (daemon.NewManaged).
+func (lc loadedConfig) ownPath() string {
+	if lc.defaulted {
+		return ""
+	}
+	return lc.path
 }
 
 // logSource says which configuration is in force, so an operator reading
@@ -121,12 +130,14 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// startDaemon is daemon.New with its refusals classified: a configuration
+// startDaemon is daemon.NewManaged (daemon.New under a supervisor that
+// applies the head office's configs in place, [control]; ownPath is the
+// till's own file, "" for none) with its refusals classified: a configuration
 // the daemon refuses is a usageError (exit 2), anything else exit 1. A
 // damaged database's refusal also names the way back that keeps the most:
 // salvage, which reads what the file and its log still hold.
-func startDaemon(cfg config.Config, log *zap.Logger) (*daemon.Daemon, error) {
-	d, err := daemon.New(cfg, log, version)
+func startDaemon(cfg config.Config, ownPath string, log *zap.Logger) (*daemon.Supervisor, error) {
+	d, err := daemon.NewManaged(cfg, ownPath, log, version)
 	switch {
 	case err == nil:
 		return d, nil
@@ -145,8 +156,8 @@ const salvageHint = "Next step: `receiptd salvage` reads what the damaged file a
 	"receipts not yet sent may be only there. A snapshot or backup goes back with `receiptd restore FILE`."
 
 // runDaemon starts the daemon and serves until ctx ends.
-func runDaemon(ctx context.Context, cfg config.Config, log *zap.Logger) error {
-	d, err := startDaemon(cfg, log)
+func runDaemon(ctx context.Context, cfg config.Config, ownPath string, log *zap.Logger) error {
+	d, err := startDaemon(cfg, ownPath, log)
 	if err != nil {
 		return err
 	}

@@ -167,6 +167,33 @@ func (s *Scheduler) Take(ctx context.Context) (Result, error) {
 	return r, nil
 }
 
+// CheckDir reports whether Dir can hold snapshots: it is created when
+// missing and a file is written and removed in it. It is nil when Dir is
+// empty (snapshots off). The daemon counts a Dir that fails it as not
+// ready, so a config naming a folder it cannot use is rolled back rather
+// than found out at the first snapshot.
+func (s *Scheduler) CheckDir() error {
+	if s.cfg.Dir == "" {
+		return nil
+	}
+	if err := fileutil.MkdirSynced(s.cfg.Dir); err != nil {
+		return fmt.Errorf("backup.dir: cannot create %s: %w", s.cfg.Dir, err)
+	}
+	f, err := os.CreateTemp(s.cfg.Dir, ".receiptd-check-*")
+	if err != nil {
+		return fmt.Errorf("backup.dir: cannot write in %s: %w", s.cfg.Dir, err)
+	}
+	name := f.Name()
+	err = f.Close()
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("backup.dir: check %s: %w", s.cfg.Dir, err)
+	}
+	return nil
+}
+
 // write makes the snapshot named for start and checks it.
 func (s *Scheduler) write(ctx context.Context, start time.Time) (Result, error) {
 	if err := fileutil.MkdirSynced(s.cfg.Dir); err != nil {

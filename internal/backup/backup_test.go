@@ -162,3 +162,33 @@ func TestLoopIsOffWithoutDir(t *testing.T) {
 	_, err := s.Take(ctx)
 	require.ErrorContains(t, err, "backup.dir is not set")
 }
+
+func TestCheckDirSaysWhetherTheFolderCanHoldSnapshots(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	file := filepath.Join(base, "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	tests := []struct {
+		name, dir, wantErr string
+	}{
+		{"off", "", ""},
+		{"missing, created", filepath.Join(base, "new", "snapshots"), ""},
+		{"under a file", filepath.Join(file, "snapshots"), "backup.dir: cannot create"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := backup.New(backup.Config{Dir: tc.dir, Every: time.Hour, Keep: 1}, openQueue(t, 0), zap.NewNop())
+			err := s.CheckDir()
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			if tc.dir != "" {
+				names, err := os.ReadDir(tc.dir)
+				require.NoError(t, err)
+				require.Empty(t, names, "the check leaves nothing behind")
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,6 +27,7 @@ import (
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/control"
 	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/fleet"
 	"github.com/receiptd/receiptd/internal/metrics"
@@ -65,6 +67,7 @@ type Daemon struct {
 	api       *api.Server
 	fleet     *fleet.Pusher // nil: the push is off
 	listeners []net.Listener
+	running   atomic.Bool // Run has started every loop; see Ready
 
 	markerEvery time.Duration // identityLoop's wait after a commit; defaultMarkerEvery
 }
@@ -73,7 +76,22 @@ type Daemon struct {
 // It starts no goroutine. Errors name their cause: the database file for a
 // locked or damaged database, "token" for a non-loopback address without
 // one.
-func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err error) {
+func New(cfg config.Config, log *zap.Logger, version string) (*Daemon, error) {
+	return build(cfg, log, version, supervised{})
+}
+
+// supervised is what a Supervisor gives the Daemons it builds.
+type supervised struct {
+	// listeners, when not nil, are served instead of binding new ones:
+	// the Supervisor's, which outlive the Daemon.
+	listeners []net.Listener
+	// control, when not nil, is reported by /receiptd/status and the
+	// metrics: the OpAMP client outlives the Daemon too.
+	control *control.Client
+}
+
+// build is New as a Supervisor asks for it.
+func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_ *Daemon, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -132,10 +150,10 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 	if err := d.newFleet(m); err != nil {
 		return nil, err
 	}
-	if d.api, err = d.newAPI(m, version); err != nil {
+	if d.api, err = d.newAPI(m, version, sv.control); err != nil {
 		return nil, err
 	}
-	if err := d.listen(); err != nil {
+	if err := d.listen(sv.listeners); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -153,17 +171,25 @@ func skipFullCheck(path string) bool {
 	return err == nil && used > FullCheckLimit
 }
 
-// newAPI builds the local API server from the config.
-func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error) {
+// newAPI builds the local API server from the config; ctl, when not nil,
+// is the head office channel it and the metrics report.
+func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client) (*api.Server, error) {
 	loc, err := d.cfg.Accept.Location()
 	if err != nil {
 		return nil, fmt.Errorf("accept.timezone: %w", err)
+	}
+	var ctlStatus func() control.Status
+	if ctl != nil {
+		ctlStatus = ctl.Status
+		if err := m.WatchControl(ctl.Stats); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
 	}
 	return api.New(api.Deps{
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
 		Warmth: d.cache.Warmth, PosAPI: d.posapi, Backup: d.backups.Status,
-		Fleet: d.fleetState,
+		Fleet: d.fleetState, Control: ctlStatus,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token, MetricsToken: d.cfg.Auth.MetricsToken, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
@@ -176,12 +202,19 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 	}), nil
 }
 
-// listen binds the TCP listener and, when configured, the Unix socket.
-func (d *Daemon) listen() error {
+// listen binds the TCP listener and, when configured, the Unix socket;
+// or, given lns, serves on those (after the same check of the token).
+func (d *Daemon) listen(lns []net.Listener) error {
 	if d.cfg.Listen != "" {
 		if err := api.CheckListen(d.cfg.Listen, d.cfg.Auth.Token); err != nil {
 			return err
 		}
+	}
+	if lns != nil {
+		d.listeners = lns
+		return nil
+	}
+	if d.cfg.Listen != "" {
 		ln, err := net.Listen("tcp", d.cfg.Listen)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", d.cfg.Listen, err)
@@ -253,10 +286,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		start(d.fleet.Run)
 	}
 	d.api.SetReady(true)
+	d.running.Store(true)
 	d.log.Info("receiptd ready", zap.String("url", d.URL()), zap.String("db", d.st.Path()),
 		zap.String("upstream", d.cfg.Upstream.BaseURL))
 
 	<-ctx.Done()
+	d.running.Store(false)
 	d.api.SetReady(false)
 	d.log.Info("shutting down", zap.Duration("timeout", d.cfg.ShutdownTimeout.Duration))
 	wg.Wait()

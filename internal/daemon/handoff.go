@@ -1,0 +1,132 @@
+package daemon
+
+import (
+	"errors"
+	"net"
+	"sync"
+)
+
+// handoff keeps one bound listener open across Daemons: a single
+// goroutine accepts on it and hands each connection to whichever view is
+// accepting at the moment. Between two Daemons nobody takes the
+// connection it holds, so it waits, and the ones after it wait in the
+// kernel's backlog, until the next Daemon's view accepts: a POS that
+// connects during a swap is answered by the new Daemon, never refused.
+type handoff struct {
+	ln    net.Listener
+	conns chan accepted // unbuffered: a connection moves only to a view that takes it
+	// back holds connections a view received as it was being closed;
+	// the next view takes them first. A view returns at most one.
+	back chan accepted
+	stop chan struct{}
+	done chan struct{} // acceptLoop has returned
+}
+
+type accepted struct {
+	c   net.Conn
+	err error
+}
+
+// backSlots bounds handoff.back: one per view closed while it received a
+// connection, and views are closed one at a time.
+const backSlots = 8
+
+func newHandoff(ln net.Listener) *handoff {
+	h := &handoff{ln: ln, conns: make(chan accepted), back: make(chan accepted, backSlots),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go h.acceptLoop()
+	return h
+}
+
+// acceptLoop passes every Accept's result on, errors included (the view's
+// http.Server decides, as it would on the listener itself, whether to
+// retry or stop). It ends when the listener is closed.
+func (h *handoff) acceptLoop() {
+	defer close(h.done)
+	for {
+		c, err := h.ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		select {
+		case h.conns <- accepted{c, err}:
+		case <-h.stop:
+			if c != nil {
+				_ = c.Close()
+			}
+			return
+		}
+	}
+}
+
+// close closes the listener and waits for acceptLoop. Connections handed
+// back and never taken are closed.
+func (h *handoff) close() error {
+	close(h.stop)
+	err := h.ln.Close()
+	<-h.done
+	for {
+		select {
+		case a := <-h.back:
+			if a.c != nil {
+				_ = a.c.Close()
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// view returns a listener over h for one Daemon. Closing it ends its
+// Accept without closing h.
+func (h *handoff) view() net.Listener { return &handoffView{h: h, closed: make(chan struct{})} }
+
+type handoffView struct {
+	h      *handoff
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (v *handoffView) Accept() (net.Conn, error) {
+	select {
+	case <-v.closed:
+		return nil, net.ErrClosed
+	case a := <-v.h.back:
+		return a.c, a.err
+	default:
+	}
+	var a accepted
+	select {
+	case <-v.closed:
+		return nil, net.ErrClosed
+	case a = <-v.h.back:
+	case a = <-v.h.conns:
+	}
+	select {
+	case <-v.closed:
+		// Closed while receiving: the connection belongs to the next
+		// view, not to a server that is shutting down.
+		v.giveBack(a)
+		return nil, net.ErrClosed
+	default:
+		return a.c, a.err
+	}
+}
+
+func (v *handoffView) giveBack(a accepted) {
+	if a.c == nil {
+		return
+	}
+	select {
+	case v.h.back <- a:
+	default: // cannot happen (backSlots); never block a closing server
+		_ = a.c.Close()
+	}
+}
+
+func (v *handoffView) Close() error {
+	v.once.Do(func() { close(v.closed) })
+	return nil
+}
+
+func (v *handoffView) Addr() net.Addr { return v.h.ln.Addr() }

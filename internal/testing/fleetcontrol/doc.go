@@ -1,0 +1,16 @@
+// Package fleetcontrol holds the end-to-end test of the head office's
+// management channel ([control], docs/contract.md "Managing the fleet");
+// it has no code of its own besides this comment (tests only).
+//
+// Its test server is an OpAMP head office built on opamp-go's server
+// package, as a chain would build one (server_test.go): it remembers each
+// till by instance UID across its own restarts, picks tills by the `shop`
+// label of their agent description, and hands them a remote config
+// (pushed over WebSocket, answered to the next poll over HTTP).
+// TestFleetControlEndToEnd (opt-in: RECEIPTD_OPAMP_E2E=1) runs 20 real
+// receiptd processes against it and checks what issue 31 asks: applied on
+// exactly one shop's tills, bad and forbidden configs refused naming the
+// key, a config that leaves the daemon not ready rolled back, a till
+// restarted offline starting on its remote config, every till reconnecting,
+// and every receipt posted all through stored once and issued once.
+package fleetcontrol
