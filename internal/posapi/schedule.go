@@ -98,14 +98,19 @@ func (w *Watcher) nextWake(now time.Time) time.Duration {
 	return max(d, 10*time.Millisecond)
 }
 
-// maybeSend acts on a due need: at once without a spread; with one, it
-// waits a random time in [0, send_spread], then reads /rest/info again and
-// calls sendData only if the need still holds and nobody else met it
-// meanwhile (lastSentDate unmoved, the reserve not refilled).
+// maybeSend acts on a due need: at once without a spread, or when this
+// till is known to be PosAPI's only client (nothing of a lone till's
+// behaviour changes); else it waits a random time in [0, send_spread],
+// then reads /rest/info again and calls sendData only if the need still
+// holds and nobody else met it meanwhile (lastSentDate unmoved, the
+// reserve not refilled).
 func (w *Watcher) maybeSend(ctx context.Context) {
 	now := w.cfg.Now()
 	reason := w.sendDue(now)
-	if reason == "" || w.cfg.SendSpread <= 0 {
+	w.mu.Lock()
+	alone := w.wide.alone(now)
+	w.mu.Unlock()
+	if reason == "" || w.cfg.SendSpread <= 0 || alone {
 		w.mu.Lock()
 		w.pending = nil
 		w.mu.Unlock()

@@ -31,6 +31,11 @@ const sharedFor = 24 * time.Hour
 // the till hearing of it, which moves a count or two between intervals.
 const minOthers = 3
 
+// maxPacePerSecond is the fastest fall of the reserve taken for sales:
+// 100 lotteries a second is 6,000 sales a minute on one PosAPI, far
+// beyond a chain's (300 tills at one sale a minute each spend 5 a second).
+const maxPacePerSecond = 100
+
 // interval is the fall of the reserve between two reads with no refill
 // between them.
 type interval struct {
@@ -80,15 +85,18 @@ func (p *wide) observe(cur lastRead, own int64, maxGap time.Duration) change {
 		refilled:  cur.left > prev.left,
 	}
 	elapsed := cur.at.Sub(prev.at)
+	fell := prev.left - cur.left
 	// A sendData (or a restart) between the reads refilled the reserve
 	// somewhere in the interval: its fall says nothing of the pace. A
 	// clock stepped back gives no interval at all, one stepped forward an
-	// interval too long to count.
-	ch.cut = ch.sentMoved || ch.restarted || ch.refilled || elapsed <= 0 || elapsed > maxGap
+	// interval too long to count. A fall faster than any sales is a
+	// reserve set by hand (or another PosAPI behind the same address).
+	ch.cut = ch.sentMoved || ch.restarted || ch.refilled || elapsed <= 0 || elapsed > maxGap ||
+		float64(fell) > maxPacePerSecond*elapsed.Seconds()
 	if ch.cut {
 		return ch
 	}
-	p.ring[p.next] = interval{end: cur.at, elapsed: elapsed, fell: prev.left - cur.left, own: own}
+	p.ring[p.next] = interval{end: cur.at, elapsed: elapsed, fell: fell, own: own}
 	p.next = (p.next + 1) % wideRing
 	p.n = min(p.n+1, wideRing)
 	if fell, own, _, ok := p.sums(cur.at); ok {
@@ -131,6 +139,13 @@ func (p *wide) ownShare(now time.Time) (float64, bool) {
 		return 0, false
 	}
 	return min(max(float64(own)/float64(fell), 0), 1), true
+}
+
+// alone reports whether this till is known to be PosAPI's only client:
+// its pace measured, and no other software seen spending within sharedFor.
+func (p *wide) alone(now time.Time) bool {
+	_, known := p.perHour(now)
+	return known && !p.shared(now)
 }
 
 // shared reports whether other software spent the reserve within

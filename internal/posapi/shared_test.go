@@ -55,6 +55,8 @@ func TestWidePace(t *testing.T) {
 			-59, -1, -1, true, []bool{false, true}},
 		{"the clock stepped forward: too long to count", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {600, 800, "a", "1", 0}},
 			600, -1, -1, true, []bool{false, true}},
+		{"a fall faster than any sales (a reserve set by hand) is cut out", []read{{0, 100000, "a", "1", 0}, {0.25, 150, "a", "1", 0}},
+			1, -1, -1, false, []bool{true}},
 		{"older than the window: forgotten", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}},
 			90, -1, -1, true, []bool{false}},
 	} {
@@ -221,6 +223,21 @@ func TestSpreadLetsOneTillSendForAll(t *testing.T) {
 		w.round(ctx)
 	}
 	require.Equal(t, 2, r.sim.SendDataCalls())
+}
+
+func TestALoneTillCallsAtOnceDespiteTheSpread(t *testing.T) {
+	r := newRig(t, 1000, Config{AutoSendData: true, MinLotteries: 200, CheckEvery: 10 * time.Minute, SendSpread: 30 * time.Second})
+	ctx := context.Background()
+	r.w.round(ctx)
+	r.clock.Add(time.Minute)
+	r.sell(t, 5)
+	r.w.round(ctx)
+	require.False(t, r.w.Status().Shared)
+	require.NotNil(t, r.w.Status().PacePerHour, "measured: this till is PosAPI's only client")
+	r.sim.SetLeftLotteries(100)
+	r.w.recheck = true
+	r.w.round(ctx)
+	require.Equal(t, 1, r.sim.SendDataCalls(), "no other client to wait for: at once, as before the spread existed")
 }
 
 func TestNoSpreadCallsAtOnce(t *testing.T) {
