@@ -31,22 +31,21 @@ type pendingSend struct {
 }
 
 // forecastLocked is the pace the forecast uses (lotteries an hour) and
-// the run-out it gives: PosAPI-wide when that is known and faster than
-// this till's own B2C receipts, else this till's own (the floor when
-// PosAPI is quiet or not yet measured); mu held.
+// the run-out it gives: this till's own B2C receipts of the last 24 hours
+// (as for a till alone on its PosAPI), plus, on a shared PosAPI, what the
+// other tills spend (PosAPI's measured fall less this till's share of it),
+// counted down from the last read; mu held.
 func (w *Watcher) forecastLocked(now time.Time) (float64, time.Time, bool) {
 	left, known := w.estLeftLocked()
 	if !known {
 		return 0, time.Time{}, false
 	}
 	own := w.pace.perHour(now)
-	if wide, ok := w.wide.perHour(now); ok && wide > own && !w.info.empty {
-		// Others spent since the read too: count the reserve down at the
-		// PosAPI-wide pace from the read.
+	if others, ok := w.wide.othersPerHour(now); ok && others > 0 && w.wide.shared(now) && !w.info.empty {
 		since := max(now.Sub(w.info.at), 0)
-		est := max(w.info.left-int64(wide*since.Hours()), 0)
-		at, ok := runOut(now, min(est, left), wide)
-		return wide, at, ok
+		left = max(left-int64(others*since.Hours()), 0)
+		at, ok := runOut(now, left, own+others)
+		return own + others, at, ok
 	}
 	at, ok := runOut(now, left, own)
 	return own, at, ok

@@ -82,9 +82,15 @@ func (w *Watcher) needLocked(now time.Time) string {
 // sentRecentlyLocked reports whether a sendData, receiptd's own or any
 // other client's (PosAPI's lastSentDate seen to move), was made within
 // send_every; mu held. A lastSentDate as first read counts only once it
-// moves: PosAPI may write its own start there.
+// moves: PosAPI may write its own start there. A till known to be
+// PosAPI's only client counts its own calls alone, as it always did (a
+// move it did not make is PosAPI's own doing, a restart say).
 func (w *Watcher) sentRecentlyLocked(now time.Time) bool {
-	for _, at := range []time.Time{w.send.tried, w.sentMoved} {
+	moved := w.sentMoved
+	if w.wide.alone(now) {
+		moved = time.Time{}
+	}
+	for _, at := range []time.Time{w.send.tried, moved} {
 		if !at.IsZero() && now.Sub(at) < w.cfg.SendEvery && !now.Before(at.Add(-maxTick)) {
 			return true
 		}

@@ -131,6 +131,16 @@ func (p *wide) perHour(now time.Time) (float64, bool) {
 	return float64(fell) / elapsed.Hours(), true
 }
 
+// othersPerHour is the lotteries an hour PosAPI issued to other software
+// (its fall less this till's receipts); false while no interval is known.
+func (p *wide) othersPerHour(now time.Time) (float64, bool) {
+	fell, own, elapsed, ok := p.sums(now)
+	if !ok {
+		return 0, false
+	}
+	return float64(max(fell-own, 0)) / elapsed.Hours(), true
+}
+
 // ownShare is the share (0 to 1) of the PosAPI-wide fall that was this
 // till's; false while nothing fell.
 func (p *wide) ownShare(now time.Time) (float64, bool) {

@@ -121,9 +121,10 @@ func TestSharedPosAPIPaceForecastAndStatus(t *testing.T) {
 	require.True(t, st.Shared)
 	require.Equal(t, "SIM-001", *st.PosNo)
 	require.Equal(t, "SIM-001", st.Label)
-	require.InDelta(t, 37800, st.PerHour, 1, "the forecast goes at PosAPI's pace, not this till's")
+	require.InDelta(t, 36000+30, st.PerHour, 1,
+		"the forecast adds the other tills' pace to this till's own (30 in its first hour)")
 	left := *st.LeftLotteries
-	require.Equal(t, r.clock.Now().Add(time.Duration(float64(left)/37800*float64(time.Hour))).UTC().Truncate(time.Second),
+	require.Equal(t, r.clock.Now().Add(time.Duration(float64(left)/36030*float64(time.Hour))).UTC().Truncate(time.Second),
 		*st.LotteriesRunOutAt)
 	require.Empty(t, st.Need, "2.6 hours left: beyond refill_before")
 	require.Equal(t, 10*time.Minute, r.w.readGap(), "a run-out hours away: check_every")
@@ -234,10 +235,18 @@ func TestALoneTillCallsAtOnceDespiteTheSpread(t *testing.T) {
 	r.w.round(ctx)
 	require.False(t, r.w.Status().Shared)
 	require.NotNil(t, r.w.Status().PacePerHour, "measured: this till is PosAPI's only client")
+	// PosAPI's lastSentDate moves without this till (the POS's own
+	// sendData passed through, or PosAPI restarted): a lone till's
+	// send_every still counts from its own calls only.
+	r.clock.Add(time.Second)
+	_, err := r.w.up.Get(ctx, client.OpSendData, nil)
+	require.NoError(t, err)
+	r.w.recheck = true
+	r.w.round(ctx)
 	r.sim.SetLeftLotteries(100)
 	r.w.recheck = true
 	r.w.round(ctx)
-	require.Equal(t, 1, r.sim.SendDataCalls(), "no other client to wait for: at once, as before the spread existed")
+	require.Equal(t, 2, r.sim.SendDataCalls(), "no other client to wait for: at once, as before the spread existed")
 }
 
 func TestNoSpreadCallsAtOnce(t *testing.T) {

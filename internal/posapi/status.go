@@ -18,8 +18,8 @@ type Status struct {
 	// LastSentDate is as PosAPI wrote it; LastSentAgeSeconds its age.
 	LastSentDate       *string `json:"lastSentDate"`
 	LastSentAgeSeconds *int64  `json:"lastSentAgeSeconds"`
-	// LotteriesRunOutAt is the forecast at the pace of the last 24 hours;
-	// null when no B2C receipt was issued in them.
+	// LotteriesRunOutAt is the forecast at PerHour; null when nothing is
+	// being spent.
 	LotteriesRunOutAt *time.Time `json:"lotteriesRunOutAt"`
 	// ClockSkewSeconds is the tax service's clock minus ours.
 	ClockSkewSeconds *int64 `json:"clockSkewSeconds"`
@@ -38,9 +38,9 @@ type Status struct {
 	// PosNo is PosAPI's posNo from /rest/info; null until read.
 	PosNo *string `json:"posNo"`
 
-	// PerHour is the pace the forecast uses, lotteries an hour: PosAPI's
-	// own when known and faster, else this till's B2C receipts an hour
-	// over the last 24 hours.
+	// PerHour is the pace the forecast uses, lotteries an hour: this
+	// till's B2C receipts an hour over the last 24 hours, plus the other
+	// tills' pace on a shared PosAPI.
 	PerHour float64 `json:"-"`
 	// Label names PosAPI in the metrics: its posNo, else Config.Upstream.
 	Label string `json:"-"`

@@ -24,10 +24,13 @@
 //     again and calls only if the need still holds, so many tills on one
 //     PosAPI make one call for one need; its result is kept and
 //     /rest/info read again;
-//   - the forecast uses PosAPI's own pace (the fall of leftLotteries
-//     between reads, all its clients together, refills cut out) when it
-//     is faster than this till's B2C receipts of the last 24 hours,
-//     counted per minute in a ring of fixed size;
+//   - the forecast uses this till's B2C receipts of the last 24 hours,
+//     counted per minute in a ring of fixed size, plus, on a shared
+//     PosAPI, the other tills' pace (the fall of leftLotteries between
+//     reads, refills cut out, less this till's receipts);
+//   - a till known to be PosAPI's only client (its pace measured, nobody
+//     else spending) behaves as it did before tills shared a PosAPI: no
+//     spread, send_every from its own calls only;
 //   - nothing it keeps or logs is a lottery number, QR data or a customer
 //     identifier: it sees counts, dates and PosAPI's messages only.
 //
