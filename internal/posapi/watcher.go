@@ -195,9 +195,7 @@ func (w *Watcher) watchLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-w.wake:
-			if !t.Stop() {
-				<-t.C
-			}
+			t.Stop() // since Go 1.23 a stopped timer delivers nothing stale
 		}
 	}
 }
