@@ -107,8 +107,16 @@ func (p *wide) observe(cur lastRead, own int64, maxGap time.Duration) change {
 	return ch
 }
 
+// minWideSpan is the least time PosAPI must have been watched (the
+// intervals of the window together) before its pace is known: two reads
+// moments apart (the lookup cache's and the watcher's at a start) would
+// otherwise call a busy PosAPI quiet, or a fleet of fresh tills each
+// PosAPI's only client.
+const minWideSpan = time.Minute
+
 // sums adds up the intervals that ended within wideWindow before now (and
-// not after it: the clock may have stepped back since).
+// not after it: the clock may have stepped back since); false while they
+// span less than minWideSpan.
 func (p *wide) sums(now time.Time) (fell, own int64, elapsed time.Duration, ok bool) {
 	for i := range p.n {
 		iv := p.ring[i]
@@ -118,7 +126,7 @@ func (p *wide) sums(now time.Time) (fell, own int64, elapsed time.Duration, ok b
 		fell, own, elapsed = fell+iv.fell, own+iv.own, elapsed+iv.elapsed
 		ok = true
 	}
-	return fell, own, elapsed, ok && elapsed > 0
+	return fell, own, elapsed, ok && elapsed >= minWideSpan
 }
 
 // perHour is the lotteries PosAPI issued an hour, all clients together;

@@ -57,6 +57,8 @@ func TestWidePace(t *testing.T) {
 			600, -1, -1, true, []bool{false, true}},
 		{"a fall faster than any sales (a reserve set by hand) is cut out", []read{{0, 100000, "a", "1", 0}, {0.25, 150, "a", "1", 0}},
 			1, -1, -1, false, []bool{true}},
+		{"two reads moments apart (a start): unknown, not yet shared", []read{{0, 1000, "a", "1", 0}, {0.01, 998, "a", "1", 0}},
+			0.01, -1, -1, false, []bool{false}},
 		{"older than the window: forgotten", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}},
 			90, -1, -1, true, []bool{false}},
 	} {

@@ -26,8 +26,8 @@ type Status struct {
 	// LastSendData is receiptd's own last sendData call.
 	LastSendData *SendData `json:"lastSendData"`
 	// PacePerHour is the lotteries PosAPI issued an hour over the last
-	// hour, all its clients together (refills cut out); null until two
-	// reads of /rest/info tell.
+	// hour, all its clients together (refills cut out); null until the
+	// reads of /rest/info span a minute.
 	PacePerHour *float64 `json:"pacePerHour"`
 	// OwnShare (0 to 1) is the share of that pace that is this till's B2C
 	// receipts; null while PosAPI issued none.
