@@ -287,7 +287,7 @@ posapi_states() {
   # /rest/info through receiptd (a POS's, passed on while PosAPI answers)
   # 10 s apart show the reserve falling with none of this till's sales;
   # the pace is known once receiptd's reads span a minute (it reads every
-  # minute until then).
+  # 10 s until then).
   code=$(curl -sS --noproxy '*' -o /dev/null -w '%{http_code}' -X PUT -d '{"left":100000}' "$sim/sim/lotteries") ||
     die "PUT $sim/sim/lotteries: no answer"
   [ "$code" = 200 ] || die "PUT $sim/sim/lotteries: HTTP $code"

@@ -13,8 +13,10 @@ import (
 const minReadGap = 10 * time.Second
 
 // unknownPaceGap is the longest time between reads while the PosAPI-wide
-// pace is unknown (the first minute after a start, say).
-const unknownPaceGap = time.Minute
+// pace is unknown (the first minute after a start, say): short, so that
+// the minute of intervals it needs is had soon even where other tills'
+// sendData calls cut some of them.
+const unknownPaceGap = minReadGap
 
 // refusedSpread bounds the spread once PosAPI refused a B2C receipt for
 // an empty reserve: a sale is waiting at the till then, and every till on
@@ -52,7 +54,7 @@ func (w *Watcher) forecastLocked(now time.Time) (float64, time.Time, bool) {
 }
 
 // readGapLocked is how long after the last read the next one is due:
-// check_every at most; every minute while the PosAPI-wide pace is
+// check_every at most; every 10 s while the PosAPI-wide pace is
 // unknown; a quarter of the forecast time to run-out, but not under
 // minReadGap; minReadGap while reads fail; mu held.
 func (w *Watcher) readGapLocked(now time.Time) time.Duration {

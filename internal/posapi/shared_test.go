@@ -110,7 +110,7 @@ func TestSharedPosAPIPaceForecastAndStatus(t *testing.T) {
 	ctx := context.Background()
 	r.w.round(ctx)
 	require.Nil(t, r.w.Status().PacePerHour, "one read: the pace is unknown")
-	require.Equal(t, time.Minute, r.w.readGap(), "while the pace is unknown the next read comes within a minute, not check_every")
+	require.Equal(t, 10*time.Second, r.w.readGap(), "while the pace is unknown the next read comes within 10 s, not check_every")
 
 	require.NoError(t, r.sim.SetFaults(sim.Faults{OtherPace: 10})) // 36000 an hour
 	r.clock.Add(time.Minute)

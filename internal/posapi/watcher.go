@@ -8,7 +8,7 @@
 //
 // It promises that
 //   - /rest/info is read at least every Config.CheckEvery while PosAPI
-//     answers, every minute while PosAPI's pace is unknown, and sooner as
+//     answers, every 10 s while PosAPI's pace is unknown, and sooner as
 //     the forecast run-out nears (a quarter of the time left, never more
 //     often than every 10 s); every 10 s while it fails, and at once when
 //     PosAPI answers anything again; every /rest/info answer receiptd gets
