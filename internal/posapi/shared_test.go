@@ -22,46 +22,53 @@ type read struct {
 	own   int64
 }
 
+// widePaceCase is one sequence of reads and what the pace makes of it.
+type widePaceCase struct {
+	name    string
+	reads   []read
+	nowMin  float64
+	perHour float64 // -1: unknown
+	share   float64 // -1: unknown
+	shared  bool
+	cuts    []bool // per read after the first: the interval was cut out
+}
+
+// widePaceCases: refills in the middle, a quiet PosAPI, a restart, clock
+// steps, and what the window forgets.
+var widePaceCases = []widePaceCase{
+	{"one read: unknown", []read{{0, 1000, "a", "1", 0}}, 1, -1, -1, false, nil},
+	{"steady fall, all others'", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {2, 800, "a", "1", 0}},
+		2, 6000, 0, true, []bool{false, false}},
+	{"this till's own only: not shared", []read{{0, 1000, "a", "1", 0}, {1, 990, "a", "1", 10}, {2, 980, "a", "1", 10}},
+		2, 600, 1, false, []bool{false, false}},
+	{"a count moved between intervals is not another till", []read{{0, 1000, "a", "1", 0}, {1, 990, "a", "1", 8}, {2, 980, "a", "1", 12}},
+		2, 600, 1, false, []bool{false, false}},
+	{"a refill in the middle is cut out", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {2, 4950, "b", "1", 0}, {3, 4850, "b", "1", 0}},
+		3, 6000, 0, true, []bool{false, true, false}},
+	{"a send that left the reserve lower is cut out too", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {2, 100, "b", "1", 0}},
+		2, 6000, 0, true, []bool{false, true}},
+	{"a quiet PosAPI: known, zero", []read{{0, 1000, "a", "1", 0}, {10, 1000, "a", "1", 0}, {20, 1000, "a", "1", 0}},
+		20, 0, -1, false, []bool{false, false}},
+	{"a restart (posId changed) is cut out", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {2, 5000, "a", "2", 0}, {3, 4900, "a", "2", 0}},
+		3, 6000, 0, true, []bool{false, true, false}},
+	{"a reserve that rose with no send (restarted PosAPI) is cut out", []read{{0, 1000, "a", "", 0}, {1, 900, "a", "", 0}, {2, 5000, "a", "", 0}},
+		2, 6000, 0, true, []bool{false, true}},
+	{"the clock stepped back: no interval", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {-60, 800, "a", "1", 0}},
+		-59, -1, -1, true, []bool{false, true}},
+	{"the clock stepped forward: too long to count", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {600, 800, "a", "1", 0}},
+		600, -1, -1, true, []bool{false, true}},
+	{"a fall faster than any sales (a reserve set by hand) is cut out", []read{{0, 100000, "a", "1", 0}, {0.25, 150, "a", "1", 0}},
+		1, -1, -1, false, []bool{true}},
+	{"two reads moments apart (a start): unknown, not yet shared", []read{{0, 1000, "a", "1", 0}, {0.01, 998, "a", "1", 0}},
+		0.01, -1, -1, false, []bool{false}},
+	{"older than the window: forgotten", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}},
+		90, -1, -1, true, []bool{false}},
+}
+
 func TestWidePace(t *testing.T) {
 	start := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
 	const maxGap = 30 * time.Minute
-	for _, tc := range []struct {
-		name    string
-		reads   []read
-		nowMin  float64
-		perHour float64 // -1: unknown
-		share   float64 // -1: unknown
-		shared  bool
-		cuts    []bool // per read after the first: the interval was cut out
-	}{
-		{"one read: unknown", []read{{0, 1000, "a", "1", 0}}, 1, -1, -1, false, nil},
-		{"steady fall, all others'", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {2, 800, "a", "1", 0}},
-			2, 6000, 0, true, []bool{false, false}},
-		{"this till's own only: not shared", []read{{0, 1000, "a", "1", 0}, {1, 990, "a", "1", 10}, {2, 980, "a", "1", 10}},
-			2, 600, 1, false, []bool{false, false}},
-		{"a count moved between intervals is not another till", []read{{0, 1000, "a", "1", 0}, {1, 990, "a", "1", 8}, {2, 980, "a", "1", 12}},
-			2, 600, 1, false, []bool{false, false}},
-		{"a refill in the middle is cut out", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {2, 4950, "b", "1", 0}, {3, 4850, "b", "1", 0}},
-			3, 6000, 0, true, []bool{false, true, false}},
-		{"a send that left the reserve lower is cut out too", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {2, 100, "b", "1", 0}},
-			2, 6000, 0, true, []bool{false, true}},
-		{"a quiet PosAPI: known, zero", []read{{0, 1000, "a", "1", 0}, {10, 1000, "a", "1", 0}, {20, 1000, "a", "1", 0}},
-			20, 0, -1, false, []bool{false, false}},
-		{"a restart (posId changed) is cut out", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {2, 5000, "a", "2", 0}, {3, 4900, "a", "2", 0}},
-			3, 6000, 0, true, []bool{false, true, false}},
-		{"a reserve that rose with no send (restarted PosAPI) is cut out", []read{{0, 1000, "a", "", 0}, {1, 900, "a", "", 0}, {2, 5000, "a", "", 0}},
-			2, 6000, 0, true, []bool{false, true}},
-		{"the clock stepped back: no interval", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {-60, 800, "a", "1", 0}},
-			-59, -1, -1, true, []bool{false, true}},
-		{"the clock stepped forward: too long to count", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}, {600, 800, "a", "1", 0}},
-			600, -1, -1, true, []bool{false, true}},
-		{"a fall faster than any sales (a reserve set by hand) is cut out", []read{{0, 100000, "a", "1", 0}, {0.25, 150, "a", "1", 0}},
-			1, -1, -1, false, []bool{true}},
-		{"two reads moments apart (a start): unknown, not yet shared", []read{{0, 1000, "a", "1", 0}, {0.01, 998, "a", "1", 0}},
-			0.01, -1, -1, false, []bool{false}},
-		{"older than the window: forgotten", []read{{0, 1000, "a", "1", 0}, {1, 900, "a", "1", 0}},
-			90, -1, -1, true, []bool{false}},
-	} {
+	for _, tc := range widePaceCases {
 		t.Run(tc.name, func(t *testing.T) {
 			var p wide
 			at := func(m float64) time.Time { return start.Add(time.Duration(m * float64(time.Minute))) }
