@@ -13,6 +13,9 @@
 #              sendData failing: the forecast and what receiptd asked of PosAPI
 #   clock-skewed   the simulator's clock 5 minutes behind (its clockSkew
 #              fault): the skew and how to fix the clock
+#   shared-posapi  other POS software spends PosAPI's reserve too (the
+#              simulator's otherPace): the page says PosAPI serves other
+#              tills, and what share of its lottery numbers go to them
 #
 #   .ci/statuspage.sh              all of the above
 #   .ci/statuspage.sh -url URL     only load an already running page at URL
@@ -278,6 +281,28 @@ posapi_states() {
   fold_has "⚠ This computer's clock is about 5 min ahead of (PosAPI's|the tax service's)" "the skew, in words"
   fold_has "posapi.max_clock_skew \(2m\)" "the limit it is past"
   fold_has "sudo timedatectl set-ntp true" "how to fix the clock"
+
+  # A full reserve that other POS software spends from at half a lottery a
+  # second (55 hours to empty: no forecast to worry about). Reads of
+  # /rest/info through receiptd (a POS's, passed on while PosAPI answers)
+  # 10 s apart show the reserve falling with none of this till's sales;
+  # the pace is known once receiptd's reads span a minute (it reads every
+  # 10 s until then).
+  code=$(curl -sS --noproxy '*' -o /dev/null -w '%{http_code}' -X PUT -d '{"left":100000}' "$sim/sim/lotteries") ||
+    die "PUT $sim/sim/lotteries: no answer"
+  [ "$code" = 200 ] || die "PUT $sim/sim/lotteries: HTTP $code"
+  faults '{"otherPace":0.5}'
+  for i in $(seq 1 9); do
+    curl -sS --noproxy '*' -o /dev/null "$api/rest/info" || die "GET $api/rest/info: no answer"
+    status_has '"shared":true' && break
+    sleep 10
+  done
+  wait_status '"shared":true'
+  shoot shared-posapi
+  page_has "This PosAPI \(posNo SIM-001\) also serves other tills: [0-9]+% of its lottery numbers go to them, about [0-9]+ an hour in all" \
+    "that PosAPI serves other tills, and their share, in words"
+  page_has "one till's sendData refills it for all" "what receiptd does about a shared PosAPI"
+  fold_lacks "Lotteries run out" "a forecast to worry about"
 }
 
 main "$@"

@@ -14,7 +14,7 @@ func init() {
 
 func runSim(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, "sim", "sim [-listen ADDR] [-seed N] [-latency D] [-error-rate F] [-drop-rate F] [-reject N [-reject-message M]]\n"+
-		"    [-lotteries N] [-send-data-fail] [-send-data-latency D] [-clock-skew D]")
+		"    [-lotteries N] [-send-data-fail] [-send-data-latency D] [-clock-skew D] [-other-pace N]")
 	listen := fs.String("listen", "127.0.0.1:7081", "address to listen on: 7081 is where receiptd's default upstream.base_url expects PosAPI, since receiptd takes PosAPI's usual port 7080")
 	seed := fs.Int64("seed", time.Now().UnixNano(), "seed of ids, lottery numbers and fault rolls (a run is reproducible with the same seed)")
 	latency := fs.Duration("latency", 0, "delay added to every answer")
@@ -25,7 +25,10 @@ func runSim(ctx context.Context, env *cmdEnv, args []string) error {
 	lotteries := fs.Int("lotteries", sim.DefaultLotteries, "PosAPI's lottery reserve (leftLotteries): each B2C receipt uses one, each sendData refills it; "+
 		"at 0 B2C receipts are refused (HTTP 400, status ERROR); later: PUT /sim/lotteries {\"left\":N}")
 	sendDataFail := fs.Bool("send-data-fail", false, "GET /rest/sendData fails (HTTP 500, status ERROR; nothing refilled); later: PUT /sim/faults {\"sendDataFail\":true}")
-	sendDataLatency := fs.Duration("send-data-latency", 0, "delay added to sendData's answer; later: PUT /sim/faults {\"sendDataLatency\":\"20s\"}")
+	sendDataLatency := fs.Duration("send-data-latency", 0, "delay added to sendData's answer; every create that arrives meanwhile waits for it, "+
+		"as the live service holds them; later: PUT /sim/faults {\"sendDataLatency\":\"20s\"}")
+	otherPace := fs.Float64("other-pace", 0, "other POS software on this PosAPI spends N lottery numbers a second from the same reserve "+
+		"(a PosAPI shared by several tills); later: PUT /sim/faults {\"otherPace\":N}")
 	clockSkew := fs.Duration("clock-skew", 0, "shift the service's clock (Date header, receipt dates, lastSentDate), e.g. -5m; later: PUT /sim/faults {\"clockSkew\":\"-5m\"}")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -37,7 +40,7 @@ func runSim(ctx context.Context, env *cmdEnv, args []string) error {
 	defer s.Close()
 	if err := s.SetFaults(sim.Faults{Latency: *latency, ErrorRate: *errorRate, DropRate: *dropRate,
 		RejectNext: *reject, RejectMessage: *rejectMsg, SendDataFail: *sendDataFail,
-		SendDataLatency: *sendDataLatency, ClockSkew: *clockSkew}); err != nil {
+		SendDataLatency: *sendDataLatency, ClockSkew: *clockSkew, OtherPace: *otherPace}); err != nil {
 		return usagef("%v", err)
 	}
 	if err := s.Start(*listen); err != nil {
@@ -65,6 +68,9 @@ control API (never faulted):
                                            empty the lottery reserve: B2C receipts refused until a sendData
   curl -s -X PUT %[1]s/sim/faults -d '{"sendDataFail":true,"sendDataLatency":"20s","clockSkew":"-5m"}'
                                            sendData fails after 20s; the service's clock is 5 minutes behind
+  curl -s -X PUT %[1]s/sim/faults -d '{"otherPace":5}'
+                                           other tills on this PosAPI spend 5 lottery numbers a second
+  curl -s %[1]s/sim/lotteries              the reserve, what other tills spent, B2C receipts refused for an empty one
   curl -s -X PUT %[1]s/sim/faults -d '{}'   healthy again
   curl -s %[1]s/sim/receipts               receipts issued (lottery and QR data included: a test tool)
   curl -s %[1]s/sim/requests               request counts per route

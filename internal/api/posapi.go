@@ -17,6 +17,10 @@ func (s *Server) posapiPage(st posapi.Status) *statuspage.PosAPI {
 		LeftLotteries: st.LeftLotteries, PerHour: st.PerHour, Need: st.Need, SkewSource: st.SkewSource,
 		AutoSendData: st.AutoSendData, MinLotteries: st.MinLotteries, SendEvery: st.SendEvery,
 		MaxClockSkew: st.MaxClockSkew, LastSentAge: -1,
+		Shared: st.Shared, OwnShare: st.OwnShare, PacePerHour: st.PacePerHour,
+	}
+	if st.PosNo != nil {
+		p.PosNo = *st.PosNo
 	}
 	if st.LotteriesRunOutAt != nil {
 		p.RunOutAt = *st.LotteriesRunOutAt

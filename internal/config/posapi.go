@@ -24,11 +24,23 @@ type PosAPI struct {
 	// MaxClockSkew is the largest difference between the tax service's
 	// clock and ours that is not a problem; at least 1s.
 	MaxClockSkew Duration `toml:"max_clock_skew"`
+	// SendSpread is the longest random wait before receiptd's own
+	// sendData, after which /rest/info is read again and the call made
+	// only if the need still holds: many tills on one PosAPI make one call
+	// for one need. 0s: call at once.
+	SendSpread Duration `toml:"send_spread"`
+	// RefillBefore: a reserve forecast to run out within this (at PosAPI's
+	// own pace, all its tills together) asks for a sendData; at least 1m.
+	RefillBefore Duration `toml:"refill_before"`
 }
 
 // minCheckEvery keeps receiptd from polling PosAPI's /rest/info in a
 // tight loop.
 const minCheckEvery = 10 * time.Second
+
+// maxSendSpread bounds posapi.send_spread: a need left waiting longer
+// than this is a reserve left running down.
+const maxSendSpread = 10 * time.Minute
 
 // maxMinLotteries bounds posapi.min_lotteries: a PosAPI holds tens of
 // thousands at most, and a larger threshold would ask for a sendData at
@@ -43,6 +55,8 @@ func defaultPosAPI() PosAPI {
 		MinLotteries: 200,
 		SendEvery:    Dur(time.Hour),
 		MaxClockSkew: Dur(2 * time.Minute),
+		SendSpread:   Dur(30 * time.Second),
+		RefillBefore: Dur(2 * time.Hour),
 	}
 }
 
@@ -59,5 +73,11 @@ func (p PosAPI) check(ch *checker) {
 	}
 	if p.MaxClockSkew.Duration < time.Second {
 		ch.add("posapi.max_clock_skew", "must be at least 1s, not %s", p.MaxClockSkew)
+	}
+	if p.SendSpread.Duration < 0 || p.SendSpread.Duration > maxSendSpread {
+		ch.add("posapi.send_spread", "must be at least 0s and at most %s, not %s", maxSendSpread, p.SendSpread)
+	}
+	if p.RefillBefore.Duration < time.Minute {
+		ch.add("posapi.refill_before", "must be at least 1m, not %s", p.RefillBefore)
 	}
 }

@@ -22,6 +22,10 @@ func TestPosAPIValidate(t *testing.T) {
 		{"min lotteries huge", func(p *PosAPI) { p.MinLotteries = maxMinLotteries + 1 }, "posapi.min_lotteries"},
 		{"send every below a second", func(p *PosAPI) { p.SendEvery = Dur(time.Millisecond) }, "posapi.send_every"},
 		{"skew zero", func(p *PosAPI) { p.MaxClockSkew = Dur(0) }, "posapi.max_clock_skew"},
+		{"no spread", func(p *PosAPI) { p.SendSpread = Dur(0) }, ""},
+		{"spread negative", func(p *PosAPI) { p.SendSpread = Dur(-time.Second) }, "posapi.send_spread"},
+		{"spread too long", func(p *PosAPI) { p.SendSpread = Dur(maxSendSpread + time.Second) }, "posapi.send_spread"},
+		{"refill before under a minute", func(p *PosAPI) { p.RefillBefore = Dur(30 * time.Second) }, "posapi.refill_before"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
@@ -47,6 +51,8 @@ func TestPosAPIFromFile(t *testing.T) {
 	require.False(t, c.PosAPI.AutoSendData)
 	require.Equal(t, 50, c.PosAPI.MinLotteries)
 	require.Equal(t, 12*time.Hour, c.PosAPI.SendAfter.Duration, "keys left out keep their default")
+	require.Equal(t, 30*time.Second, c.PosAPI.SendSpread.Duration)
+	require.Equal(t, 2*time.Hour, c.PosAPI.RefillBefore.Duration)
 
 	_, err = Load(writeConfig(t, "[posapi]\nsend_evry = \"1h\"\n"))
 	require.ErrorContains(t, err, "posapi.send_evry")

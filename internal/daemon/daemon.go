@@ -125,7 +125,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
-	d.posapi = posapi.New(up, posapiConfig(cfg.PosAPI), log, m)
+	d.posapi = posapi.New(up, posapiConfig(cfg.PosAPI, cfg.Upstream.BaseURL), log, m)
 	d.answers = syncer.NewMailbox(mailboxConfig(cfg.Accept), log, m)
 	sc := syncConfig(cfg)
 	sc.Answers, sc.Limits = d.answers, d.posapi

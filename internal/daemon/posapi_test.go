@@ -100,7 +100,7 @@ func TestReserveRunsOutUnderSales(t *testing.T) {
 	var left int64
 	require.NoError(t, json.Unmarshal(st.PosAPI["leftLotteries"], &left), "a JSON number: %s", st.PosAPI["leftLotteries"])
 	require.GreaterOrEqual(t, left, int64(0))
-	require.Contains(t, metricsText(t, d.URL()), `receiptd_send_data_total{result="ok"}`)
+	require.Contains(t, metricsText(t, d.URL()), `receiptd_send_data_total{posapi="SIM-001",result="ok"}`)
 }
 
 // TestAutoSendDataOffOnlyWarns: with posapi.auto_send_data off receiptd
@@ -129,7 +129,7 @@ func TestAutoSendDataOffOnlyWarns(t *testing.T) {
 	require.Contains(t, string(page), "posapi.auto_send_data is off")
 	time.Sleep(1500 * time.Millisecond) // past send_every: still nothing
 	require.Zero(t, s.SendDataCalls())
-	require.Contains(t, metricsText(t, d.URL()), "receiptd_posapi_left_lotteries 150")
+	require.Contains(t, metricsText(t, d.URL()), `receiptd_posapi_left_lotteries{posapi="SIM-001"} 150`)
 }
 
 // TestClockSkewShows: a tax service whose clock is 5 minutes behind ours

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"net/url"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/cache"
@@ -43,10 +44,15 @@ func syncConfig(c config.Config) syncer.Config {
 }
 
 // posapiConfig maps [posapi] onto the watcher's.
-func posapiConfig(p config.PosAPI) posapi.Config {
+func posapiConfig(p config.PosAPI, baseURL string) posapi.Config {
+	host := baseURL
+	if u, err := url.Parse(baseURL); err == nil && u.Host != "" {
+		host = u.Host
+	}
 	return posapi.Config{
 		CheckEvery: p.CheckEvery.Duration, AutoSendData: p.AutoSendData, SendAfter: p.SendAfter.Duration,
 		MinLotteries: p.MinLotteries, SendEvery: p.SendEvery.Duration, MaxClockSkew: p.MaxClockSkew.Duration,
+		SendSpread: p.SendSpread.Duration, RefillBefore: p.RefillBefore.Duration, Upstream: host,
 	}
 }
 

@@ -29,11 +29,13 @@
 //	store_failed                          gauge     1 when the database refuses writes until restart (WatchStore)
 //	log_flushes_total                     counter   write-ahead log flushes (WatchLog)
 //	log_records_total                     counter   records they made durable; over flushes, the mean group
-//	posapi_left_lotteries, posapi_last_sent_age_seconds, clock_skew_seconds, send_data_total{result}:
+//	posapi_left_lotteries, posapi_last_sent_age_seconds, posapi_lottery_pace_per_hour,
+//	posapi_own_share (each {posapi}), clock_skew_seconds, send_data_total{posapi,result}:
 //	                                      PosAPI's own limits (WatchPosAPI, posapi.go)
 //	backup_*                              snapshots ([backup]): last success, failures, size (backup.go)
 //
 // Label values are the caller's: kind, outcome, result and route must come
-// from small fixed sets (a route is the route pattern, never the raw path).
+// from small fixed sets, posapi is one value per process (PosAPI's posNo,
+// else its host and port) (a route is the route pattern, never the raw path).
 // As a guard, routes past the first 64 distinct ones are counted as "other".
 package metrics

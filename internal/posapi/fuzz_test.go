@@ -2,6 +2,7 @@ package posapi
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -56,6 +57,39 @@ func FuzzObserveTiming(f *testing.F) {
 					t.Fatalf("a reading from an unreadable Date %q", date)
 				}
 			}
+		}
+	})
+}
+
+// FuzzObserveInfoTwice: any two /rest/info answers a minute apart leave
+// a pace that is a number not below zero, a share within [0,1], and a
+// posNo no longer than a kept message.
+func FuzzObserveInfoTwice(f *testing.F) {
+	f.Add([]byte(`{"leftLotteries":1000,"lastSentDate":"2026-01-28 15:03:27","posNo":"SIM-001","posId":12345678}`),
+		[]byte(`{"leftLotteries":900,"lastSentDate":"2026-01-28 15:03:27","posNo":"SIM-001","posId":12345678}`), uint8(3))
+	f.Add([]byte(`{"leftLotteries":10,"posId":"x"}`), []byte(`{"leftLotteries":5000,"posId":1e400}`), uint8(0))
+	f.Add([]byte(`{"leftLotteries":-5,"posNo":null}`), []byte(`{"leftLotteries":-9000000000000000000}`), uint8(200))
+	f.Fuzz(func(t *testing.T, first, second []byte, own uint8) {
+		now := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+		w := New(nil, Config{Now: func() time.Time { return now }}, nil, nil)
+		_ = w.ObserveInfo(first)
+		for range own {
+			w.ReceiptIssued(true)
+		}
+		now = now.Add(time.Minute)
+		_ = w.ObserveInfo(second)
+		st := w.Status()
+		if st.PacePerHour != nil && (*st.PacePerHour < 0 || math.IsNaN(*st.PacePerHour) || math.IsInf(*st.PacePerHour, 0)) {
+			t.Fatalf("pace %v from %s then %s", *st.PacePerHour, first, second)
+		}
+		if st.OwnShare != nil && (*st.OwnShare < 0 || *st.OwnShare > 1) {
+			t.Fatalf("share %v", *st.OwnShare)
+		}
+		if st.PosNo != nil && len(*st.PosNo) > maxMessage+len("…") {
+			t.Fatalf("posNo of %d bytes kept", len(*st.PosNo))
+		}
+		if _, err := json.Marshal(st); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

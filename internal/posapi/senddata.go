@@ -70,7 +70,32 @@ func (w *Watcher) needLocked(now time.Time) string {
 	case !w.info.sent.IsZero() && now.Sub(w.info.sent) > w.cfg.SendAfter:
 		return fmt.Sprintf("PosAPI last sent its data %s ago (posapi.send_after = %s)", roundAge(now.Sub(w.info.sent)), w.cfg.SendAfter)
 	}
+	if w.cfg.RefillBefore > 0 {
+		if perHour, at, ok := w.forecastLocked(now); ok && at.Sub(now) < w.cfg.RefillBefore {
+			return fmt.Sprintf("at %.0f lottery numbers an hour, PosAPI's reserve runs out in %s (posapi.refill_before = %s)",
+				perHour, roundAge(at.Sub(now)), w.cfg.RefillBefore)
+		}
+	}
 	return ""
+}
+
+// sentRecentlyLocked reports whether a sendData, receiptd's own or any
+// other client's (PosAPI's lastSentDate seen to move), was made within
+// send_every; mu held. A lastSentDate as first read counts only once it
+// moves: PosAPI may write its own start there. A till known to be
+// PosAPI's only client counts its own calls alone, as it always did (a
+// move it did not make is PosAPI's own doing, a restart say).
+func (w *Watcher) sentRecentlyLocked(now time.Time) bool {
+	moved := w.sentMoved
+	if w.wide.alone(now) {
+		moved = time.Time{}
+	}
+	for _, at := range []time.Time{w.send.tried, moved} {
+		if !at.IsZero() && now.Sub(at) < w.cfg.SendEvery && !now.Before(at.Add(-maxTick)) {
+			return true
+		}
+	}
+	return false
 }
 
 // sendDue is the reason to call sendData now, or "": needed, allowed
@@ -92,7 +117,7 @@ func (w *Watcher) sendDue(now time.Time) string {
 		return ""
 	}
 	answering := w.info.failing == "" || w.info.empty
-	if !answering || w.send.running || (!w.send.tried.IsZero() && now.Sub(w.send.tried) < w.cfg.SendEvery) {
+	if !answering || w.send.running || w.sentRecentlyLocked(now) {
 		return ""
 	}
 	return need

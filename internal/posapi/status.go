@@ -1,6 +1,7 @@
 package posapi
 
 import (
+	"math"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/metrics"
@@ -17,16 +18,32 @@ type Status struct {
 	// LastSentDate is as PosAPI wrote it; LastSentAgeSeconds its age.
 	LastSentDate       *string `json:"lastSentDate"`
 	LastSentAgeSeconds *int64  `json:"lastSentAgeSeconds"`
-	// LotteriesRunOutAt is the forecast at the pace of the last 24 hours;
-	// null when no B2C receipt was issued in them.
+	// LotteriesRunOutAt is the forecast at PerHour; null when nothing is
+	// being spent.
 	LotteriesRunOutAt *time.Time `json:"lotteriesRunOutAt"`
 	// ClockSkewSeconds is the tax service's clock minus ours.
 	ClockSkewSeconds *int64 `json:"clockSkewSeconds"`
 	// LastSendData is receiptd's own last sendData call.
 	LastSendData *SendData `json:"lastSendData"`
+	// PacePerHour is the lotteries PosAPI issued an hour over the last
+	// hour, all its clients together (refills cut out); null until the
+	// reads of /rest/info span a minute.
+	PacePerHour *float64 `json:"pacePerHour"`
+	// OwnShare (0 to 1) is the share of that pace that is this till's B2C
+	// receipts; null while PosAPI issued none.
+	OwnShare *float64 `json:"ownShare"`
+	// Shared: other POS software spent PosAPI's reserve in the last 24
+	// hours (PosAPI serves other tills too).
+	Shared bool `json:"shared"`
+	// PosNo is PosAPI's posNo from /rest/info; null until read.
+	PosNo *string `json:"posNo"`
 
-	// PerHour is the B2C receipts an hour over the last 24 hours.
+	// PerHour is the pace the forecast uses, lotteries an hour: this
+	// till's B2C receipts an hour over the last 24 hours, plus the other
+	// tills' pace on a shared PosAPI.
 	PerHour float64 `json:"-"`
+	// Label names PosAPI in the metrics: its posNo, else Config.Upstream.
+	Label string `json:"-"`
 	// Need is why PosAPI should send its data now ("" when it need not).
 	Need string `json:"-"`
 	// SkewSource is where ClockSkewSeconds comes from (Source...).
@@ -55,14 +72,29 @@ func (w *Watcher) Status() Status {
 	st := Status{
 		AutoSendData: w.cfg.AutoSendData, MinLotteries: w.cfg.MinLotteries, SendAfter: w.cfg.SendAfter,
 		SendEvery: w.cfg.SendEvery, MaxClockSkew: w.cfg.MaxClockSkew,
-		PerHour: w.pace.perHour(now), Need: w.needLocked(now), InfoError: w.info.failing, InfoAt: w.info.at,
+		Need: w.needLocked(now), InfoError: w.info.failing, InfoAt: w.info.at,
+		Shared: w.wide.shared(now), Label: w.labelLocked(),
 	}
 	if left, ok := w.estLeftLocked(); ok {
 		st.LeftLotteries = &left
-		if at, ok := runOut(now, left, st.PerHour); ok {
-			at = at.UTC().Truncate(time.Second)
-			st.LotteriesRunOutAt = &at
-		}
+	}
+	perHour, at, ok := w.forecastLocked(now)
+	st.PerHour = perHour
+	if ok {
+		at = at.UTC().Truncate(time.Second)
+		st.LotteriesRunOutAt = &at
+	}
+	if p, ok := w.wide.perHour(now); ok {
+		p = math.Round(p*10) / 10
+		st.PacePerHour = &p
+	}
+	if share, ok := w.wide.ownShare(now); ok {
+		share = math.Round(share*1000) / 1000
+		st.OwnShare = &share
+	}
+	if w.info.known && w.info.posNo != "" {
+		no := w.info.posNo
+		st.PosNo = &no
 	}
 	if w.info.known && w.info.sentRaw != "" {
 		raw := w.info.sentRaw
@@ -100,8 +132,26 @@ func (w *Watcher) stats() metrics.PosAPIStats {
 		v := float64(*st.ClockSkewSeconds)
 		out.ClockSkewSeconds = &v
 	}
+	out.PacePerHour, out.OwnShare, out.PosAPI = st.PacePerHour, st.OwnShare, st.Label
 	w.mu.Lock()
 	out.SendDataOK, out.SendDataFailed = w.send.ok, w.send.failed
 	w.mu.Unlock()
 	return out
+}
+
+// labelLocked names PosAPI for the metrics: its posNo once read, else the
+// upstream's host and port; mu held.
+func (w *Watcher) labelLocked() string {
+	if w.info.posNo != "" {
+		return w.info.posNo
+	}
+	return w.cfg.Upstream
+}
+
+// derefSent is LastSentDate, or "" while unknown (for the log).
+func (st Status) derefSent() string {
+	if st.LastSentDate == nil {
+		return ""
+	}
+	return *st.LastSentDate
 }

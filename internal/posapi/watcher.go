@@ -8,16 +8,29 @@
 //
 // It promises that
 //   - /rest/info is read at least every Config.CheckEvery while PosAPI
-//     answers, and every /rest/info answer receiptd gets anyway (the
-//     lookup cache's) counts as a read (ObserveInfo);
+//     answers, every 10 s while PosAPI's pace is unknown, and sooner as
+//     the forecast run-out nears (a quarter of the time left, never more
+//     often than every 10 s); every 10 s while it fails, and at once when
+//     PosAPI answers anything again; every /rest/info answer receiptd gets
+//     anyway (the lookup cache's) counts as a read (ObserveInfo);
 //   - with Config.AutoSendData, GET /rest/sendData is called when
 //     lastSentDate is older than Config.SendAfter, fewer than
-//     Config.MinLotteries are left, or a B2C receipt was refused for an
-//     empty reserve, at most once per Config.SendEvery and never while a
-//     receipt is being sent (BeginSend); its result is kept and /rest/info
-//     read again;
-//   - the forecast uses the B2C receipts of the last 24 hours, counted per
-//     minute in a ring of fixed size;
+//     Config.MinLotteries are left, the reserve is forecast to run out
+//     within Config.RefillBefore, or a B2C receipt was refused for an
+//     empty reserve; at most once per Config.SendEvery, counted from its
+//     own calls and from any move of PosAPI's lastSentDate (another till's
+//     sendData), and never while a receipt is being sent (BeginSend); with
+//     Config.SendSpread it first waits a random time, reads /rest/info
+//     again and calls only if the need still holds, so many tills on one
+//     PosAPI make one call for one need; its result is kept and
+//     /rest/info read again;
+//   - the forecast uses this till's B2C receipts of the last 24 hours,
+//     counted per minute in a ring of fixed size, plus, on a shared
+//     PosAPI, the other tills' pace (the fall of leftLotteries between
+//     reads, refills cut out, less this till's receipts);
+//   - a till known to be PosAPI's only client (its pace measured, nobody
+//     else spending) behaves as it did before tills shared a PosAPI: no
+//     spread, send_every from its own calls only;
 //   - nothing it keeps or logs is a lottery number, QR data or a customer
 //     identifier: it sees counts, dates and PosAPI's messages only.
 //
@@ -63,6 +76,15 @@ type Config struct {
 	MinLotteries int
 	SendEvery    time.Duration // shortest time between two own sendData calls; zero: 1h
 	MaxClockSkew time.Duration // the largest skew that is not a problem; zero: 2m
+	// SendSpread is the longest random wait before an own sendData, after
+	// which the need is checked again; zero: none (call at once).
+	SendSpread time.Duration
+	// RefillBefore: a reserve forecast to run out within this needs a
+	// sendData; zero: the forecast alone asks for none.
+	RefillBefore time.Duration
+	// Upstream names PosAPI in the metrics' posapi label until /rest/info
+	// gives its posNo (the upstream's host and port).
+	Upstream string
 	// Now is the wall clock (lastSentDate ages, when things happened);
 	// nil means time.Now.
 	Now func() time.Time
@@ -78,6 +100,7 @@ func (c Config) withDefaults() Config {
 	def(&c.SendAfter, 12*time.Hour)
 	def(&c.SendEvery, time.Hour)
 	def(&c.MaxClockSkew, 2*time.Minute)
+	c.SendSpread, c.RefillBefore = max(c.SendSpread, 0), max(c.RefillBefore, 0)
 	if c.MinLotteries < 0 {
 		c.MinLotteries = 0
 	}
@@ -103,11 +126,19 @@ type Watcher struct {
 	gate gate
 	wake chan struct{}
 
-	mu    sync.Mutex
-	info  infoState
-	pace  pace
-	clock map[string]reading
-	send  sendState
+	mu   sync.Mutex
+	info infoState
+	pace pace // this till's own B2C receipts
+	wide wide // PosAPI's, all its clients together
+	// pending is a need waiting out its spread; recheck asks the next
+	// round to read /rest/info at once (PosAPI answers again).
+	pending *pendingSend
+	recheck bool
+	// sentMoved is when PosAPI's lastSentDate was last seen to change
+	// (zero: not since start); send_every counts from it.
+	sentMoved time.Time
+	clock     map[string]reading
+	send      sendState
 	// skewWarned and needWarned keep the log to one line per problem.
 	skewWarned bool
 	needWarned string
@@ -118,6 +149,7 @@ type infoState struct {
 	known    bool
 	left     int64     // leftLotteries as PosAPI wrote it
 	sentRaw  string    // lastSentDate as PosAPI wrote it
+	posNo    string    // PosAPI's posNo ("" when it gave none)
 	sent     time.Time // parsed; zero when it could not be
 	at       time.Time // when it was read
 	issued   int64     // B2C receipts issued since it was read
@@ -153,42 +185,37 @@ func (w *Watcher) Run(ctx context.Context) {
 }
 
 func (w *Watcher) watchLoop(ctx context.Context) {
-	t := time.NewTicker(min(w.cfg.CheckEvery, w.cfg.SendEvery, maxTick))
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		w.round(ctx)
+		t.Reset(min(w.nextWake(w.cfg.Now()), w.cfg.SendEvery))
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-w.wake:
+			t.Stop() // since Go 1.23 a stopped timer delivers nothing stale
 		}
 	}
 }
 
 // round reads /rest/info when due and sends the data when needed.
 func (w *Watcher) round(ctx context.Context) {
-	now := w.cfg.Now()
 	w.mu.Lock()
-	last := w.info.tried
-	if w.info.at.After(last) {
-		last = w.info.at
-	}
-	infoDue := last.IsZero() || now.Sub(last) >= w.cfg.CheckEvery
+	infoDue := w.readDueLocked(w.cfg.Now())
 	w.mu.Unlock()
 	if infoDue {
 		w.readInfo(ctx)
 	}
-	if reason := w.sendDue(w.cfg.Now()); reason != "" {
-		w.sendData(ctx, reason)
-	}
+	w.maybeSend(ctx)
 }
 
 // readInfo reads /rest/info now.
 func (w *Watcher) readInfo(ctx context.Context) {
 	now := w.cfg.Now()
 	w.mu.Lock()
-	w.info.tried = now
+	w.info.tried, w.recheck = now, false
 	w.mu.Unlock()
 	raw, err := w.up.Get(ctx, client.OpInfo, nil)
 	if err == nil {
@@ -219,6 +246,8 @@ func (w *Watcher) ObserveInfo(body []byte) error {
 	var info struct {
 		LeftLotteries json.Number `json:"leftLotteries"`
 		LastSentDate  *string     `json:"lastSentDate"`
+		PosNo         *string     `json:"posNo"`
+		PosID         json.Number `json:"posId"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -237,12 +266,24 @@ func (w *Watcher) ObserveInfo(body []byte) error {
 			st.sent = t
 		}
 	}
+	if info.PosNo != nil {
+		st.posNo = clip(*info.PosNo)
+	}
 	w.mu.Lock()
 	recovered := w.info.failing != ""
+	ch := w.wide.observe(lastRead{ok: true, left: left, sentRaw: st.sentRaw, posID: clip(info.PosID.String()), at: now},
+		w.info.issued, maxIntervalReads*w.cfg.CheckEvery)
+	if ch.sentMoved {
+		w.sentMoved = now
+	}
 	w.info = st
 	w.mu.Unlock()
 	if recovered {
 		w.log.Info("PosAPI's /rest/info answers again", zap.Int64("leftLotteries", left), zap.String("lastSentDate", st.sentRaw))
+	}
+	if ch.restarted || (ch.refilled && !ch.sentMoved) {
+		w.log.Info("PosAPI was restarted or replaced (its posId changed or its reserve rose without a send); its pace is measured afresh",
+			zap.Int64("leftLotteries", left))
 	}
 	return nil
 }
@@ -266,6 +307,7 @@ func (w *Watcher) ObserveTiming(t client.Timing) {
 	if w == nil {
 		return
 	}
+	w.answered(t)
 	seen := observe(t)
 	if len(seen) == 0 {
 		return
@@ -316,6 +358,24 @@ func abs(d time.Duration) time.Duration {
 		return -d
 	}
 	return d
+}
+
+// answered is told of every answer from the tax service: one from PosAPI
+// while its /rest/info read failed (or was never made) means it is back
+// (after an outage, or started after receiptd): read it at once.
+func (w *Watcher) answered(t client.Timing) {
+	if t.Op.Lookup() || t.Op == client.OpInfo {
+		return
+	}
+	w.mu.Lock()
+	back := (w.info.failing != "" || !w.info.known) && !w.info.tried.IsZero() && !w.recheck
+	if back {
+		w.recheck = true
+	}
+	w.mu.Unlock()
+	if back {
+		w.signal()
+	}
 }
 
 // signal wakes the watch loop without blocking.

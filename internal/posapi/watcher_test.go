@@ -69,7 +69,8 @@ func TestStatusIsNullUntilKnown(t *testing.T) {
 	b, err := json.Marshal(w.Status())
 	require.NoError(t, err)
 	require.JSONEq(t, `{"leftLotteries":null,"lastSentDate":null,"lastSentAgeSeconds":null,
-		"lotteriesRunOutAt":null,"clockSkewSeconds":null,"lastSendData":null}`, string(b))
+		"lotteriesRunOutAt":null,"clockSkewSeconds":null,"lastSendData":null,
+		"pacePerHour":null,"ownShare":null,"shared":false,"posNo":null}`, string(b))
 
 	r := newRig(t, 1000, Config{AutoSendData: true})
 	b, err = json.Marshal(r.w.Status())

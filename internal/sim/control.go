@@ -12,8 +12,9 @@ import (
 //	GET  /sim/faults    the faults in force
 //	PUT  /sim/faults    replace them: {"down":true,"downFor":"30s","latency":"2s","errorRate":0.2,"dropRate":0.1,
 //	                    "rejectNext":3,"rejectMessage":"...","sendDataFail":true,"sendDataLatency":"20s",
-//	                    "clockSkew":"-5m"}
+//	                    "clockSkew":"-5m","otherPace":5.5}
 //	PUT  /sim/lotteries set leftLotteries: {"left":0}; a sendData refills it
+//	GET  /sim/lotteries the reserve, what other POS software spent, B2C creates refused for an empty reserve
 //	GET  /sim/receipts  every issued receipt, lottery and QR data included
 //	GET  /sim/deleted   the deleted ids
 //	GET  /sim/requests  request counts per route
@@ -26,6 +27,7 @@ func (s *Sim) controlRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("PUT /sim/faults", s.putFaults)
 	mux.HandleFunc("PUT /sim/lotteries", s.putLotteries)
+	mux.HandleFunc("GET /sim/lotteries", s.getLotteries)
 	mux.HandleFunc("GET /sim/receipts", func(w http.ResponseWriter, _ *http.Request) {
 		rs := s.Receipts()
 		if rs == nil {

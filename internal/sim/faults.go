@@ -45,6 +45,9 @@ type Faults struct {
 	// the Date header of every answer, the date of issued receipts and
 	// lastSentDate.
 	ClockSkew time.Duration
+	// OtherPace is the lotteries a second other POS software on the same
+	// PosAPI spends from the reserve (a PosAPI shared by several tills).
+	OtherPace float64
 }
 
 var (
@@ -69,6 +72,9 @@ func (f Faults) validate() error {
 	if f.RejectNext < 0 {
 		return fmt.Errorf("%w: rejectNext must not be negative", ErrBadFaults)
 	}
+	if f.OtherPace < 0 || f.OtherPace > maxOtherPace {
+		return fmt.Errorf("%w: otherPace must be within [0,%d] lotteries a second", ErrBadFaults, maxOtherPace)
+	}
 	return nil
 }
 
@@ -85,12 +91,14 @@ type faultsJSON struct {
 	SendDataFail    bool   `json:"sendDataFail,omitempty"`
 	SendDataLatency string `json:"sendDataLatency,omitempty"`
 	ClockSkew       string `json:"clockSkew,omitempty"`
+	// OtherPace: see Faults.
+	OtherPace float64 `json:"otherPace,omitempty"`
 }
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
 func (f Faults) MarshalJSON() ([]byte, error) {
 	j := faultsJSON{Down: f.Down, ErrorRate: f.ErrorRate, DropRate: f.DropRate,
-		RejectNext: f.RejectNext, RejectMessage: f.RejectMessage, SendDataFail: f.SendDataFail}
+		RejectNext: f.RejectNext, RejectMessage: f.RejectMessage, SendDataFail: f.SendDataFail, OtherPace: f.OtherPace}
 	if f.DownFor > 0 {
 		j.DownFor = f.DownFor.String()
 	}
@@ -113,7 +121,7 @@ func (f *Faults) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	out := Faults{Down: j.Down, ErrorRate: j.ErrorRate, DropRate: j.DropRate,
-		RejectNext: j.RejectNext, RejectMessage: j.RejectMessage, SendDataFail: j.SendDataFail}
+		RejectNext: j.RejectNext, RejectMessage: j.RejectMessage, SendDataFail: j.SendDataFail, OtherPace: j.OtherPace}
 	for _, d := range []struct {
 		name string
 		in   string

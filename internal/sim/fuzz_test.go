@@ -67,6 +67,8 @@ func FuzzClassificationPath(f *testing.F) {
 func FuzzFaultsJSON(f *testing.F) {
 	f.Add(`{"down":true,"downFor":"30s","latency":"2s","errorRate":0.2,"dropRate":0.1}`)
 	f.Add(`{"latency":"-1s"}`)
+	f.Add(`{"otherPace":5.5}`)
+	f.Add(`{"otherPace":-1}`)
 	f.Add(`{"errorRate":"x"}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		var fl sim.Faults

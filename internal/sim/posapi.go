@@ -60,6 +60,7 @@ func bankAccountID(tin, no string) json.Number {
 
 func (s *Sim) info(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
+	s.spendOthersLocked()
 	left, lastSent := s.left, s.lastSent
 	s.mu.Unlock()
 	merchantsOut := make([]any, 0, len(registered))

@@ -55,6 +55,9 @@ func (s *Sim) createReceipt(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
+	if !s.waitSendData(r.Context()) {
+		return // the client went away while PosAPI was sending
+	}
 	resp, issued, ok := s.issue(req, body)
 	if !ok {
 		writeJSON(w, http.StatusBadRequest, errorBody(ReserveEmptyMessage))
@@ -83,7 +86,9 @@ func (s *Sim) issue(req map[string]any, body []byte) (map[string]any, Issued, bo
 	b2c := strings.HasPrefix(str(req["type"]), "B2C")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.spendOthersLocked()
 	if b2c && s.left <= 0 {
+		s.others.refused++
 		return nil, Issued{}, false
 	}
 	date := s.clockLocked().In(ulaanbaatar).Format(dateLayout)

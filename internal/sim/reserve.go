@@ -25,6 +25,7 @@ func (s *Sim) clockLocked() time.Time { return s.now().Add(s.faults.ClockSkew) }
 func (s *Sim) LeftLotteries() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.spendOthersLocked()
 	return s.left
 }
 
@@ -33,6 +34,7 @@ func (s *Sim) LeftLotteries() int {
 func (s *Sim) SetLeftLotteries(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.spendOthersLocked()
 	s.left = max(n, 0)
 }
 
@@ -49,6 +51,8 @@ func (s *Sim) SendDataCalls() int {
 // answer (the refill happens after the delay, as a real upload's would).
 func (s *Sim) sendData(w http.ResponseWriter, r *http.Request) {
 	f := s.Faults()
+	end := s.holdCreates()
+	defer end()
 	wait(r.Context(), f.SendDataLatency)
 	if r.Context().Err() != nil {
 		return // the caller went away: nothing was sent
@@ -58,6 +62,7 @@ func (s *Sim) sendData(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	s.spendOthersLocked()
 	sent := s.unsent
 	s.unsent = 0
 	s.lastSent = s.clockLocked()

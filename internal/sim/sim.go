@@ -83,7 +83,8 @@ type Sim struct {
 	// left is leftLotteries: the reserve counts down with each B2C
 	// receipt and is refilled to reserve by each sendData.
 	left, reserve int
-	sendDataOK    int // successful sendData calls
+	sendDataOK    int    // successful sendData calls
+	others        others // other POS software spending the reserve (shared.go)
 
 	srvMu     sync.Mutex // guards the listener state; never held with mu while waiting
 	addr      string
@@ -258,6 +259,7 @@ func (s *Sim) SetFaults(f Faults) error {
 		return ErrClosed
 	}
 	s.mu.Lock()
+	s.spendOthersLocked() // the pace in force until now applies until now
 	s.faults = f
 	s.mu.Unlock()
 	s.stopTimer()

@@ -28,6 +28,14 @@ type PosAPI struct {
 	// SkewSource says whose clock it is.
 	ClockSkew  *time.Duration
 	SkewSource string
+	// Shared: other POS software spends PosAPI's reserve too; OwnShare
+	// (0 to 1, nil: unknown) is this till's share of PacePerHour, PosAPI's
+	// lotteries an hour, all its clients together (nil: unknown); PosNo
+	// is PosAPI's.
+	Shared      bool
+	OwnShare    *float64
+	PacePerHour *float64
+	PosNo       string
 	// The configuration the advice is worded with.
 	AutoSendData bool
 	MinLotteries int
@@ -217,4 +225,30 @@ func absDur(d time.Duration) time.Duration {
 		return -d
 	}
 	return d
+}
+
+// sharedView is the page's line on who else uses PosAPI.
+type sharedView struct {
+	Text string
+}
+
+// sharedOf says in words that PosAPI serves other tills too, and what
+// receiptd does about it; nil when PosAPI is not known to be shared.
+func sharedOf(d Data) *sharedView {
+	p := d.PosAPI
+	if p == nil || !p.Shared {
+		return nil
+	}
+	name := "This PosAPI"
+	if p.PosNo != "" {
+		name = fmt.Sprintf("This PosAPI (posNo %s)", p.PosNo)
+	}
+	text := name + " also serves other tills"
+	if p.OwnShare != nil {
+		text += fmt.Sprintf(": %.0f%% of its lottery numbers go to them", math.Round((1-*p.OwnShare)*100))
+	}
+	if p.PacePerHour != nil {
+		text += fmt.Sprintf(", about %s an hour in all", perHour(*p.PacePerHour))
+	}
+	return &sharedView{Text: text + ". receiptd forecasts the reserve at PosAPI's pace, and one till's sendData refills it for all."}
 }

@@ -114,3 +114,30 @@ func TestAbout(t *testing.T) {
 		require.Equal(t, tc.want, about(tc.d))
 	}
 }
+
+func TestSharedPosAPIInWords(t *testing.T) {
+	pace, share := 21600.0, 0.07
+	for _, tc := range []struct {
+		name   string
+		change func(p *PosAPI)
+		want   []string
+		absent []string
+	}{
+		{"not shared: no line", func(*PosAPI) {}, nil, []string{"also serves other tills", `id="h-shared"`}},
+		{"shared, with its share and pace", func(p *PosAPI) {
+			p.Shared, p.OwnShare, p.PacePerHour, p.PosNo = true, &share, &pace, "SIM-001"
+		}, []string{"This PosAPI (posNo SIM-001) also serves other tills: 93% of its lottery numbers go to them, about 21600 an hour in all.",
+			"one till&#39;s sendData refills it for all"}, []string{"Needs attention"}},
+		{"shared, share unknown", func(p *PosAPI) { p.Shared = true }, []string{"This PosAPI also serves other tills. receiptd"}, []string{"%!"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page := render(t, posapiData(tc.change))
+			for _, w := range tc.want {
+				require.Contains(t, page, w)
+			}
+			for _, a := range tc.absent {
+				require.NotContains(t, page, a)
+			}
+		})
+	}
+}

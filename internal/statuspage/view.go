@@ -55,6 +55,7 @@ type view struct {
 	Offline   *offlineView
 	Backup    backupView
 	Fleet     *fleetView
+	Shared    *sharedView
 }
 
 type upstreamView struct {
@@ -117,6 +118,7 @@ func newView(d Data) view {
 	v.Offline = offlineOf(d)
 	v.Backup = backupOf(d)
 	v.Fleet = fleetOf(d)
+	v.Shared = sharedOf(d)
 	return v
 }
 
