@@ -135,7 +135,8 @@ func printDemoHelp(env *cmdEnv, api, simURL, sample string, o demoOptions) {
 	}
 	fmt.Fprintln(w, "(sent twice, it is answered as the first time with Idempotent-Replayed: true;")
 	fmt.Fprintln(w, " change billIdSuffix for a new receipt)")
-	fmt.Fprintf(w, "answered 202 (the tax service down), its e-barimt comes later, once, from\n  %s/receiptd/entries/<X-Queue-Id>/answer\n", api)
+	fmt.Fprintln(w, "answered 200: the tax service issued it, and the answer carries its e-barimt;")
+	fmt.Fprintf(w, "answered 202: it is stored and queued (the tax service is down or slow), and its e-barimt\n  comes later, once, from %s/receiptd/entries/<X-Queue-Id>/answer\n", api)
 	if o.outage > 0 {
 		fmt.Fprintf(w, "\nin %s the tax service goes down for %s; watch the log and the status page.\n", o.outageAfter, o.outage)
 	}

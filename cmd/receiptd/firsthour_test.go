@@ -1,0 +1,83 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Issue 32, point 6: `config check FILE` is what a newcomer types.
+func TestConfigCheckTakesTheFileAsAnArgument(t *testing.T) {
+	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
+	sim := writeFile(t, "sim.toml", "data_dir = "+quote(t.TempDir())+"\n[upstream]\n"+
+		"base_url = \"http://127.0.0.1:7081\"\nlookup_base_url = \"http://127.0.0.1:7081\"\nstock_base_url = \"http://127.0.0.1:7081\"\n")
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   string
+		stderrIn string
+	}{
+		{"file as argument", []string{"config", "check", sim}, exitOK, "ok: " + sim + "\n", ""},
+		{"file as -config", []string{"config", "check", "-config", sim}, exitOK, "ok: " + sim + "\n", ""},
+		{"both", []string{"config", "check", "-config", sim, sim}, exitUsage, "", "give the file once"},
+		{"two files", []string{"config", "check", sim, sim}, exitUsage, "", "unexpected arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			require.Equal(t, tc.code, code, stderr)
+			require.Equal(t, tc.stdout, stdout)
+			require.Contains(t, stderr, tc.stderrIn)
+			if tc.code == exitUsage {
+				require.Contains(t, stderr, "usage: receiptd config check [-config FILE | FILE]")
+			}
+		})
+	}
+}
+
+// Issue 32, point 1: config check says where the lookups go when PosAPI is
+// on this computer and the lookups are not.
+func TestConfigCheckSaysWhereLookupsGo(t *testing.T) {
+	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
+	path := writeFile(t, "c.toml", "data_dir = "+quote(t.TempDir())+"\n[upstream]\nbase_url = \"http://127.0.0.1:7081\"\n")
+	code, stdout, stderr := runCLI(t, "config", "check", path)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "note: upstream.base_url (http://127.0.0.1:7081) is on this computer, but "+
+		"upstream.lookup_base_url (https://api.ebarimt.mn) and upstream.stock_base_url (https://service.itc.gov.mn) reach the internet")
+	require.Contains(t, stdout, "receiptd demo -config FILE")
+}
+
+// Issue 32, point 6: a usage error the command finds itself (not the flag
+// package) prints the command's usage line too.
+func TestUsageErrorsPrintTheUsageLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		line string
+	}{
+		{"backup without a file", []string{"backup"}, "usage: receiptd backup"},
+		{"restore without a file", []string{"restore"}, "usage: receiptd restore"},
+		{"config check with two files", []string{"config", "check", "a", "b"}, "usage: receiptd config check"},
+		{"status with an argument", []string{"status", "extra"}, "usage: receiptd status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Contains(t, stderr, tc.line)
+		})
+	}
+}
+
+func quote(p string) string { return `"` + filepath.ToSlash(p) + `"` }
+
+// Issue 32, point 9: the demo's first receipt is answered 200 while the
+// simulator is up; the banner must not say it was 202.
+func TestDemoBannerSaysWhatEachAnswerMeans(t *testing.T) {
+	var out strings.Builder
+	printDemoHelp(&cmdEnv{stdout: &out, stderr: &out}, "http://127.0.0.1:7080", "http://127.0.0.1:7081", "r.json", demoOptions{})
+	require.Contains(t, out.String(), "answered 200: the tax service issued it")
+	require.Contains(t, out.String(), "answered 202: it is stored and queued")
+	require.NotContains(t, out.String(), "answered 202 (the tax service down)")
+}
