@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -173,6 +174,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 		// max_backoff apart: a POS asked to come back then finds news.
 		QueuedAnswer: d.cfg.Accept.QueuedAnswer, RetryAfter: d.cfg.Sync.MaxBackoff.Duration,
 		MaxConns: d.cfg.MaxConnections,
+		LogFile:  d.cfg.Log.File, LogTerminal: logsToTerminal(d.cfg.Log.File),
 	}), nil
 }
 
@@ -338,4 +340,12 @@ func (d *Daemon) closeAll() {
 	if d.st != nil {
 		_ = d.st.Close()
 	}
+}
+
+// logsToTerminal reports whether the log goes to a terminal a person
+// watches: no log.file, and no service manager holding standard error
+// (systemd sets JOURNAL_STREAM and INVOCATION_ID for its services; a
+// Windows service always has a log.file).
+func logsToTerminal(file string) bool {
+	return file == "" && os.Getenv("JOURNAL_STREAM") == "" && os.Getenv("INVOCATION_ID") == ""
 }

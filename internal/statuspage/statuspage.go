@@ -90,6 +90,13 @@ type Data struct {
 	Backup *Backup
 	// Fleet is the push to the head office; nil: off.
 	Fleet *Fleet
+
+	// LogFile is log.file ("": standard error). LogTerminal: standard
+	// error is the terminal receiptd runs in (run in the foreground, the
+	// demo), not a service manager's journal. Both zero: a service's
+	// defaults (the journal; the log file on Windows).
+	LogFile     string
+	LogTerminal bool
 }
 
 // Failure is one failed attempt or rejected entry.
