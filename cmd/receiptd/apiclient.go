@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/receiptd/receiptd/internal/datadir"
 )
 
 // errNotRunning wraps every failure to reach the daemon, so the message
@@ -60,7 +62,7 @@ func (f *daemonFlags) client() (*apiClient, error) {
 	case f.addr != "":
 		return c, c.setBase(f.addr)
 	case lc.cfg.Listen != "":
-		return c, c.setBase(dialable(lc.cfg.Listen))
+		return c, c.setBase(datadir.Dialable(lc.cfg.Listen))
 	default:
 		sock := lc.cfg.ListenUnix
 		c.base = "http://localhost"
@@ -82,22 +84,6 @@ func (c *apiClient) setBase(addr string) error {
 	}
 	c.base = u.Scheme + "://" + u.Host
 	return nil
-}
-
-// dialable turns a listen address into one to connect to: an empty or
-// wildcard host means this machine.
-func dialable(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
-	}
-	switch host {
-	case "", "0.0.0.0":
-		host = "127.0.0.1"
-	case "::":
-		host = "::1"
-	}
-	return net.JoinHostPort(host, port)
 }
 
 // do sends one request and returns the response when its status is 2xx;

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/datadir"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
@@ -52,17 +53,17 @@ func TestKilledBackupLeavesNoPartialCopy(t *testing.T) {
 			cmd := binCmd(ctx, t, "backup", "-addr", stalls.URL, "-token", "t", out)
 			require.NoError(t, cmd.Start())
 			require.Eventually(t, func() bool {
-				fi, err := os.Stat(partialName(out))
+				fi, err := os.Stat(datadir.PartialName(out))
 				return err == nil && fi.Size() > 0
 			}, 20*time.Second, 20*time.Millisecond, "the backup is downloading")
 			require.NoError(t, cmd.Process.Kill())
 			_ = cmd.Wait()
-			require.FileExists(t, partialName(out), "the kill left a partial copy")
+			require.FileExists(t, datadir.PartialName(out), "the kill left a partial copy")
 			require.NoFileExists(t, out)
 
 			code, _, stderr := runCLI(t, "backup", "-addr", next.addr, "-token", "t", out)
 			require.Equal(t, next.code, code, stderr)
-			require.NoFileExists(t, partialName(out))
+			require.NoFileExists(t, datadir.PartialName(out))
 		})
 	}
 }

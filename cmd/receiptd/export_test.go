@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/datadir"
 	"github.com/receiptd/receiptd/internal/store"
 )
 
@@ -229,7 +230,7 @@ func TestBackup(t *testing.T) {
 		got, err = os.ReadFile(out)
 		require.NoError(t, err)
 		require.Equal(t, db, got)
-		require.NoFileExists(t, partialName(out))
+		require.NoFileExists(t, datadir.PartialName(out))
 	})
 	for name, srv := range map[string]*httptest.Server{
 		"cut short":  backupServer(t, db[:len(db)/2], true),
@@ -246,7 +247,7 @@ func TestBackup(t *testing.T) {
 			got, err := os.ReadFile(out)
 			require.NoError(t, err)
 			require.Equal(t, "older backup", string(got), "the old file stays until a good copy replaces it")
-			require.NoFileExists(t, partialName(out))
+			require.NoFileExists(t, datadir.PartialName(out))
 		})
 	}
 }

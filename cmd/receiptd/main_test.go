@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/receipt"
+	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
@@ -144,20 +149,6 @@ func TestConfigCheckReportsEveryProblem(t *testing.T) {
 		"  line 2: syntax error: expected '.' or ']' to end table name, but got '\\n' instead\n", stderr)
 }
 
-func TestDialable(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"127.0.0.1:7080":   "127.0.0.1:7080",
-		"0.0.0.0:7080":     "127.0.0.1:7080",
-		":7080":            "127.0.0.1:7080",
-		"[::]:7080":        "[::1]:7080",
-		"till.lan:7080":    "till.lan:7080",
-		"192.168.1.5:7080": "192.168.1.5:7080",
-	} {
-		require.Equal(t, want, dialable(in), in)
-	}
-}
-
 // TestUnreadableConfigGetsAHint: a config file the user may not read gets
 // a hint instead of a bare "permission denied". Root reads any file, so as
 // root (how CI runs) the real binary is run as an unprivileged user.
@@ -209,4 +200,67 @@ func TestSimHelpDocumentsRejection(t *testing.T) {
 	require.Contains(t, stderr, "refuse the next N receipts as the tax service refuses an invalid one (HTTP 400, status ERROR); "+
 		`later: PUT /sim/faults {"rejectNext":N}`)
 	require.Contains(t, stderr, `the message of those refusals (default "simulated rejection")`)
+}
+
+// TestServiceCommandsHere runs the real commands on this machine when it
+// does not run systemd (as in CI's containers): install refuses, the
+// others say "not installed". Nothing is written.
+func TestServiceCommandsHere(t *testing.T) {
+	if runtime.GOOS != "linux" || systemdRuns() {
+		t.Skip("needs Linux without systemd: on a systemd machine these commands would change the system")
+	}
+	if _, err := os.Lstat("/etc/init.d/receiptd"); err == nil {
+		t.Skip("/etc/init.d/receiptd exists; uninstall would remove it")
+	}
+	why := "this system does not run systemd (there is no /run/systemd/system)"
+	code, stdout, stderr := runCLI(t, "install", "-config", "/nonexistent/receiptd.toml")
+	require.Equal(t, exitFailure, code)
+	require.Empty(t, stdout)
+	require.Equal(t, "receiptd install: "+why+", and receiptd installs itself only as a systemd unit "+
+		"(user receiptd, hardened). Run it under this system's own supervisor as an unprivileged user instead: "+
+		"receiptd run -config /nonexistent/receiptd.toml\n", stderr)
+	for _, action := range []string{"status", "start", "stop", "restart"} {
+		code, stdout, stderr = runCLI(t, action)
+		require.Equal(t, exitFailure, code, action)
+		require.Empty(t, stdout, action)
+		require.Equal(t, "receiptd "+action+": service receiptd is not installed: "+why+"\n", stderr, action)
+	}
+	code, stdout, stderr = runCLI(t, "uninstall")
+	require.Equal(t, exitOK, code)
+	require.Equal(t, "service receiptd is not installed: "+why+"; nothing to remove\n", stdout)
+	require.Empty(t, stderr)
+}
+
+// systemdRuns: /run/systemd/system exists when systemd is the running
+// init system (the test sd_booted(3) makes).
+func systemdRuns() bool {
+	_, err := os.Stat("/run/systemd/system")
+	return err == nil
+}
+
+// TestRunWithAMissingConfigFile: with -config, a missing file is an error
+// (so install leaves -config out while the file does not exist yet).
+func TestRunWithAMissingConfigFile(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "config.toml")
+	code, _, stderr := runCLI(t, "run", "-config", missing)
+	require.Equal(t, exitUsage, code)
+	require.Equal(t, "receiptd run: config file "+missing+" does not exist\n", stderr)
+}
+
+func TestSampleReceiptIsValid(t *testing.T) {
+	t.Parallel()
+	body := sampleReceipt("000042")
+	_, err := receipt.ParseCreate(body)
+	require.NoError(t, err)
+
+	srv := httptest.NewServer(sim.New(sim.Options{Seed: 1}).Handler())
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/rest/receipt", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var answer map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&answer))
+	require.Equal(t, http.StatusOK, resp.StatusCode, answer)
+	require.Equal(t, "SUCCESS", answer["status"])
 }

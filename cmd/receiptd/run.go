@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"time"
 
-	"github.com/kardianos/service"
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/datadir"
 	"github.com/receiptd/receiptd/internal/logging"
+	"github.com/receiptd/receiptd/internal/service"
 	"github.com/receiptd/receiptd/internal/store"
 )
 
@@ -32,11 +31,11 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	lc, err := loadConfig(*cfgPath)
 	if err == nil && *initDB {
-		err = initDataDir(lc.cfg.DataDir)
+		err = datadir.Init(lc.cfg.DataDir)
 	}
-	if !service.Interactive() || startedBySCM() {
+	if service.Managed() {
 		if err != nil {
-			eventLogError(err)
+			service.ReportStartFailure(err)
 			return err
 		}
 		return runAsService(ctx, lc)
@@ -155,25 +154,3 @@ func runDaemon(ctx context.Context, cfg config.Config, log *zap.Logger) error {
 	}
 	return nil
 }
-
-// initDataDir is `run -init`: store.InitDir, and when that makes a new
-// database, the write-ahead log of the lost one is set aside (it belongs to
-// that database, and would be refused beside the new one).
-func initDataDir(dir string) error {
-	created, err := store.InitDir(dir, store.Options{})
-	if err != nil || !created {
-		return err
-	}
-	logDir := filepath.Join(dir, daemon.LogDir)
-	if _, err := os.Stat(logDir); err != nil {
-		return nil
-	}
-	if err := os.Rename(logDir, logDir+dated(".before-init-")); err != nil {
-		return fmt.Errorf("init: set the lost database's write-ahead log aside: %w", err)
-	}
-	return nil
-}
-
-// dated is prefix followed by the time now (UTC), for the name of a file
-// set aside: receiptd.db.before-restore-20260126T101500Z.
-func dated(prefix string) string { return prefix + time.Now().UTC().Format("20060102T150405Z") }

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/service"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/windows"
-	"golang.org/x/sys/windows/registry"
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
 )
@@ -76,7 +76,7 @@ func TestServiceLifecycle(t *testing.T) {
 	m, err := mgr.Connect()
 	require.NoError(t, err)
 	defer func() { _ = m.Disconnect() }()
-	_, err = m.OpenService(serviceName)
+	_, err = m.OpenService(service.Name)
 	require.Error(t, err, "the service is gone")
 }
 
@@ -99,7 +99,7 @@ func checkRecoveryActions(t *testing.T) {
 	m, err := mgr.Connect()
 	require.NoError(t, err)
 	defer func() { _ = m.Disconnect() }()
-	s, err := m.OpenService(serviceName)
+	s, err := m.OpenService(service.Name)
 	require.NoError(t, err)
 	defer s.Close()
 	if c, err := s.Config(); !wineLacks(t, err, "SERVICE_CONFIG_DELAYED_AUTO_START_INFO") {
@@ -127,21 +127,11 @@ func checkRecoveryActions(t *testing.T) {
 // QueryServiceConfig2W answers the others (delayed auto-start, failure
 // actions) with ERROR_INVALID_LEVEL; its sc.exe has no qfailure either.
 func wineLacks(t *testing.T, err error, level string) bool {
-	if errors.Is(err, windows.ERROR_INVALID_LEVEL) && underWine() {
+	if errors.Is(err, windows.ERROR_INVALID_LEVEL) && testkit.UnderWine() {
 		t.Logf("Wine limitation: QueryServiceConfig2W(%s): %v", level, err)
 		return true
 	}
 	return false
-}
-
-// underWine: Wine creates HKCU\Software\Wine in every prefix.
-func underWine() bool {
-	k, err := registry.OpenKey(registry.CURRENT_USER, `Software\Wine`, registry.QUERY_VALUE)
-	if err != nil {
-		return false
-	}
-	_ = k.Close()
-	return true
 }
 
 func serviceState(t *testing.T) svc.State {
@@ -149,7 +139,7 @@ func serviceState(t *testing.T) svc.State {
 	m, err := mgr.Connect()
 	require.NoError(t, err)
 	defer func() { _ = m.Disconnect() }()
-	s, err := m.OpenService(serviceName)
+	s, err := m.OpenService(service.Name)
 	require.NoError(t, err)
 	defer s.Close()
 	st, err := s.Query()

@@ -17,21 +17,21 @@ import (
 	"github.com/receiptd/receiptd/internal/store/storetest"
 )
 
-// clock is a settable clock for freshness tests.
-type clock struct {
+// fakeClock is a settable clock for freshness tests.
+type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
+func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
 
-func (c *clock) Now() time.Time {
+func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *clock) Advance(d time.Duration) {
+func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
@@ -51,7 +51,7 @@ type env struct {
 	c   *Cache
 	st  *store.Store
 	srv *httptest.Server
-	clk *clock
+	clk *fakeClock
 }
 
 func newEnv(t testing.TB, st *store.Store, up Upstream, cfg Config) *env {

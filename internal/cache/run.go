@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/clock"
 )
 
 // refreshWorkers is how many background refreshes run at once.
@@ -83,14 +84,8 @@ func (c *Cache) warmLoop(ctx context.Context) {
 		if !c.warmUp(ctx) {
 			next = min(tick, refreshRetry)
 		}
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Wait(ctx, next, c.tinCh) {
 			return
-		case <-t.C:
-		case <-c.tinCh:
-			t.Stop()
 		}
 	}
 }

@@ -24,3 +24,17 @@ func TestSleep(t *testing.T) {
 	cancel()
 	require.False(t, <-done, "a context ended during the sleep ends it")
 }
+
+func TestWait(t *testing.T) {
+	t.Parallel()
+	wake := make(chan struct{}, 1)
+	wake <- struct{}{}
+	start := time.Now()
+	require.True(t, clock.Wait(context.Background(), time.Hour, wake), "a wake-up ends the wait")
+	require.Less(t, time.Since(start), time.Hour)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.False(t, clock.Wait(ctx, time.Hour, make(chan struct{})), "an ended context ends it, false")
+	require.True(t, clock.Wait(context.Background(), time.Millisecond, nil), "the time passed")
+}

@@ -1,7 +1,10 @@
 // Package fileutil holds the file-durability helpers that the database
-// (package store) and the write-ahead log (package wal) share: creating a
+// (package store), the write-ahead log (package wal) and every other
+// writer of a file that must survive a power cut share: creating a
 // directory whose name survives a power cut, fsyncing a directory after a
-// rename, telling a full disk from other write errors, and the two
+// rename, the one durable replace of a file (Replace: write to a
+// temporary file, fsync, rename, fsync the directory) and rename
+// (Rename), telling a full disk from other write errors, and the two
 // test-only build tags that turn fsyncs off for the power-cut test's
 // negative controls. It imports nothing of receiptd's, so the log stays a
 // leaf without bbolt.

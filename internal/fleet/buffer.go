@@ -377,25 +377,10 @@ func (b *buffer) ack(last recMeta, rejected bool) error {
 	return err
 }
 
-// writeCursor replaces the cursor file (write, fsync, rename), so it is
-// either the old cursor or the new one after a power cut.
+// writeCursor replaces the cursor file (fileutil.WriteFileAtomic), so it
+// is either the old cursor or the new one after a power cut.
 func (b *buffer) writeCursor(c cursor) error {
-	path := filepath.Join(b.dir, cursorFile)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
-	if err != nil {
-		return fmt.Errorf("fleet buffer: cursor: %w", err)
-	}
-	_, err = fmt.Fprintf(f, "%x %d\n", c.seg, c.off)
-	if err == nil && !fileutil.UnsafeNoSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
+	err := fileutil.WriteFileAtomic(filepath.Join(b.dir, cursorFile), fmt.Appendf(nil, "%x %d\n", c.seg, c.off), 0o640)
 	if err != nil {
 		return fmt.Errorf("fleet buffer: cursor: %w", err)
 	}

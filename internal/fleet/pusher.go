@@ -16,6 +16,8 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/clock"
 )
 
 // Request limits: one request carries at most maxRequest bytes of
@@ -223,10 +225,7 @@ func (p *Pusher) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
+		clock.Sleep(ctx, wait)
 	}
 }
 

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -36,6 +35,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
@@ -104,12 +104,8 @@ func (s *Snapshotter) Loop(ctx context.Context) {
 	failing := false
 	for {
 		s.setNext(s.now().Add(next))
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, next) {
 			return
-		case <-t.C:
 		}
 		r, err := s.Take(ctx)
 		switch {
@@ -177,57 +173,38 @@ func (s *Snapshotter) write(ctx context.Context, start time.Time) (Result, error
 		return Result{}, fmt.Errorf("snapshot: create %s: %w", s.cfg.Dir, err)
 	}
 	final := filepath.Join(s.cfg.Dir, Name(start))
-	tmp := final + ".tmp"
-	c, err := s.writeTmp(ctx, tmp)
+	var c queue.Copy
+	err := fileutil.Replace(final, func(f *os.File) error {
+		var err error
+		c, err = s.writeCopy(ctx, f)
+		return err
+	}, fileutil.ReplaceOptions{DirSyncOptional: true})
 	if err != nil {
-		_ = os.Remove(tmp)
-		return Result{}, err
+		return Result{}, fmt.Errorf("snapshot: write %s: %w", final, err)
 	}
-	if err := os.Rename(tmp, final); err != nil {
-		_ = os.Remove(tmp)
-		return Result{}, fmt.Errorf("snapshot: %w", err)
-	}
-	err = syncDir(s.cfg.Dir)
-	if err == nil {
-		// The check walks the whole copy and does not watch ctx: skip
-		// it at shutdown rather than hold the stop up.
-		err = ctx.Err()
-	}
+	// The check walks the whole copy and does not watch ctx: skip it at
+	// shutdown rather than hold the stop up.
+	err = ctx.Err()
 	if err == nil {
 		err = check(final, c.Entries)
 	}
 	if err != nil {
 		_ = os.Remove(final)
-		_ = syncDir(s.cfg.Dir)
+		_ = fileutil.SyncDir(s.cfg.Dir)
 		return Result{}, err
 	}
 	return Result{Path: final, Bytes: c.Bytes, Entries: c.Entries}, nil
 }
 
-// writeTmp writes the copy to tmp and fsyncs it.
-func (s *Snapshotter) writeTmp(ctx context.Context, tmp string) (queue.Copy, error) {
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, iofs.ErrNotExist) {
-		return queue.Copy{}, fmt.Errorf("snapshot: remove a leftover %s: %w", tmp, err)
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return queue.Copy{}, fmt.Errorf("snapshot: %w", err)
-	}
+// writeCopy writes the copy to f (fileutil.Replace's temporary file,
+// which it fsyncs at the end), fsyncing every syncEvery bytes on the way.
+func (s *Snapshotter) writeCopy(ctx context.Context, f *os.File) (queue.Copy, error) {
 	bw := bufio.NewWriterSize(&syncingWriter{f: f}, 1<<20)
 	c, err := s.src.WriteCopy(ctx, bw)
 	if err == nil {
 		err = bw.Flush()
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return c, fmt.Errorf("snapshot: write %s: %w", tmp, err)
-	}
-	return c, nil
+	return c, err
 }
 
 // check opens the snapshot at path read-only, walks every page, and counts
@@ -299,16 +276,6 @@ func trimTmp(name string) (string, bool) {
 		return name[:len(name)-len(suffix)], true
 	}
 	return "", false
-}
-
-// syncDir makes a rename in dir durable. A file system that cannot fsync
-// a directory (EINVAL: some network and FAT mounts a snapshot may go to)
-// is not an error.
-func syncDir(dir string) error {
-	if err := fileutil.SyncDir(dir); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	return nil
 }
 
 // syncEvery is how much of a snapshot may be written before it is

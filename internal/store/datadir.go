@@ -312,34 +312,11 @@ func (s *Store) saveMarker(always bool) error {
 // directory fsynced.
 func WriteMarker(dir, id string, tx uint64) error {
 	path := filepath.Join(dir, MarkerFile)
-	tmp := path + ".tmp"
-	err := writeSynced(tmp, []byte(markerHead+"id "+id+"\ntx "+strconv.FormatUint(tx, 10)+"\n"))
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = fileutil.SyncDir(dir)
-	}
+	err := fileutil.WriteFileAtomic(path, []byte(markerHead+"id "+id+"\ntx "+strconv.FormatUint(tx, 10)+"\n"), 0o600)
 	if err != nil {
-		_ = os.Remove(tmp)
 		return fmt.Errorf("write marker %s: %w", path, err)
 	}
 	return nil
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // ProbeLock returns ErrLocked, naming the file, when another process holds

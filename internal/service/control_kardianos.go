@@ -1,31 +1,30 @@
-package main
+package service
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/kardianos/service"
+	kservice "github.com/kardianos/service"
 )
 
 // kardianosControl is the Windows service manager through
 // kardianos/service. It cannot tell a failed service from a stopped one,
 // so a stopped service's reason is the end of the daemon's log file.
 type kardianosControl struct {
-	s       service.Service
+	s       kservice.Service
 	logFile string // where the service logs by default
 }
 
-func newKardianosControl(s service.Service) *kardianosControl {
-	return &kardianosControl{s: s, logFile: filepath.Join(programData(), "receiptd", "logs", "receiptd.log")}
+func newKardianosControl(s kservice.Service) *kardianosControl {
+	return &kardianosControl{s: s, logFile: DefaultLogFile()}
 }
 
 func (c *kardianosControl) where() string {
-	return strings.TrimSuffix(c.s.Platform(), "-service") + " service " + serviceName
+	return strings.TrimSuffix(c.s.Platform(), "-service") + " service " + Name
 }
 
 func (c *kardianosControl) settle() time.Duration { return defaultSettle }
@@ -33,13 +32,13 @@ func (c *kardianosControl) settle() time.Duration { return defaultSettle }
 func (c *kardianosControl) status() (svcStatus, error) {
 	st, err := c.s.Status()
 	switch {
-	case errors.Is(err, service.ErrNotInstalled):
+	case errors.Is(err, kservice.ErrNotInstalled):
 		return svcStatus{state: svcNotInstalled}, nil
 	case err != nil:
 		return svcStatus{}, fmt.Errorf("service status: %w", err)
-	case st == service.StatusRunning:
+	case st == kservice.StatusRunning:
 		return svcStatus{state: svcRunning}, nil
-	case st == service.StatusStopped:
+	case st == kservice.StatusStopped:
 		return svcStatus{state: svcStopped, reason: logTail(c.logFile, 6)}, nil
 	}
 	return svcStatus{state: svcStarting}, nil
@@ -47,21 +46,21 @@ func (c *kardianosControl) status() (svcStatus, error) {
 
 func (c *kardianosControl) start() error {
 	if err := c.s.Start(); err != nil {
-		return fmt.Errorf("start service %s: %w", serviceName, err)
+		return fmt.Errorf("start service %s: %w", Name, err)
 	}
 	return nil
 }
 
 func (c *kardianosControl) stop() error {
 	if err := c.s.Stop(); err != nil {
-		return fmt.Errorf("stop service %s: %w", serviceName, err)
+		return fmt.Errorf("stop service %s: %w", Name, err)
 	}
 	return nil
 }
 
 func (c *kardianosControl) uninstall() error {
 	if err := c.s.Uninstall(); err != nil {
-		return fmt.Errorf("uninstall service %s: %w", serviceName, err)
+		return fmt.Errorf("uninstall service %s: %w", Name, err)
 	}
 	return nil
 }

@@ -1,7 +1,8 @@
-package main
+package service
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,19 +22,19 @@ const restrictedSDDL = "D:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
 // Administrators (the MSI does the same with icacls), and the default log
 // and config folders when they are used. An operator's own log or config
 // folder is left as it is: it may hold other programs' files.
-func prepareWindows(env *cmdEnv, lc loadedConfig) error {
-	dirs := []string{lc.cfg.DataDir}
-	if lc.cfg.Log.File == "" {
+func prepareWindows(out io.Writer, lc Definition) error {
+	dirs := []string{lc.Config.DataDir}
+	if lc.Config.Log.File == "" {
 		dirs = append(dirs, filepath.Join(programData(), "receiptd", "logs"))
 	}
-	if strings.EqualFold(filepath.Clean(lc.path), filepath.Clean(config.DefaultPath())) {
-		dirs = append(dirs, filepath.Dir(lc.path))
+	if strings.EqualFold(filepath.Clean(lc.Path), filepath.Clean(config.DefaultPath())) {
+		dirs = append(dirs, filepath.Dir(lc.Path))
 	}
 	for _, dir := range dirs {
 		if err := restrictDir(dir); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "limited %s to SYSTEM and Administrators\n", dir)
+		fmt.Fprintf(out, "limited %s to SYSTEM and Administrators\n", dir)
 	}
 	return nil
 }

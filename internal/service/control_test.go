@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -78,7 +78,7 @@ func (f *fakeSystemctl) read(t *testing.T, name string) string {
 // run is one service command against the fake.
 func (f *fakeSystemctl) run(action string) (stdout string, err error) {
 	var out bytes.Buffer
-	err = controlAction(&cmdEnv{stdout: &out, stderr: &out}, f.c, action)
+	err = controlAction(&out, f.c, action)
 	return out.String(), err
 }
 
@@ -190,7 +190,7 @@ func TestWithoutServiceManager(t *testing.T) {
 	etc := t.TempDir()
 	why := "this system does not run systemd (there is no /run/systemd/system)"
 	var out bytes.Buffer
-	env := &cmdEnv{stdout: &out, stderr: &out}
+	env := &out
 	require.EqualError(t, withoutServiceManager(env, "status", why, etc),
 		"service receiptd is not installed: this system does not run systemd (there is no /run/systemd/system)")
 	require.NoError(t, withoutServiceManager(env, "uninstall", why, etc))
@@ -212,35 +212,6 @@ func TestWithoutServiceManager(t *testing.T) {
 	left, err := filepath.Glob(filepath.Join(etc, "*", "*receiptd"))
 	require.NoError(t, err)
 	require.Empty(t, left)
-}
-
-// TestServiceCommandsHere runs the real commands on this machine when it
-// does not run systemd (as in CI's containers): install refuses, the
-// others say "not installed". Nothing is written.
-func TestServiceCommandsHere(t *testing.T) {
-	if runtime.GOOS != "linux" || systemdMissing() == "" {
-		t.Skip("needs Linux without systemd: on a systemd machine these commands would change the system")
-	}
-	if _, err := os.Lstat("/etc/init.d/receiptd"); err == nil {
-		t.Skip("/etc/init.d/receiptd exists; uninstall would remove it")
-	}
-	why := "this system does not run systemd (there is no /run/systemd/system)"
-	code, stdout, stderr := runCLI(t, "install", "-config", "/nonexistent/receiptd.toml")
-	require.Equal(t, exitFailure, code)
-	require.Empty(t, stdout)
-	require.Equal(t, "receiptd install: "+why+", and receiptd installs itself only as a systemd unit "+
-		"(user receiptd, hardened). Run it under this system's own supervisor as an unprivileged user instead: "+
-		"receiptd run -config /nonexistent/receiptd.toml\n", stderr)
-	for _, action := range []string{"status", "start", "stop", "restart"} {
-		code, stdout, stderr = runCLI(t, action)
-		require.Equal(t, exitFailure, code, action)
-		require.Empty(t, stdout, action)
-		require.Equal(t, "receiptd "+action+": service receiptd is not installed: "+why+"\n", stderr, action)
-	}
-	code, stdout, stderr = runCLI(t, "uninstall")
-	require.Equal(t, exitOK, code)
-	require.Equal(t, "service receiptd is not installed: "+why+"; nothing to remove\n", stdout)
-	require.Empty(t, stderr)
 }
 
 func TestReasonLines(t *testing.T) {
@@ -270,13 +241,10 @@ func TestPackageRemoveSaysWhatStays(t *testing.T) {
 
 // TestServiceArgsWithoutAFile: install's note "the service uses the
 // defaults until it does" is true only if the service runs without
-// -config, which makes a missing file an error.
+// -config (cmd/receiptd's TestRunWithAMissingConfigFile: with -config, a
+// missing file is an error).
 func TestServiceArgsWithoutAFile(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []string{"run"}, serviceArgs(loadedConfig{path: "/etc/receiptd/config.toml", defaulted: true}))
-	require.Equal(t, []string{"run", "-config", "/srv/r.toml"}, serviceArgs(loadedConfig{path: "/srv/r.toml"}))
-	missing := filepath.Join(t.TempDir(), "config.toml")
-	code, _, stderr := runCLI(t, "run", "-config", missing)
-	require.Equal(t, exitUsage, code)
-	require.Equal(t, "receiptd run: config file "+missing+" does not exist\n", stderr)
+	require.Equal(t, []string{"run"}, serviceArgs(Definition{Path: "/etc/receiptd/config.toml", Defaulted: true}))
+	require.Equal(t, []string{"run", "-config", "/srv/r.toml"}, serviceArgs(Definition{Path: "/srv/r.toml"}))
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package datadir
 
 // giveToDirOwner does nothing where files inherit the directory's access
 // rules (Windows ACLs).

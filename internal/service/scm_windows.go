@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/kardianos/service"
+	kservice "github.com/kardianos/service"
 	"golang.org/x/sys/windows"
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/eventlog"
@@ -59,12 +59,12 @@ func parentImage() (string, error) {
 
 // runService answers the SCM: through kardianos/service where it knows it
 // is a service, else (Wine) with svc.Run and the same Start and Stop.
-func runService(s service.Service, p *program) error {
-	if !service.Interactive() {
+func runService(s kservice.Service, p *program) error {
+	if !kservice.Interactive() {
 		return s.Run()
 	}
 	var failed error
-	err := svc.Run(serviceName, scmHandler{s: s, p: p, failed: &failed})
+	err := svc.Run(Name, scmHandler{s: s, p: p, failed: &failed})
 	if failed != nil {
 		return failed
 	}
@@ -74,7 +74,7 @@ func runService(s service.Service, p *program) error {
 // scmHandler is kardianos/service's Execute for program: start pending,
 // running, then stop (or shutdown) pending until Stop returns.
 type scmHandler struct {
-	s      service.Service
+	s      kservice.Service
 	p      *program
 	failed *error
 }
@@ -105,13 +105,13 @@ func (h scmHandler) Execute(_ []string, r <-chan svc.ChangeRequest, changes chan
 // eventLogger writes to the Application log under the source "receiptd"
 // (registered by install and by the MSI). kardianos's own logger writes
 // there only when it knows it is a service (see startedBySCM).
-func eventLogger(s service.Service) (service.Logger, error) {
-	if !service.Interactive() {
+func eventLogger(s kservice.Service) (kservice.Logger, error) {
+	if !kservice.Interactive() {
 		return s.Logger(nil)
 	}
-	l, err := eventlog.Open(serviceName)
+	l, err := eventlog.Open(Name)
 	if err != nil {
-		return nil, fmt.Errorf("open event log source %s: %w", serviceName, err)
+		return nil, fmt.Errorf("open event log source %s: %w", Name, err)
 	}
 	return winEventLog{l}, nil
 }

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/windows"
+
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // TestRestrictDir: the folder's DACL is protected and names only SYSTEM
@@ -15,7 +17,7 @@ func TestRestrictDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	require.NoError(t, restrictDir(dir))
 	got := dacl(t, dir)
-	if got != restrictedSDDL && underWine() {
+	if got != restrictedSDDL && testkit.UnderWine() {
 		t.Skipf("Wine limitation: SetNamedSecurityInfo succeeds, but the DACL read back is %s, made up "+
 			"from the folder's Unix mode bits: Wine keeps no file ACLs", got)
 	}

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ type systemdControl struct {
 }
 
 func newSystemdControl(uninstall func() error) *systemdControl {
-	return &systemdControl{unit: serviceName + ".service", systemctl: "systemctl", journalctl: "journalctl",
+	return &systemdControl{unit: Name + ".service", systemctl: "systemctl", journalctl: "journalctl",
 		uninstallUnit: uninstall}
 }
 

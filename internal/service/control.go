@@ -1,7 +1,8 @@
-package main
+package service
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,18 +57,18 @@ const pollEvery = 200 * time.Millisecond
 // notInstalledError is a service command's answer when there is no service.
 func notInstalledError(why string) error {
 	if why != "" {
-		return fmt.Errorf("service %s is not installed: %s", serviceName, why)
+		return fmt.Errorf("service %s is not installed: %s", Name, why)
 	}
-	return fmt.Errorf("service %s is not installed; install it with: receiptd install", serviceName)
+	return fmt.Errorf("service %s is not installed; install it with: receiptd install", Name)
 }
 
 // failedError reports a failed start with the daemon's own words.
 func failedError(st svcStatus) error {
 	reason := strings.TrimSpace(st.reason)
 	if reason == "" {
-		return fmt.Errorf("service %s failed to start, and left no reason in its log", serviceName)
+		return fmt.Errorf("service %s failed to start, and left no reason in its log", Name)
 	}
-	return fmt.Errorf("service %s failed to start: %s", serviceName, indentLines(reason))
+	return fmt.Errorf("service %s failed to start: %s", Name, indentLines(reason))
 }
 
 // indentLines keeps a multi-line reason readable under the first line.
@@ -97,7 +98,7 @@ func waitStarted(c serviceControl) error {
 			if st.state == svcRunning {
 				return nil
 			}
-			return fmt.Errorf("service %s is still starting after %s; see: receiptd status", serviceName, settle)
+			return fmt.Errorf("service %s is still starting after %s; see: receiptd status", Name, settle)
 		}
 		time.Sleep(pollEvery)
 	}
@@ -105,36 +106,36 @@ func waitStarted(c serviceControl) error {
 
 // controlAction carries out action (status, start, stop, restart,
 // uninstall) on the service c runs, and tells the truth about it.
-func controlAction(env *cmdEnv, c serviceControl, action string) error {
+func controlAction(out io.Writer, c serviceControl, action string) error {
 	st, err := c.status()
 	if err != nil {
 		return err
 	}
 	if st.state == svcNotInstalled {
 		if action == "uninstall" {
-			fmt.Fprintf(env.stdout, "service %s is not installed; nothing to remove\n", serviceName)
+			fmt.Fprintf(out, "service %s is not installed; nothing to remove\n", Name)
 			return nil
 		}
 		return notInstalledError("")
 	}
 	switch action {
 	case "status":
-		return reportStatus(env, st)
+		return reportStatus(out, st)
 	case "start":
 		if st.state == svcRunning {
-			fmt.Fprintf(env.stdout, "%s: already running\n", serviceName)
+			fmt.Fprintf(out, "%s: already running\n", Name)
 			return nil
 		}
-		return startAndWatch(env, c, "started")
+		return startAndWatch(out, c, "started")
 	case "stop":
 		if st.state == svcStopped {
-			fmt.Fprintf(env.stdout, "%s: already stopped\n", serviceName)
+			fmt.Fprintf(out, "%s: already stopped\n", Name)
 			return nil
 		}
 		if err := c.stop(); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "%s: stopped\n", serviceName)
+		fmt.Fprintf(out, "%s: stopped\n", Name)
 		return nil
 	case "restart":
 		if st.state != svcStopped {
@@ -142,27 +143,27 @@ func controlAction(env *cmdEnv, c serviceControl, action string) error {
 				return err
 			}
 		}
-		return startAndWatch(env, c, "restarted")
+		return startAndWatch(out, c, "restarted")
 	case "uninstall":
-		return uninstallService(env, c, st)
+		return uninstallService(out, c, st)
 	}
 	return fmt.Errorf("unknown service action %q", action)
 }
 
-func reportStatus(env *cmdEnv, st svcStatus) error {
+func reportStatus(out io.Writer, st svcStatus) error {
 	switch st.state {
 	case svcRunning:
-		fmt.Fprintf(env.stdout, "%s: running\n", serviceName)
+		fmt.Fprintf(out, "%s: running\n", Name)
 		return nil
 	case svcStopped:
-		return fmt.Errorf("service %s is installed but stopped; start it with: receiptd start", serviceName)
+		return fmt.Errorf("service %s is installed but stopped; start it with: receiptd start", Name)
 	case svcStarting:
-		return fmt.Errorf("service %s is starting", serviceName)
+		return fmt.Errorf("service %s is starting", Name)
 	}
 	return failedError(st)
 }
 
-func startAndWatch(env *cmdEnv, c serviceControl, done string) error {
+func startAndWatch(out io.Writer, c serviceControl, done string) error {
 	if err := c.start(); err != nil {
 		if st, serr := c.status(); serr == nil && st.reason != "" {
 			return fmt.Errorf("%w\n  %s", err, indentLines(st.reason))
@@ -172,14 +173,14 @@ func startAndWatch(env *cmdEnv, c serviceControl, done string) error {
 	if err := waitStarted(c); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "%s: %s, running\n", serviceName, done)
+	fmt.Fprintf(out, "%s: %s, running\n", Name, done)
 	return nil
 }
 
-func uninstallService(env *cmdEnv, c serviceControl, st svcStatus) error {
+func uninstallService(out io.Writer, c serviceControl, st svcStatus) error {
 	if st.packaged {
 		return fmt.Errorf("service %s is installed by the receiptd package; remove the package instead "+
-			"(apt remove receiptd, or dnf remove receiptd)", serviceName)
+			"(apt remove receiptd, or dnf remove receiptd)", Name)
 	}
 	// A running service would keep running, unmanaged, after its
 	// definition is gone.
@@ -191,29 +192,29 @@ func uninstallService(env *cmdEnv, c serviceControl, st svcStatus) error {
 	if err := c.uninstall(); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "%s: uninstalled (%s removed)\n", serviceName, c.where())
+	fmt.Fprintf(out, "%s: uninstalled (%s removed)\n", Name, c.where())
 	return nil
 }
 
 // withoutServiceManager answers a service command on Linux without
 // systemd: nothing is installed. uninstall still removes a SysV script an
 // earlier receiptd (before it refused to write one) left under etc.
-func withoutServiceManager(env *cmdEnv, action, why, etc string) error {
+func withoutServiceManager(out io.Writer, action, why, etc string) error {
 	if action != "uninstall" {
 		return notInstalledError(why)
 	}
-	script := filepath.Join(etc, "init.d", serviceName)
+	script := filepath.Join(etc, "init.d", Name)
 	if _, err := os.Lstat(script); err != nil {
-		fmt.Fprintf(env.stdout, "service %s is not installed: %s; nothing to remove\n", serviceName, why)
+		fmt.Fprintf(out, "service %s is not installed: %s; nothing to remove\n", Name, why)
 		return nil
 	}
-	links, _ := filepath.Glob(filepath.Join(etc, "rc?.d", "[SK][0-9][0-9]"+serviceName))
+	links, _ := filepath.Glob(filepath.Join(etc, "rc?.d", "[SK][0-9][0-9]"+Name))
 	for _, p := range append(links, script) {
 		if err := os.Remove(p); err != nil {
 			return fmt.Errorf("remove the SysV script an earlier receiptd install wrote: %w", err)
 		}
 	}
-	fmt.Fprintf(env.stdout, "%s: removed %s, the SysV script an earlier receiptd install wrote (stop a running "+
-		"receiptd yourself)\n", serviceName, script)
+	fmt.Fprintf(out, "%s: removed %s, the SysV script an earlier receiptd install wrote (stop a running "+
+		"receiptd yourself)\n", Name, script)
 	return nil
 }

@@ -1,12 +1,9 @@
-package main
+package service
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,8 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/receipt"
-	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
@@ -87,23 +83,6 @@ func TestServiceConfig(t *testing.T) {
 	require.Equal(t, []string{"run", "-config", "/etc/receiptd/config.toml"}, sc.Arguments)
 }
 
-func TestSampleReceiptIsValid(t *testing.T) {
-	t.Parallel()
-	body := sampleReceipt("000042")
-	_, err := receipt.ParseCreate(body)
-	require.NoError(t, err)
-
-	srv := httptest.NewServer(sim.New(sim.Options{Seed: 1}).Handler())
-	defer srv.Close()
-	resp, err := http.Post(srv.URL+"/rest/receipt", "application/json", bytes.NewReader(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var answer map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&answer))
-	require.Equal(t, http.StatusOK, resp.StatusCode, answer)
-	require.Equal(t, "SUCCESS", answer["status"])
-}
-
 // TestProgramStartStop drives the service program as a service manager
 // would: Start returns once the daemon listens, Stop waits for it.
 func TestProgramStartStop(t *testing.T) {
@@ -112,7 +91,7 @@ func TestProgramStartStop(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.Upstream.BaseURL = "http://" + testkit.ClosedAddr(t)
 	cfg.Upstream.LookupBaseURL = cfg.Upstream.BaseURL
-	p := &program{cfg: cfg, log: zap.NewNop()}
+	p := &program{cfg: cfg, log: zap.NewNop(), start: startDaemon}
 	require.NoError(t, p.Stop(nil), "Stop before Start does nothing")
 	require.NoError(t, p.Start(nil))
 
@@ -131,8 +110,8 @@ func TestProgramStartStop(t *testing.T) {
 	require.Error(t, err, "listener closed")
 
 	// A second program on the same data directory is refused at Start.
-	p2 := &program{cfg: cfg, log: zap.NewNop()}
-	blocker := &program{cfg: cfg, log: zap.NewNop()}
+	p2 := &program{cfg: cfg, log: zap.NewNop(), start: startDaemon}
+	blocker := &program{cfg: cfg, log: zap.NewNop(), start: startDaemon}
 	require.NoError(t, blocker.Start(nil))
 	defer func() { require.NoError(t, blocker.Stop(nil)) }()
 	cfg2 := cfg
@@ -146,7 +125,7 @@ func TestProgramStopTimesOut(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default()
 	cfg.ShutdownTimeout = config.Dur(time.Millisecond)
-	p := &program{cfg: cfg, log: zap.NewNop(), margin: 10 * time.Millisecond}
+	p := &program{cfg: cfg, log: zap.NewNop(), start: startDaemon, margin: 10 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel, p.done = cancel, make(chan struct{})
 	release := make(chan struct{})
@@ -159,4 +138,14 @@ func TestProgramStopTimesOut(t *testing.T) {
 	require.True(t, errors.Is(err, errStopTimeout), "%v", err)
 	close(release)
 	<-p.finished()
+}
+
+// startDaemon is the StartFunc of cmd/receiptd without its refusals'
+// classification.
+func startDaemon(cfg config.Config, log *zap.Logger) (Daemon, error) {
+	d, err := daemon.New(cfg, log, "test")
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
 }

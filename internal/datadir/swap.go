@@ -1,0 +1,85 @@
+package datadir
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/fileutil"
+	"github.com/receiptd/receiptd/internal/store"
+)
+
+// dated is prefix followed by the time now (UTC), for the name of a file
+// set aside: receiptd.db.before-restore-20260126T101500Z.
+func dated(prefix string) string { return prefix + time.Now().UTC().Format("20060102T150405Z") }
+
+// build writes a new database at tmp, beside the data directory's own:
+// it removes what an earlier op killed midway left there, lets write make
+// the file (returning its new identity and newest transaction, for the
+// marker), and gives it to the owner of dir. On failure tmp is removed.
+func build(tmp, dir string, write func() (id string, tx uint64, err error)) (string, uint64, error) {
+	_ = os.Remove(tmp)
+	id, tx, err := write()
+	if err == nil {
+		err = giveToDirOwner(tmp, dir)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", 0, err
+	}
+	return id, tx, nil
+}
+
+// aside is a path of the data directory that a swap keeps under a dated
+// name, and where it went ("" when there was nothing at path).
+type aside struct {
+	path string
+	kept *string
+}
+
+// swapIn puts the new database tmp (made by build) in place as the data
+// directory's: each existing path of keep is set aside under its name and
+// stamp, tmp renamed to the database, and the marker of id and tx written
+// and given to the directory's owner. Cut short, it leaves a data
+// directory whose database is missing or replaced, refused at start, and
+// op can be run again.
+func swapIn(op, dir, tmp, id string, tx uint64, stamp string, keep ...aside) error {
+	for _, k := range keep {
+		if _, err := os.Stat(k.path); err == nil {
+			*k.kept = k.path + stamp
+			if err := fileutil.Rename(k.path, *k.kept); err != nil {
+				return fmt.Errorf("%s: keep %s: %w", op, k.path, err)
+			}
+		}
+	}
+	if err := fileutil.Rename(tmp, filepath.Join(dir, store.DBFile)); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := store.WriteMarker(dir, id, tx); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := giveToDirOwner(filepath.Join(dir, store.MarkerFile), dir); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// Init is `run -init`: store.InitDir, and when that makes a new database,
+// the write-ahead log of the lost one is set aside (it belongs to that
+// database, and would be refused beside the new one).
+func Init(dir string) error {
+	created, err := store.InitDir(dir, store.Options{})
+	if err != nil || !created {
+		return err
+	}
+	logDir := filepath.Join(dir, daemon.LogDir)
+	if _, err := os.Stat(logDir); err != nil {
+		return nil
+	}
+	if err := fileutil.Rename(logDir, logDir+dated(".before-init-")); err != nil {
+		return fmt.Errorf("init: set the lost database's write-ahead log aside: %w", err)
+	}
+	return nil
+}
