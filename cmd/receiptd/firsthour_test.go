@@ -1,11 +1,14 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/store"
 )
 
 // Issue 32, point 6: `config check FILE` is what a newcomer types.
@@ -80,4 +83,31 @@ func TestDemoBannerSaysWhatEachAnswerMeans(t *testing.T) {
 	require.Contains(t, out.String(), "answered 200: the tax service issued it")
 	require.Contains(t, out.String(), "answered 202: it is stored and queued")
 	require.NotContains(t, out.String(), "answered 202 (the tax service down)")
+}
+
+// Issue 32, point 5: salvage refuses a database that opens and checks
+// clean (exit 2, saying so, the file untouched) unless -force.
+func TestSalvageRefusesAHealthyDatabase(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	s, err := store.OpenDir(dir, store.Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	cfg := writeFile(t, "c.toml", dataDirConfig(dir))
+	db := filepath.Join(dir, store.DBFile)
+
+	code, stdout, stderr := runCLI(t, "salvage", "-config", cfg)
+	require.Equal(t, exitUsage, code, stdout+stderr)
+	require.Contains(t, stderr, db+" opens and checks clean: it is not damaged, so nothing was changed")
+	require.Contains(t, stderr, "pass -force")
+	kept, err := filepath.Glob(db + ".damaged-*")
+	require.NoError(t, err)
+	require.Empty(t, kept, "the good file stays where it is")
+	require.FileExists(t, db)
+
+	code, stdout, stderr = runCLI(t, "salvage", "-config", cfg, "-force")
+	require.Equal(t, exitOK, code, stdout+stderr)
+	kept, err = filepath.Glob(db + ".damaged-*")
+	require.NoError(t, err)
+	require.Len(t, kept, 1, "-force salvages all the same")
 }
