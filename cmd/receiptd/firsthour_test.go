@@ -1,14 +1,21 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/config"
+
+	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // Issue 32, point 6: `config check FILE` is what a newcomer types.
@@ -110,4 +117,40 @@ func TestSalvageRefusesAHealthyDatabase(t *testing.T) {
 	kept, err = filepath.Glob(db + ".damaged-*")
 	require.NoError(t, err)
 	require.Len(t, kept, 1, "-force salvages all the same")
+}
+
+// Issue 32, point 6: `receiptd status` reports the running daemon, found
+// and authenticated through the config, beside the service manager's view.
+func TestStatusReportsTheRunningDaemon(t *testing.T) {
+	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
+	up := sim.New(sim.Options{Seed: 32})
+	require.NoError(t, up.Start("127.0.0.1:0"))
+	defer up.Close()
+	addr := testkit.ClosedAddr(t)
+	cfgPath := writeFile(t, "status.toml", "listen = \""+addr+"\"\ndata_dir = "+quote(filepath.Join(t.TempDir(), "data"))+
+		"\n[upstream]\nbase_url = \""+up.URL()+"\"\nlookup_base_url = \""+up.URL()+"\"\nstock_base_url = \""+up.URL()+"\"\n"+
+		"[auth]\ntoken = \"status-token-0123456789\"\n")
+	cfg, err := config.Load(cfgPath)
+	require.NoError(t, err)
+	d, err := startDaemon(cfg, zap.NewNop())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+
+	var stdout, stderr string
+	var code int
+	require.Eventually(t, func() bool {
+		code, stdout, stderr = runCLI(t, "status", "-config", cfgPath)
+		return code == exitOK && strings.Contains(stdout, "daemon: running")
+	}, 20*time.Second, 50*time.Millisecond, "%s%s", stdout, stderr)
+	require.Contains(t, stdout, "daemon: running at http://"+addr+" (version ")
+	require.Contains(t, stdout, "alert: none")
+	require.Contains(t, stdout, "tax service: reachable since")
+	require.Contains(t, stdout, "queue: 0 waiting, 0 need a person")
+	require.Contains(t, stdout, "system service: ", "the service manager's view too")
+
+	_, stdout, _ = runCLI(t, "status", "-addr", addr, "-token", "wrong-token-0123456789")
+	require.Contains(t, stdout, "daemon: GET /receiptd/status: daemon answered 401")
 }

@@ -219,7 +219,12 @@ func TestServiceCommandsHere(t *testing.T) {
 	require.Equal(t, "receiptd install: "+why+", and receiptd installs itself only as a systemd unit "+
 		"(user receiptd, hardened). Run it under this system's own supervisor as an unprivileged user instead: "+
 		"receiptd run -config /nonexistent/receiptd.toml\n", stderr)
-	for _, action := range []string{"status", "start", "stop", "restart"} {
+	code, stdout, stderr = runCLI(t, "status", "-addr", testkit.ClosedAddr(t), "-token", "0123456789abcdef0123")
+	require.Equal(t, exitFailure, code)
+	require.Contains(t, stdout, "daemon: is receiptd running? cannot reach it at")
+	require.Contains(t, stdout, "system service: service receiptd is not installed: "+why+"\n")
+	require.Contains(t, stderr, "no receiptd answers, and the system service is not running")
+	for _, action := range []string{"start", "stop", "restart"} {
 		code, stdout, stderr = runCLI(t, action)
 		require.Equal(t, exitFailure, code, action)
 		require.Empty(t, stdout, action)
