@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/receiptd/receiptd/internal/config"
 
@@ -153,4 +154,43 @@ func TestStatusReportsTheRunningDaemon(t *testing.T) {
 
 	_, stdout, _ = runCLI(t, "status", "-addr", addr, "-token", "wrong-token-0123456789")
 	require.Contains(t, stdout, "daemon: GET /receiptd/status: daemon answered 401")
+}
+
+// Issue 32, points 1 and 2: the demo's configs (none, and each walkthrough
+// file under examples/demo) keep every upstream and fleet URL on loopback,
+// and the file's own sections apply.
+func TestDemoConfigsStayOnLoopback(t *testing.T) {
+	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
+	files, err := filepath.Glob("../../examples/demo/*.toml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	mix := writeFile(t, "mix.toml", "[upstream]\nlookup_base_url = \"https://lookup.example\"\nproxy = \"http://proxy.example:3128\"\n")
+	for _, file := range append([]string{"", mix}, files...) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			core, logs := observer.New(zap.InfoLevel)
+			cfg, err := demoConfig(demoOptions{listen: "127.0.0.1:0", config: file}, t.TempDir(), "http://127.0.0.1:7081", zap.New(core))
+			require.NoError(t, err)
+			for key, u := range map[string]string{"upstream.base_url": cfg.Upstream.BaseURL,
+				"upstream.lookup_base_url": cfg.Upstream.LookupBaseURL, "upstream.stock_base_url": cfg.Upstream.StockBaseURL} {
+				require.True(t, config.IsLoopbackURL(u), "%s = %s leaves this computer", key, u)
+			}
+			require.Empty(t, cfg.Upstream.Proxy)
+			if cfg.Fleet.RemoteWriteURL != "" {
+				require.True(t, config.IsLoopbackURL(cfg.Fleet.RemoteWriteURL), cfg.Fleet.RemoteWriteURL)
+			}
+			require.Empty(t, cfg.Upstream.LiveLookups())
+			if file == mix {
+				require.Len(t, logs.FilterMessageSnippet("upstream.lookup_base_url = \"https://lookup.example\" is not used").All(), 1)
+			}
+		})
+	}
+	cfg, err := demoConfig(demoOptions{listen: "127.0.0.1:0", config: "../../examples/demo/fleet.toml"}, t.TempDir(), "http://127.0.0.1:7081", zap.NewNop())
+	require.NoError(t, err)
+	require.Equal(t, "demo", cfg.Fleet.Labels["shop"], "the file's [fleet] applies")
+	require.Equal(t, 5*time.Second, cfg.Fleet.Interval.Duration)
+	cfg, err = demoConfig(demoOptions{listen: "127.0.0.1:0", config: "../../examples/demo/posapi.toml"}, t.TempDir(), "http://127.0.0.1:7081", zap.NewNop())
+	require.NoError(t, err)
+	require.Equal(t, 200, cfg.PosAPI.MinLotteries, "the file's [posapi] applies")
+	require.Equal(t, 10*time.Second, cfg.PosAPI.CheckEvery.Duration)
+	require.Equal(t, 3*time.Second, cfg.Sync.MaxBackoff.Duration, "the demo's own defaults stay where the file is silent")
 }
