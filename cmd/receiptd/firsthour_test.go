@@ -194,3 +194,11 @@ func TestDemoConfigsStayOnLoopback(t *testing.T) {
 	require.Equal(t, 10*time.Second, cfg.PosAPI.CheckEvery.Duration)
 	require.Equal(t, 3*time.Second, cfg.Sync.MaxBackoff.Duration, "the demo's own defaults stay where the file is silent")
 }
+
+// The README's walkthroughs post examples/demo/receipt.json: it is the
+// demo's own sample receipt, byte for byte.
+func TestWalkthroughReceiptIsTheDemosSample(t *testing.T) {
+	b, err := os.ReadFile("../../examples/demo/receipt.json")
+	require.NoError(t, err)
+	require.Equal(t, string(sampleReceipt("000001")), string(b))
+}
