@@ -202,3 +202,17 @@ func TestWalkthroughReceiptIsTheDemosSample(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(sampleReceipt("000001")), string(b))
 }
+
+// Issue 32, point 6: every command, given arguments it does not take,
+// says so and prints its usage line (exit 2).
+func TestEveryCommandPrintsItsUsageLineOnMisuse(t *testing.T) {
+	for name := range commands {
+		t.Run(name, func(t *testing.T) {
+			args := append(strings.Fields(name), "extra-1", "extra-2", "extra-3")
+			code, _, stderr := runCLI(t, args...)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Contains(t, stderr, "unexpected arguments")
+			require.Contains(t, stderr, "usage: receiptd "+name)
+		})
+	}
+}

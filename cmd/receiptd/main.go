@@ -80,7 +80,7 @@ func runMain(ctx context.Context, args []string, env *cmdEnv) int {
 	name, rest := args[0], args[1:]
 	if name == "config" {
 		if len(rest) == 0 || rest[0] != "check" {
-			fmt.Fprintln(env.stderr, "usage: receiptd config check [-config FILE]")
+			fmt.Fprintln(env.stderr, "usage: receiptd config check [-config FILE | FILE]")
 			return exitUsage
 		}
 		name, rest = "config check", rest[1:]
