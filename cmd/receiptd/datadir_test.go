@@ -206,24 +206,6 @@ func getStatus(url string) int {
 	return resp.StatusCode
 }
 
-// syncBuffer is a strings.Builder safe for the writer goroutine of exec.Cmd.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestChangedBodyIsHeldNotSent changes a stored receipt's body in place in
 // the bbolt file between runs (bbolt checksums no data page): the daemon
 // must hold it with a message and send only the untouched one.
@@ -259,11 +241,11 @@ func TestChangedBodyIsHeldNotSent(t *testing.T) {
 
 // runningBinary is a `receiptd run` started by startBinary.
 type runningBinary struct {
-	base string      // http://127.0.0.1:PORT
-	cfg  string      // its config file
-	logs *syncBuffer // its standard error (JSON log lines)
-	stop func()      // SIGTERM, and wait for a clean exit
-	kill func()      // SIGKILL (TerminateProcess on Windows), and wait
+	base string              // http://127.0.0.1:PORT
+	cfg  string              // its config file
+	logs *testkit.SyncBuffer // its standard error (JSON log lines)
+	stop func()              // SIGTERM, and wait for a clean exit
+	kill func()              // SIGKILL (TerminateProcess on Windows), and wait
 }
 
 // startBinary runs the real binary on data directory dir with upstream as
@@ -278,7 +260,7 @@ func startBinary(t *testing.T, dir, upstream string, extra ...string) runningBin
 	receiptdBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	run := binCmd(ctx, t, "run", "-config", cfg)
-	d := runningBinary{base: "http://" + addr, cfg: cfg, logs: &syncBuffer{}}
+	d := runningBinary{base: "http://" + addr, cfg: cfg, logs: &testkit.SyncBuffer{}}
 	run.Stderr = d.logs
 	require.NoError(t, run.Start())
 	var once sync.Once

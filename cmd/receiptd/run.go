@@ -138,10 +138,11 @@ func startDaemon(cfg config.Config, log *zap.Logger) (*daemon.Daemon, error) {
 	return nil, fmt.Errorf("start: %w", err)
 }
 
-// salvageHint follows the refusal of a damaged database.
-const salvageHint = "The receipts not yet sent may be only in that file: `receiptd salvage` reads what it and its " +
-	"write-ahead log still hold into a new database and keeps the damaged file (docs/operations.md, " +
-	"\"My database is damaged\"); a snapshot or backup goes back with `receiptd restore FILE`."
+// salvageHint follows the refusal of a damaged database (which names the
+// file and its first damaged page): the next step first.
+const salvageHint = "Next step: `receiptd salvage` reads what the damaged file and its write-ahead log still hold " +
+	"into a new database and keeps the damaged file (docs/operations.md, \"My database is damaged\"); the " +
+	"receipts not yet sent may be only there. A snapshot or backup goes back with `receiptd restore FILE`."
 
 // runDaemon starts the daemon and serves until ctx ends.
 func runDaemon(ctx context.Context, cfg config.Config, log *zap.Logger) error {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,25 +16,8 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
-
-// lockedBuffer is the client's output, read while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // startDaemon runs the real daemon against the simulator, which starts
 // down.
@@ -80,7 +61,7 @@ func TestPOSClientThroughAnOutage(t *testing.T) {
 	for _, mode := range []string{config.QueuedAnswer202, config.QueuedAnswerError} {
 		t.Run(mode, func(t *testing.T) {
 			d, s := startDaemon(t, mode)
-			var out lockedBuffer
+			var out testkit.SyncBuffer
 			code := make(chan int, 1)
 			go func() {
 				code <- run(context.Background(), []string{"-url", d.URL(), "-wait", "30s", "receipt.json"}, &out)
@@ -97,7 +78,7 @@ func TestPOSClientThroughAnOutage(t *testing.T) {
 
 func TestPOSClientLateAnswerIsGivenOnce(t *testing.T) {
 	d, s := startDaemon(t, config.QueuedAnswer202)
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	// -wait 1ms: the client leaves the sale to receiptd at once.
 	require.Equal(t, 1, run(context.Background(), []string{"-url", d.URL(), "-wait", "1ms", "receipt.json"}, &out))
 	require.Contains(t, out.String(), "STORED Q")
@@ -105,10 +86,10 @@ func TestPOSClientLateAnswerIsGivenOnce(t *testing.T) {
 	qid := strings.Fields(out.String()[strings.Index(out.String(), "QUEUED "):])[1]
 	require.NoError(t, s.SetFaults(sim.Faults{}))
 
-	var again lockedBuffer
+	var again testkit.SyncBuffer
 	require.Equal(t, 0, run(context.Background(), []string{"-url", d.URL(), "-wait", "30s", "-answer", qid}, &again), "%s", again.String())
 	require.Contains(t, again.String(), "ISSUED id="+s.Receipts()[0].ID)
-	var third lockedBuffer
+	var third testkit.SyncBuffer
 	require.Equal(t, 1, run(context.Background(), []string{"-url", d.URL(), "-answer", qid}, &third))
 	require.Contains(t, third.String(), fmt.Sprintf("STORED %s - HTTP %d", qid, http.StatusGone))
 }
@@ -125,7 +106,7 @@ func TestPOSClientReadsAnyRefusal(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	d := runDaemon(t, daemonConfig(t, up.URL))
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	require.Equal(t, 1, run(context.Background(), []string{"-url", d.URL(), "receipt.json"}, &out))
 	require.Contains(t, out.String(), "REJECTED merchantTin: not registered", out.String())
 }

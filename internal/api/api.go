@@ -10,11 +10,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/backup"
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
-	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
@@ -67,7 +67,7 @@ type Deps struct {
 	PosAPI *posapi.Watcher
 	// Backup, when set, gives the snapshot loop's state for
 	// /receiptd/status and the status page.
-	Backup func() snapshot.Status
+	Backup func() backup.Status
 	// Fleet, when set, reports the push to the head office for
 	// /receiptd/status and the status page; nil: the push is off.
 	Fleet func() FleetState

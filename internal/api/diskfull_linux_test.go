@@ -28,21 +28,13 @@ const diskFullEnv = "RECEIPTD_API_DISKFULL_DB"
 // path as ENOSPC) without root or a tiny filesystem.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "receiptd.db")
-	out := storetest.RunChild(t, "TestDiskFullChild", diskFullEnv, path)
-	require.Contains(t, out, "DISKFULL-OK", "child output:\n%s", out)
+	path, stored := storetest.RunDiskFullChild(t, "TestDiskFullChild", diskFullEnv, "DISKFULL-OK accepted")
 
 	// Reopened, the file is consistent and holds exactly the acknowledged receipts.
 	st := storetest.OpenPath(t, path)
 	require.NoError(t, st.Check())
 	q, err := queue.Open(context.Background(), st, queue.Options{})
 	require.NoError(t, err)
-	var stored int
-	for _, line := range strings.Split(out, "\n") {
-		if _, e := fmt.Sscanf(strings.TrimSpace(line), "DISKFULL-OK accepted=%d", &stored); e == nil {
-			break
-		}
-	}
 	counts, err := q.Counts()
 	require.NoError(t, err)
 	require.Equal(t, stored+1, counts[queue.StateQueued], "every 2xx, and the one accepted after space came back")

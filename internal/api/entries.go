@@ -11,9 +11,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/backup"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
-	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
@@ -160,8 +160,8 @@ type Status struct {
 	PosAPI posapi.Status `json:"posapi"`
 	// Backup is the [backup] snapshot loop's state; its dir is empty when
 	// snapshots are off.
-	Backup snapshot.Status `json:"backup"`
-	Fleet  FleetStatus     `json:"fleet"`
+	Backup backup.Status `json:"backup"`
+	Fleet  FleetStatus   `json:"fleet"`
 }
 
 // UpstreamStatus is the tax service's reachability as the sync worker sees it.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/backup"
 	"github.com/receiptd/receiptd/internal/queue"
-	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/statuspage"
 )
 
@@ -129,7 +129,7 @@ func failureOf(e queue.Entry) statuspage.Failure {
 
 // backupOf is the snapshot loop's state for the status page; nil when
 // snapshots are off.
-func backupOf(b snapshot.Status) *statuspage.Backup {
+func backupOf(b backup.Status) *statuspage.Backup {
 	if b.Dir == "" {
 		return nil
 	}

@@ -3,16 +3,16 @@ package daemon
 import (
 	"time"
 
+	"github.com/receiptd/receiptd/internal/backup"
 	"github.com/receiptd/receiptd/internal/metrics"
-	"github.com/receiptd/receiptd/internal/snapshot"
 )
 
-// newSnapshotter builds the [backup] snapshot loop over the queue and
-// feeds its state to the backup metrics. With backup.dir empty its Loop
-// returns at once and the metrics leave the series out.
-func (d *Daemon) newSnapshotter(m *metrics.Metrics) *snapshot.Snapshotter {
+// newBackups builds the [backup] loop (scheduled snapshots) over the
+// queue and feeds its state to the backup metrics. With backup.dir empty
+// its Loop returns at once and the metrics leave the series out.
+func (d *Daemon) newBackups(m *metrics.Metrics) *backup.Scheduler {
 	b := d.cfg.Backup
-	s := snapshot.New(snapshot.Config{Dir: b.Dir, Every: b.Every.Duration, Keep: b.Keep}, d.q, d.log)
+	s := backup.New(backup.Config{Dir: b.Dir, Every: b.Every.Duration, Keep: b.Keep}, d.q, d.log)
 	m.WatchBackup(func() (metrics.Backup, bool) {
 		st := s.Status()
 		if st.Dir == "" {

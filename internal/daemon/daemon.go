@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/api"
+	"github.com/receiptd/receiptd/internal/backup"
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/config"
@@ -31,7 +32,6 @@ import (
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
-	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
@@ -62,7 +62,7 @@ type Daemon struct {
 	answers   *syncer.Mailbox
 	cache     *cache.Cache
 	posapi    *posapi.Watcher
-	snap      *snapshot.Snapshotter
+	backups   *backup.Scheduler
 	api       *api.Server
 	fleet     *fleet.Pusher // nil: the push is off
 	listeners []net.Listener
@@ -126,7 +126,7 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		_, logFull := d.q.LogFull()
 		return h.DiskFull != "" || logFull != nil, h.Failed != ""
 	})
-	d.snap = d.newSnapshotter(m)
+	d.backups = d.newBackups(m)
 	if err := m.SetBuildInfo(version); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
@@ -163,7 +163,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string) (*api.Server, error)
 	return api.New(api.Deps{
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
-		Warmth: d.cache.Warmth, PosAPI: d.posapi, Backup: d.snap.Status,
+		Warmth: d.cache.Warmth, PosAPI: d.posapi, Backup: d.backups.Status,
 		Fleet: d.fleetState,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
@@ -250,7 +250,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	start(d.posapi.Run)
 	start(d.pruneLoop)
 	start(d.identityLoop)
-	start(d.snap.Loop)
+	start(d.backups.Loop)
 	if d.fleet != nil {
 		start(d.fleet.Run)
 	}

@@ -25,68 +25,13 @@ import (
 // httpPosRequest, which reads the body and ignores the HTTP status (its
 // status check is commented out), then json.Unmarshal's the body into
 // structs.ReceiptResponse ignoring the error, and returns err == nil.
-// goReceiptResponse, goSubReceipt and goItem copy the shapes of
-// structs/pos3.go's ReceiptResponse, Receipt and Item (constants.* types
-// are strings there).
-type goReceiptResponse struct {
-	ID           string         `json:"id"`
-	Version      string         `json:"version"`
-	TotalAmount  float64        `json:"totalAmount"`
-	TotalVat     float64        `json:"totalVat"`
-	TotalCityTax float64        `json:"totalCityTax"`
-	BranchNo     string         `json:"branchNo"`
-	DistrictCode string         `json:"districtCode"`
-	MerchantTIN  string         `json:"merchantTin"`
-	PosNo        string         `json:"posNo"`
-	CustomerTIN  string         `json:"customerTin"`
-	ConsumerNo   string         `json:"consumerNo"`
-	Type         string         `json:"type"`
-	InvoiceID    string         `json:"invoiceId"`
-	Receipts     []goSubReceipt `json:"receipts"`
-	PosID        float64        `json:"posId"`
-	Status       string         `json:"status"`
-	Message      string         `json:"message"`
-	QrData       string         `json:"qrData"`
-	Lottery      string         `json:"lottery"`
-	Date         string         `json:"date"`
-	Easy         bool           `json:"easy"`
-}
-
-type goSubReceipt struct {
-	ID            string      `json:"id"`
-	BankAccountId int         `json:"bankAccountId"`
-	TotalAmount   float64     `json:"totalAmount"`
-	TotalVat      float64     `json:"totalVat"`
-	TotalCityTax  float64     `json:"totalCityTax"`
-	TaxType       string      `json:"taxType"`
-	MerchantTin   string      `json:"merchantTin"`
-	CustomerTin   string      `json:"customerTin"`
-	BankAccountNo string      `json:"bankAccountNo"`
-	IBan          string      `json:"iBan"`
-	Data          interface{} `json:"data"`
-	Items         []goItem    `json:"items"`
-}
-
-type goItem struct {
-	Name               string      `json:"name"`
-	BarCode            string      `json:"barCode"`
-	BarCodeType        string      `json:"barCodeType"`
-	ClassificationCode string      `json:"classificationCode"`
-	TaxProductCode     string      `json:"taxProductCode"`
-	MeasureUnit        string      `json:"measureUnit"`
-	Qty                float64     `json:"qty"`
-	UnitPrice          float64     `json:"unitPrice"`
-	TotalBonus         float64     `json:"totalBonus"`
-	TotalVat           float64     `json:"totalVat"`
-	TotalCityTax       float64     `json:"totalCityTax"`
-	TotalAmount        float64     `json:"totalAmount"`
-	Data               interface{} `json:"data"`
-}
+// testkit.GoReceiptResponse, GoSubReceipt and GoItem copy the shapes of
+// structs/pos3.go's ReceiptResponse, Receipt and Item.
 
 // goReceiptSend does what the Go client's ReceiptSend does with an answer,
 // and also reports the decode error the client drops, so the test can
 // check that every body parses.
-func goReceiptSend(t *testing.T, base, body string) (goReceiptResponse, error) {
+func goReceiptSend(t *testing.T, base, body string) (testkit.GoReceiptResponse, error) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, base+"/rest/receipt", bytes.NewReader([]byte(body)))
 	require.NoError(t, err)
@@ -96,7 +41,7 @@ func goReceiptSend(t *testing.T, base, body string) (goReceiptResponse, error) {
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
-	var resp goReceiptResponse
+	var resp testkit.GoReceiptResponse
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return resp, fmt.Errorf("HTTP %d %s: %w", res.StatusCode, raw, err)
 	}
@@ -106,7 +51,7 @@ func goReceiptSend(t *testing.T, base, body string) (goReceiptResponse, error) {
 
 // issuedByPOS is how a POS that knows only PosAPI's two envelopes decides
 // that a sale was issued: any status but ERROR is printed.
-func issuedByPOS(r goReceiptResponse) bool { return r.Status != "ERROR" }
+func issuedByPOS(r testkit.GoReceiptResponse) bool { return r.Status != "ERROR" }
 
 func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
 	t.Parallel()
@@ -137,7 +82,7 @@ func TestUnmodifiedGoClientNeverSeesAQueuedReceiptAsIssued(t *testing.T) {
 
 	// Back online: the same request, sent again, gets the real answer.
 	require.NoError(t, s.SetFaults(sim.Faults{}))
-	var r goReceiptResponse
+	var r testkit.GoReceiptResponse
 	require.Eventually(t, func() bool {
 		r, err = goReceiptSend(t, d.URL(), testkit.Receipt("go2"))
 		require.NoError(t, err, "every body parses as PosAPI's")
@@ -164,7 +109,7 @@ func TestUnmodifiedGoClientMisreadsA202(t *testing.T) {
 	defer func() { require.NoError(t, stop()) }()
 	res, body := post(t, d.URL(), testkit.Receipt("go3"))
 	require.Equal(t, http.StatusAccepted, res.StatusCode, "%s", body)
-	var r goReceiptResponse
+	var r testkit.GoReceiptResponse
 	require.NoError(t, json.Unmarshal(body, &r))
 	require.True(t, issuedByPOS(r), "the client takes the 202 for an issued receipt")
 	require.Empty(t, r.Lottery)

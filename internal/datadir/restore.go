@@ -132,15 +132,7 @@ func prepareCopy(ctx context.Context, src, tmp string, r *Restored) (string, uin
 	if err := q.DetachLog(ctx); err != nil {
 		return "", 0, fmt.Errorf("restore: %w", err)
 	}
-	id := store.NewID()
-	if err := st.SetID(ctx, id); err != nil {
-		return "", 0, fmt.Errorf("restore: %w", err)
-	}
-	tx := st.TxID()
-	if err := st.Close(); err != nil {
-		return "", 0, fmt.Errorf("restore: %w", err)
-	}
-	return id, tx, nil
+	return newIdentity(ctx, "restore", st)
 }
 
 // copySynced copies src to dst and fsyncs dst.

@@ -140,13 +140,5 @@ func writeSalvaged(ctx context.Context, tmp string, rec *salvage.DB, r *Salvaged
 	if r.Counts, err = q.Counts(); err != nil {
 		return "", 0, fmt.Errorf("salvage: %w", err)
 	}
-	id := store.NewID()
-	if err := st.SetID(ctx, id); err != nil {
-		return "", 0, fmt.Errorf("salvage: %w", err)
-	}
-	tx := st.TxID()
-	if err := st.Close(); err != nil {
-		return "", 0, fmt.Errorf("salvage: %w", err)
-	}
-	return id, tx, nil
+	return newIdentity(ctx, "salvage", st)
 }

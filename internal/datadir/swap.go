@@ -1,6 +1,7 @@
 package datadir
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +29,21 @@ func build(tmp, dir string, write func() (id string, tx uint64, err error)) (str
 	if err != nil {
 		_ = os.Remove(tmp)
 		return "", 0, err
+	}
+	return id, tx, nil
+}
+
+// newIdentity gives the new database st (made by build's write) an
+// identity of its own and closes it; it returns the id and the file's
+// newest transaction, for the marker swapIn writes.
+func newIdentity(ctx context.Context, op string, st *store.Store) (string, uint64, error) {
+	id := store.NewID()
+	if err := st.SetID(ctx, id); err != nil {
+		return "", 0, fmt.Errorf("%s: %w", op, err)
+	}
+	tx := st.TxID()
+	if err := st.Close(); err != nil {
+		return "", 0, fmt.Errorf("%s: %w", op, err)
 	}
 	return id, tx, nil
 }

@@ -31,7 +31,8 @@ type ReplaceOptions struct {
 // (opts.Check), renamed over path, and the directory fsynced. After a
 // power cut path holds either its old content or the complete new one. On
 // a failure before the rename the temporary file is removed and path is
-// unchanged. The file fsync follows UnsafeNoSync, like every commit.
+// unchanged. Its fsyncs are not UnsafeNoSync's to skip: that tag's
+// control covers bbolt's commits and the write-ahead log only.
 func Replace(path string, write func(f *os.File) error, opts ReplaceOptions) error {
 	tmp := cmp.Or(opts.Temp, path+".tmp")
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -42,7 +43,7 @@ func Replace(path string, write func(f *os.File) error, opts ReplaceOptions) err
 		return err
 	}
 	err = write(f)
-	if err == nil && !UnsafeNoSync {
+	if err == nil {
 		if err = f.Sync(); err != nil {
 			err = fmt.Errorf("fsync %s: %w", tmp, err)
 		}

@@ -27,12 +27,8 @@ func (q *Queue) Latest(s State, n int) ([]Entry, error) {
 			if err != nil {
 				return err
 			}
-			for _, seq := range seqs {
-				e, err := b.load(seq)
-				if err != nil {
-					return err
-				}
-				out = append(out, e)
+			if err := b.each(seqs, func(e *Entry) error { out = append(out, *e); return nil }); err != nil {
+				return err
 			}
 		}
 		prefix := append([]byte(s), 0)

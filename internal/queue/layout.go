@@ -152,6 +152,31 @@ func (b bkts) load(seq uint64) (Entry, error) {
 	return decode(v)
 }
 
+// each loads the entries seqs name, in that order, and calls fn with
+// each; it stops at the first error.
+func (b bkts) each(seqs []uint64, fn func(e *Entry) error) error {
+	for _, seq := range seqs {
+		e, err := b.load(seq)
+		if err != nil {
+			return err
+		}
+		if err := fn(&e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachInState is each over the entries seqsInState names: fn may change
+// an entry's state, as the index is read before the first call.
+func (b bkts) eachInState(s State, after uint64, limit int, fn func(e *Entry) error) (int, error) {
+	seqs, err := b.seqsInState(s, after, limit)
+	if err != nil {
+		return 0, err
+	}
+	return len(seqs), b.each(seqs, fn)
+}
+
 func (b bkts) loadID(id string) (Entry, uint64, error) {
 	seq, ok := ParseID(id)
 	if !ok {

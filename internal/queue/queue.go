@@ -309,15 +309,7 @@ func (q *Queue) signal() {
 // counting the attempt as ambiguous; a receipt with maxAmbig ambiguous
 // attempts is held instead (sync.max_ambiguous).
 func recoverSending(b bkts, now time.Time, maxAmbig int) (int, error) {
-	seqs, err := b.seqsInState(StateSending, 0, 0)
-	if err != nil {
-		return 0, err
-	}
-	for _, seq := range seqs {
-		e, err := b.load(seq)
-		if err != nil {
-			return 0, err
-		}
+	n, err := b.eachInState(StateSending, 0, 0, func(e *Entry) error {
 		e.Attempts = append(e.Attempts, Attempt{At: now, Result: ResultInterrupted,
 			Error: "receiptd stopped while this attempt was in flight; it may have reached the tax service"})
 		e.Ambiguous++
@@ -330,9 +322,10 @@ func recoverSending(b bkts, now time.Time, maxAmbig int) (int, error) {
 			to = StateHeld
 			e.Outcome = HeldOutcome(e.Ambiguous)
 		}
-		if err := b.setState(&e, to, now); err != nil {
-			return 0, err
-		}
+		return b.setState(e, to, now)
+	})
+	if err != nil {
+		return 0, err
 	}
-	return len(seqs), nil
+	return n, nil
 }

@@ -58,12 +58,8 @@ func (q *Queue) List(o ListOptions) ([]Entry, string, error) {
 		if err != nil {
 			return err
 		}
-		for _, seq := range seqs {
-			e, err := b.load(seq)
-			if err != nil {
-				return err
-			}
-			out = append(out, e)
+		if err := b.each(seqs, func(e *Entry) error { out = append(out, *e); return nil }); err != nil {
+			return err
 		}
 		if o.State == "" || o.State == StateQueued { // the log's records come after the file's
 			for _, r := range pend {

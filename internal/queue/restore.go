@@ -49,21 +49,14 @@ func holdSome(b bkts, q *Queue, msg string) (int, error) {
 		if n == holdBatch {
 			break
 		}
-		seqs, err := b.seqsInState(step.from, 0, holdBatch-n)
+		_, err := b.eachInState(step.from, 0, holdBatch-n, func(e *Entry) error {
+			q.addAttempt(e, Attempt{At: now, Result: ResultRestored, Error: msg})
+			e.Outcome = withMessage(e.Outcome, msg)
+			n++
+			return b.setState(e, step.to, now)
+		})
 		if err != nil {
 			return 0, err
-		}
-		for _, seq := range seqs {
-			e, err := b.load(seq)
-			if err != nil {
-				return 0, err
-			}
-			q.addAttempt(&e, Attempt{At: now, Result: ResultRestored, Error: msg})
-			e.Outcome = withMessage(e.Outcome, msg)
-			if err := b.setState(&e, step.to, now); err != nil {
-				return 0, err
-			}
-			n++
 		}
 	}
 	return n, nil

@@ -7,47 +7,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // The response structs of the published Go client
 // github.com/techpartners-asia/ebarimt-pos3-go (structs/pos3.go at
-// 11b0479, MIT licence), copied with their enum types as string. Its
+// 11b0479, MIT licence), copied with their enum types as string; the
+// receipt's are testkit.GoReceiptResponse. Its
 // BankAccountData is left out: it types id as a string and tin as a
 // number, the opposite of the live service (the Python SDK's recorded
 // staging answer), so that client cannot read any real PosAPI's accounts.
 type (
-	goReceiptResponse struct {
-		ID           string      `json:"id"`
-		Version      string      `json:"version"`
-		TotalAmount  float64     `json:"totalAmount"`
-		TotalVat     float64     `json:"totalVat"`
-		TotalCityTax float64     `json:"totalCityTax"`
-		BranchNo     string      `json:"branchNo"`
-		DistrictCode string      `json:"districtCode"`
-		MerchantTIN  string      `json:"merchantTin"`
-		PosNo        string      `json:"posNo"`
-		Type         string      `json:"type"`
-		Receipts     []goReceipt `json:"receipts"`
-		PosID        float64     `json:"posId"`
-		Status       string      `json:"status"`
-		Message      string      `json:"message"`
-		QrData       string      `json:"qrData"`
-		Lottery      string      `json:"lottery"`
-		Date         string      `json:"date"`
-		Easy         bool        `json:"easy"`
-	}
-	goReceipt struct {
-		ID            string  `json:"id"`
-		BankAccountID int     `json:"bankAccountId"`
-		TotalAmount   float64 `json:"totalAmount"`
-		TaxType       string  `json:"taxType"`
-		MerchantTin   string  `json:"merchantTin"`
-		Items         []struct {
-			Name        string  `json:"name"`
-			Qty         float64 `json:"qty"`
-			TotalAmount float64 `json:"totalAmount"`
-		} `json:"items"`
-	}
 	goInfoResponse struct {
 		OperatorName  string  `json:"operatorName"`
 		OperatorTin   string  `json:"operatorTIN"`
@@ -112,7 +82,7 @@ func TestGoClientParsesAnswers(t *testing.T) {
 		require.Equal(t, 200, code, "%s", b)
 		require.NoError(t, json.Unmarshal(b, into), "%s", b)
 	}
-	var rr goReceiptResponse
+	var rr testkit.GoReceiptResponse
 	get("POST", "/rest/receipt", string(sim.SampleReceipt("GO-1", "000001")), &rr)
 	require.Equal(t, "SUCCESS", rr.Status)
 	require.Len(t, rr.ID, 33)

@@ -5,8 +5,6 @@ package store_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,16 +21,8 @@ const diskFullEnv = "RECEIPTD_STORE_DISKFULL_DB"
 // same path as ENOSPC, without root or a tiny filesystem.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "receiptd.db")
-	out := storetest.RunChild(t, "TestDiskFullChild", diskFullEnv, path)
-	var stored int
-	for _, line := range strings.Split(out, "\n") {
-		if _, e := fmt.Sscanf(line, "DISKFULL-RESULT stored=%d", &stored); e == nil {
-			break
-		}
-	}
-	require.Positive(t, stored, "child output:\n%s", out)
-	t.Logf("child output:\n%s", out)
+	path, stored := storetest.RunDiskFullChild(t, "TestDiskFullChild", diskFullEnv, "DISKFULL-RESULT stored")
+	require.Positive(t, stored)
 
 	// A fresh process sees exactly what was acknowledged, and a clean file.
 	s := storetest.OpenPath(t, path)

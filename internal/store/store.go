@@ -121,7 +121,7 @@ func Open(path string, opts Options) (s *Store, err error) {
 	defer func() {
 		// A badly damaged file can make bbolt panic while reading pages.
 		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("open database %s: %w: %v", path, ErrCorrupt, r)
+			s, err = nil, fmt.Errorf("open database %s: %w: %s", path, ErrCorrupt, describeDamage(r))
 		}
 	}()
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
@@ -215,8 +215,10 @@ func classifyOpenError(path string, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("open database %s: %w (is another receiptd running on this data directory?)", path, ErrLocked)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
-		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrInvalidMapping):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum):
+		return fmt.Errorf("open database %s: %w: pages 0 and 1, which say where everything else is, "+
+			"are both damaged (%v)", path, ErrCorrupt, err)
+	case errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
 		return fmt.Errorf("open database %s: %w: %v", path, ErrCorrupt, err)
 	}
 	var pe *os.PathError
@@ -259,7 +261,7 @@ func (s *Store) TxID() uint64 { return s.lastTx.Load() }
 func (s *Store) View(fn func(tx *bbolt.Tx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("read %s: %w: %v", s.path, ErrCorrupt, r)
+			err = fmt.Errorf("read %s: %w: %s", s.path, ErrCorrupt, describeDamage(r))
 			s.Fail(err)
 		}
 	}()
@@ -277,10 +279,10 @@ func (s *Store) View(fn func(tx *bbolt.Tx) error) (err error) {
 func (s *Store) Check() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("check database %s: %w: %v", s.path, ErrCorrupt, r)
+			err = fmt.Errorf("check database %s: %w: %s", s.path, ErrCorrupt, describeDamage(r))
 		}
 	}()
-	var problems []error
+	var problems []any
 	verr := s.db.View(func(tx *bbolt.Tx) error {
 		for e := range tx.Check() {
 			if len(problems) < 10 {
@@ -293,7 +295,7 @@ func (s *Store) Check() (err error) {
 		return fmt.Errorf("check database %s: %w", s.path, verr)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("check database %s: %w: %w", s.path, ErrCorrupt, errors.Join(problems...))
+		return fmt.Errorf("check database %s: %w: %s", s.path, ErrCorrupt, describeDamage(problems...))
 	}
 	return nil
 }

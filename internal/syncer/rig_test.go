@@ -1,12 +1,10 @@
 package syncer_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,27 +32,9 @@ type rig struct {
 	answers *syncer.Mailbox
 	c       *client.Client
 	dbPath  string
-	logs    *lockedBuffer
+	logs    *testkit.SyncBuffer
 	cancel  context.CancelFunc
 	done    chan struct{}
-}
-
-// lockedBuffer collects the JSON log output the way a log file would.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // fastConfig keeps the backoff short so outage tests take seconds.
@@ -71,7 +51,7 @@ func newRig(t testing.TB, cfg syncer.Config, opts sim.Options) *rig {
 	require.NoError(t, s.Start("127.0.0.1:0"))
 	t.Cleanup(func() { _ = s.Close() })
 
-	r := &rig{t: t, sim: s, dbPath: filepath.Join(t.TempDir(), "receiptd.db"), logs: &lockedBuffer{}}
+	r := &rig{t: t, sim: s, dbPath: filepath.Join(t.TempDir(), "receiptd.db"), logs: &testkit.SyncBuffer{}}
 	var err error
 	r.st, err = store.Open(r.dbPath, store.Options{})
 	require.NoError(t, err)

@@ -3,9 +3,12 @@
 package storetest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -22,6 +25,24 @@ func RunChild(t testing.TB, child, env, value string) string {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child output:\n%s", out)
 	return string(out)
+}
+
+// RunDiskFullChild is the parent of a disk-full test: it runs child as
+// RunChild does, with env naming a new database file in t.TempDir(), and
+// returns that path and the number the child printed on its line
+// "<result>=N" (how much it stored before the disk was full). A child
+// that printed no such line fails t.
+func RunDiskFullChild(t testing.TB, child, env, result string) (path string, n int) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "receiptd.db")
+	out := RunChild(t, child, env, path)
+	for _, line := range strings.Split(out, "\n") {
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), result+"=%d", &n); err == nil {
+			return path, n
+		}
+	}
+	require.FailNow(t, "the child printed no "+result, "child output:\n%s", out)
+	return "", 0
 }
 
 // LimitFileGrowth lets every file of this process grow to path's current

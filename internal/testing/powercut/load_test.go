@@ -3,12 +3,10 @@ package powercut_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/testing/harness"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // Load of a round.
@@ -233,45 +232,18 @@ func post(ctx context.Context, base, key string, body []byte) (answer, error) {
 
 // listEntries reads every entry, page by page: queueId → billIdSuffix.
 func listEntries(ctx context.Context, base string) (map[string]string, error) {
+	list, err := testkit.ListEntries[struct {
+		QueueID      string `json:"queueId"`
+		BillIDSuffix string `json:"billIdSuffix"`
+	}](ctx, client, base)
+	if err != nil {
+		return nil, err
+	}
 	all := map[string]string{}
-	for after := ""; ; {
-		var page struct {
-			Entries []struct {
-				QueueID      string `json:"queueId"`
-				BillIDSuffix string `json:"billIdSuffix"`
-			} `json:"entries"`
-			Next string `json:"next"`
-		}
-		if err := getJSON(ctx, base+"/receiptd/entries?limit=1000&after="+url.QueryEscape(after), &page); err != nil {
-			return nil, err
-		}
-		for _, e := range page.Entries {
-			all[e.QueueID] = e.BillIDSuffix
-		}
-		if page.Next == "" {
-			return all, nil
-		}
-		after = page.Next
+	for _, e := range list {
+		all[e.QueueID] = e.BillIDSuffix
 	}
-}
-
-func getJSON(ctx context.Context, u string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("get %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("get %s: status %d", u, resp.StatusCode)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("get %s: decode: %w", u, err)
-	}
-	return nil
+	return all, nil
 }
 
 // logTail is the end of the daemon's log, for a failing round.

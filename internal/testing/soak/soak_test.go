@@ -2,8 +2,6 @@ package soak_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -276,7 +274,7 @@ func waitDrained(ctx context.Context, t *testing.T, c *http.Client, url string, 
 	var st status
 	for {
 		st = status{}
-		require.NoError(t, getJSON(ctx, c, url+"/receiptd/status", &st))
+		require.NoError(t, testkit.GetJSON(ctx, c, url+"/receiptd/status", &st))
 		unsent := st.Counts["queued"] + st.Counts["sending"] + st.Counts["held"] + st.Counts["delete_queued"]
 		if unsent == 0 {
 			return st.Counts
@@ -290,23 +288,4 @@ func waitDrained(ctx context.Context, t *testing.T, c *http.Client, url string, 
 		}
 		clock.Sleep(ctx, 200*time.Millisecond)
 	}
-}
-
-func getJSON(ctx context.Context, c *http.Client, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return fmt.Errorf("get %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("get %s: status %d", url, resp.StatusCode)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("get %s: decode: %w", url, err)
-	}
-	return nil
 }

@@ -3,12 +3,12 @@ package soak_test
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // entry is the part of GET /receiptd/entries the soak checks.
@@ -46,26 +46,16 @@ var terminal = map[string]map[string]bool{
 	"delete":  {"deleted": true, "delete_rejected": true},
 }
 
-// listEntries reads every entry, page by page.
+// listEntries reads every entry, page by page, by queueId.
 func listEntries(ctx context.Context, t *testing.T, c *http.Client, base string) map[string]entry {
+	list, err := testkit.ListEntries[entry](ctx, c, base)
+	require.NoError(t, err)
 	all := map[string]entry{}
-	after := ""
-	for {
-		var page struct {
-			Entries []entry `json:"entries"`
-			Next    string  `json:"next"`
-		}
-		u := base + "/receiptd/entries?limit=1000&after=" + url.QueryEscape(after)
-		require.NoError(t, getJSON(ctx, c, u, &page))
-		for _, e := range page.Entries {
-			require.NotContains(t, all, e.QueueID, "an entry listed twice")
-			all[e.QueueID] = e
-		}
-		if page.Next == "" {
-			return all
-		}
-		after = page.Next
+	for _, e := range list {
+		require.NotContains(t, all, e.QueueID, "an entry listed twice")
+		all[e.QueueID] = e
 	}
+	return all
 }
 
 // figures are the soak's results.

@@ -1,8 +1,11 @@
 // Package testkit is the fixtures and helpers the tests of several packages
 // share, so that they do not drift apart: a valid receipt, a running tax
 // service simulator, a loopback address nobody listens on, an entry as GET
-// /receiptd/entries/{queueId} shows it, and the real daemon under test (the
-// binary built once, started with a configuration, stopped at the end).
+// /receiptd/entries/{queueId} shows it, every entry of a running daemon
+// (ListEntries, GetJSON), a buffer to read while a goroutine writes it
+// (SyncBuffer), the published Go client's receipt answer
+// (GoReceiptResponse), and the real daemon under test (the binary built
+// once, started with a configuration, stopped at the end).
 // Only tests import it.
 package testkit
 

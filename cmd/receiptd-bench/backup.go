@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/backup"
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/snapshot"
 )
 
 // snapshotFlags are the snapshot step's own flags.
@@ -37,7 +37,7 @@ type snapshotResult struct {
 	n              int
 	without        sample
 	during, beside sample // with snapshots: requests started during one, and between two
-	snapshots      []snapshot.Status
+	snapshots      []backup.Status
 	share          float64 // of the window spent writing and checking snapshots
 }
 
@@ -81,7 +81,7 @@ func (b *bench) runSnapshot(ctx context.Context, o options) (snapshotResult, err
 // acceptOn starts the daemon on cfg, waits for its first snapshot when
 // snapshots are on, and measures accepts for snapshotFlags.window,
 // collecting the snapshots taken meanwhile into snaps.
-func (b *bench) acceptOn(ctx context.Context, cfg config.Config, dir, tag string, snaps *[]snapshot.Status) (timedSample, error) {
+func (b *bench) acceptOn(ctx context.Context, cfg config.Config, dir, tag string, snaps *[]backup.Status) (timedSample, error) {
 	p, _, err := b.start(ctx, cfg, dir)
 	if err != nil {
 		return timedSample{}, err
@@ -120,7 +120,7 @@ func (b *bench) acceptOn(ctx context.Context, cfg config.Config, dir, tag string
 }
 
 // pollSnapshots records every snapshot the daemon reports until done.
-func pollSnapshots(ctx context.Context, c *http.Client, url string, done <-chan struct{}, out *[]snapshot.Status) {
+func pollSnapshots(ctx context.Context, c *http.Client, url string, done <-chan struct{}, out *[]backup.Status) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	var last uint64
@@ -140,17 +140,17 @@ func pollSnapshots(ctx context.Context, c *http.Client, url string, done <-chan 
 	}
 }
 
-func backupState(ctx context.Context, c *http.Client, url string) (snapshot.Status, error) {
+func backupState(ctx context.Context, c *http.Client, url string) (backup.Status, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/receiptd/status", nil)
 	if err != nil {
-		return snapshot.Status{}, err
+		return backup.Status{}, err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return snapshot.Status{}, err
+		return backup.Status{}, err
 	}
 	defer resp.Body.Close()
-	var st struct{ Backup snapshot.Status }
+	var st struct{ Backup backup.Status }
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	return st.Backup, err
 }

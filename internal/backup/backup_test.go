@@ -1,4 +1,4 @@
-package snapshot_test
+package backup_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/backup"
 	"github.com/receiptd/receiptd/internal/queue"
-	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/store/storetest"
 )
@@ -43,7 +43,7 @@ func openQueue(t *testing.T, n int) *queue.Queue {
 
 func TestTakeWritesACheckedSnapshot(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "usb", "receiptd") // created if missing
-	s := snapshot.New(snapshot.Config{Dir: dir, Every: time.Hour, Keep: 3}, openQueue(t, 25), zap.NewNop())
+	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 3}, openQueue(t, 25), zap.NewNop())
 	r, err := s.Take(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 25, r.Entries)
@@ -78,7 +78,7 @@ func TestPruneKeepsTheNewestAndNothingElseIsTouched(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "receiptd-20260104T000000Z.db.tmp"), []byte("x"), 0o600))
-	s := snapshot.New(snapshot.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 3), zap.NewNop())
+	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 3), zap.NewNop())
 	r, err := s.Take(ctx)
 	require.NoError(t, err)
 
@@ -95,7 +95,7 @@ func TestPruneKeepsTheNewestAndNothingElseIsTouched(t *testing.T) {
 func TestASnapshotIntoAFileIsReported(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "usb")
 	require.NoError(t, os.WriteFile(dir, []byte("a file where the directory should be"), 0o600))
-	s := snapshot.New(snapshot.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 1), zap.NewNop())
+	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 1), zap.NewNop())
 	_, err := s.Take(ctx)
 	require.Error(t, err)
 	require.ErrorContains(t, err, dir)
@@ -117,7 +117,7 @@ func (l lying) WriteCopy(ctx context.Context, w io.Writer) (queue.Copy, error) {
 
 func TestASnapshotThatFailsItsCheckIsDeleted(t *testing.T) {
 	dir := t.TempDir()
-	s := snapshot.New(snapshot.Config{Dir: dir, Every: time.Hour, Keep: 2}, lying{openQueue(t, 4)}, zap.NewNop())
+	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, lying{openQueue(t, 4)}, zap.NewNop())
 	_, err := s.Take(ctx)
 	require.ErrorIs(t, err, store.ErrCorrupt)
 	require.ErrorContains(t, err, "holds 4 entries, its counters say 4, and 5 were copied")
@@ -134,7 +134,7 @@ func TestLoopTakesSnapshotsAndStops(t *testing.T) {
 		t.Skip("takes a few seconds")
 	}
 	dir := t.TempDir()
-	s := snapshot.New(snapshot.Config{Dir: dir, Every: time.Second, Keep: 2}, openQueue(t, 2), zap.NewNop())
+	s := backup.New(backup.Config{Dir: dir, Every: time.Second, Keep: 2}, openQueue(t, 2), zap.NewNop())
 	lctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); s.Loop(lctx) }()
@@ -151,7 +151,7 @@ func TestLoopTakesSnapshotsAndStops(t *testing.T) {
 }
 
 func TestLoopIsOffWithoutDir(t *testing.T) {
-	s := snapshot.New(snapshot.Config{Every: time.Millisecond, Keep: 1}, openQueue(t, 0), zap.NewNop())
+	s := backup.New(backup.Config{Every: time.Millisecond, Keep: 1}, openQueue(t, 0), zap.NewNop())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Loop(ctx) }()
 	select {

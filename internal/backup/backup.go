@@ -1,4 +1,4 @@
-// Package snapshot owns receiptd's scheduled snapshots ([backup]): every
+// Package backup owns receiptd's scheduled snapshots ([backup]): every
 // Config.Every, a consistent copy of the database, with every acknowledged
 // receipt applied, is written to Config.Dir as receiptd-<UTC time>.db and
 // checked; the newest Config.Keep are kept.
@@ -18,7 +18,7 @@
 //     snapshot costs an accept only the disk bandwidth its writes take.
 //   - Loop is the only goroutine; it ends when its context ends, a copy
 //     in flight with it (its .tmp file removed).
-package snapshot
+package backup
 
 import (
 	"bufio"
@@ -70,9 +70,9 @@ type Result struct {
 	Duration time.Duration // writing and checking it
 }
 
-// Snapshotter takes snapshots, by itself (Loop) or when asked (Take).
+// Scheduler takes snapshots, by itself (Loop) or when asked (Take).
 // It is safe for concurrent use; snapshots never overlap.
-type Snapshotter struct {
+type Scheduler struct {
 	cfg Config
 	src Source
 	log *zap.Logger
@@ -83,10 +83,10 @@ type Snapshotter struct {
 	st     Status
 }
 
-// New returns a Snapshotter for cfg. It starts nothing; Loop does nothing
+// New returns a Scheduler for cfg. It starts nothing; Loop does nothing
 // when cfg.Dir is empty.
-func New(cfg Config, src Source, log *zap.Logger) *Snapshotter {
-	return &Snapshotter{cfg: cfg, src: src, log: log.Named("backup"), now: time.Now,
+func New(cfg Config, src Source, log *zap.Logger) *Scheduler {
+	return &Scheduler{cfg: cfg, src: src, log: log.Named("backup"), now: time.Now,
 		st: Status{Dir: cfg.Dir}}
 }
 
@@ -96,7 +96,7 @@ func New(cfg Config, src Source, log *zap.Logger) *Snapshotter {
 // one overdue is not late by more than that). A failed one is tried again
 // after retryDelay, or cfg.Every when that is shorter. The log says when
 // snapshots fail and when they work again.
-func (s *Snapshotter) Loop(ctx context.Context) {
+func (s *Scheduler) Loop(ctx context.Context) {
 	if s.cfg.Dir == "" {
 		return
 	}
@@ -131,7 +131,7 @@ const (
 	retryDelay = time.Minute
 )
 
-func (s *Snapshotter) firstDelay() time.Duration {
+func (s *Scheduler) firstDelay() time.Duration {
 	soonest := min(s.cfg.Every, firstDelay)
 	names, err := s.list()
 	if err != nil || len(names) == 0 {
@@ -148,7 +148,7 @@ func (s *Snapshotter) firstDelay() time.Duration {
 // cfg.Keep. A snapshot that fails is removed and its error returned (and
 // kept in Status); a failure to prune is logged only: the new snapshot is
 // good.
-func (s *Snapshotter) Take(ctx context.Context) (Result, error) {
+func (s *Scheduler) Take(ctx context.Context) (Result, error) {
 	if s.cfg.Dir == "" {
 		return Result{}, errors.New("snapshot: backup.dir is not set")
 	}
@@ -168,7 +168,7 @@ func (s *Snapshotter) Take(ctx context.Context) (Result, error) {
 }
 
 // write makes the snapshot named for start and checks it.
-func (s *Snapshotter) write(ctx context.Context, start time.Time) (Result, error) {
+func (s *Scheduler) write(ctx context.Context, start time.Time) (Result, error) {
 	if err := fileutil.MkdirSynced(s.cfg.Dir); err != nil {
 		return Result{}, fmt.Errorf("snapshot: create %s: %w", s.cfg.Dir, err)
 	}
@@ -198,7 +198,7 @@ func (s *Snapshotter) write(ctx context.Context, start time.Time) (Result, error
 
 // writeCopy writes the copy to f (fileutil.Replace's temporary file,
 // which it fsyncs at the end), fsyncing every syncEvery bytes on the way.
-func (s *Snapshotter) writeCopy(ctx context.Context, f *os.File) (queue.Copy, error) {
+func (s *Scheduler) writeCopy(ctx context.Context, f *os.File) (queue.Copy, error) {
 	bw := bufio.NewWriterSize(&syncingWriter{f: f}, 1<<20)
 	c, err := s.src.WriteCopy(ctx, bw)
 	if err == nil {
@@ -228,7 +228,7 @@ func check(path string, want int) error {
 }
 
 // list returns the snapshots in Dir, oldest first.
-func (s *Snapshotter) list() ([]string, error) {
+func (s *Scheduler) list() ([]string, error) {
 	des, err := os.ReadDir(s.cfg.Dir)
 	if err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func (s *Snapshotter) list() ([]string, error) {
 
 // prune removes the oldest snapshots beyond cfg.Keep and leftover .tmp
 // files of snapshots, never keep (the one just written).
-func (s *Snapshotter) prune(keep string) error {
+func (s *Scheduler) prune(keep string) error {
 	names, err := s.list()
 	if err != nil {
 		return err

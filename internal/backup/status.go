@@ -1,4 +1,4 @@
-package snapshot
+package backup
 
 import (
 	"time"
@@ -30,13 +30,13 @@ type Status struct {
 }
 
 // Status returns a copy of the current state.
-func (s *Snapshotter) Status() Status {
+func (s *Scheduler) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.st
 }
 
-func (s *Snapshotter) record(r Result, err error, at time.Time) {
+func (s *Scheduler) record(r Result, err error, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at = at.UTC()
@@ -52,7 +52,7 @@ func (s *Snapshotter) record(r Result, err error, at time.Time) {
 	s.st.Snapshots++
 }
 
-func (s *Snapshotter) setNext(t time.Time) {
+func (s *Scheduler) setNext(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t = t.UTC()

@@ -16,9 +16,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/backup"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/snapshot"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
@@ -29,13 +29,13 @@ func backupSection(dir string, keep int) string {
 	return fmt.Sprintf("[backup]\ndir = %s\nevery = \"1s\"\nkeep = %d\n", tomlString(dir), keep)
 }
 
-func backupStatus(t *testing.T, base string) snapshot.Status {
+func backupStatus(t *testing.T, base string) backup.Status {
 	t.Helper()
 	resp, err := http.Get(base + "/receiptd/status")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var st struct {
-		Backup *snapshot.Status `json:"backup"`
+		Backup *backup.Status `json:"backup"`
 	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
 	require.NotNil(t, st.Backup, "/receiptd/status has backup")
