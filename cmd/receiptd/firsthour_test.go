@@ -49,15 +49,39 @@ func TestConfigCheckTakesTheFileAsAnArgument(t *testing.T) {
 }
 
 // Issue 32, point 1: config check says where the lookups go when PosAPI is
-// on this computer and the lookups are not.
+// on this computer and the lookups are not, and names the keys of a mix
+// made on purpose.
 func TestConfigCheckSaysWhereLookupsGo(t *testing.T) {
 	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
-	path := writeFile(t, "c.toml", "data_dir = "+quote(t.TempDir())+"\n[upstream]\nbase_url = \"http://127.0.0.1:7081\"\n")
-	code, stdout, stderr := runCLI(t, "config", "check", path)
-	require.Equal(t, exitOK, code, stderr)
-	require.Contains(t, stdout, "note: upstream.base_url (http://127.0.0.1:7081) is on this computer, but "+
-		"upstream.lookup_base_url (https://api.ebarimt.mn) and upstream.stock_base_url (https://service.itc.gov.mn) reach the internet")
-	require.Contains(t, stdout, "receiptd demo -config FILE")
+	for _, tc := range []struct {
+		name, upstream string
+		want, absent   []string
+	}{
+		{"defaults", "base_url = \"http://127.0.0.1:7081\"\n",
+			[]string{"note: upstream.base_url (http://127.0.0.1:7081) is on this computer; upstream.lookup_base_url (https://api.ebarimt.mn) " +
+				"and upstream.stock_base_url (https://service.itc.gov.mn) are at the live default.",
+				"If base_url answers as receiptd's simulator when receiptd starts (receiptd sim), the lookups follow it"},
+			[]string{"warning:"}},
+		{"a mix on purpose", "base_url = \"http://127.0.0.1:7081\"\nstock_base_url = \"https://stock.example\"\n",
+			[]string{"upstream.lookup_base_url (https://api.ebarimt.mn) is at the live default",
+				"warning: upstream.stock_base_url (https://stock.example) is set to reach the internet while upstream.base_url"},
+			nil},
+		{"all on loopback", "base_url = \"http://127.0.0.1:7081\"\nlookup_base_url = \"http://127.0.0.1:7081\"\nstock_base_url = \"http://127.0.0.1:7081\"\n",
+			nil, []string{"note:", "warning:"}},
+		{"PosAPI on another machine", "base_url = \"http://10.1.2.3:7080\"\n", nil, []string{"note:", "warning:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "c.toml", "data_dir = "+quote(t.TempDir())+"\n[upstream]\n"+tc.upstream)
+			code, stdout, stderr := runCLI(t, "config", "check", path)
+			require.Equal(t, exitOK, code, stderr)
+			for _, w := range tc.want {
+				require.Contains(t, stdout, w)
+			}
+			for _, a := range tc.absent {
+				require.NotContains(t, stdout, a)
+			}
+		})
+	}
 }
 
 // Issue 32, point 6: a usage error the command finds itself (not the flag

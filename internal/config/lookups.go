@@ -60,3 +60,29 @@ func (u *Upstream) FollowBaseURL() []string {
 	}
 	return warnings
 }
+
+// AtLiveDefault is the lookup keys still at their live defaults
+// (lookup_base_url https://api.ebarimt.mn, stock_base_url
+// https://service.itc.gov.mn), dotted, in order.
+func (u Upstream) AtLiveDefault() []string {
+	var keys []string
+	for _, k := range lookupKeys {
+		if *k.get(&u) == k.live {
+			keys = append(keys, k.key)
+		}
+	}
+	return keys
+}
+
+// FollowAtLiveDefault points each lookup key still at its live default at
+// base_url and returns the keys it moved; a key set to anything else stays.
+func (u *Upstream) FollowAtLiveDefault() []string {
+	var moved []string
+	for _, k := range lookupKeys {
+		if p := k.get(u); *p == k.live {
+			*p = u.BaseURL
+			moved = append(moved, k.key)
+		}
+	}
+	return moved
+}

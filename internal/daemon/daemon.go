@@ -100,6 +100,8 @@ func New(cfg config.Config, log *zap.Logger, version string) (_ *Daemon, err err
 		LogDir: filepath.Join(cfg.DataDir, LogDir)}); err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
+	followSimulator(context.Background(), &d.cfg.Upstream, log.Named("upstream"))
+	cfg = d.cfg
 	cc := clientConfig(cfg.Upstream)
 	// Every answer's Date header tells the watcher the tax service's
 	// clock; d.posapi is set below, before anything is sent.
