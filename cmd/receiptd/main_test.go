@@ -250,7 +250,7 @@ func TestRunWithAMissingConfigFile(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "config.toml")
 	code, _, stderr := runCLI(t, "run", "-config", missing)
 	require.Equal(t, exitUsage, code)
-	require.Equal(t, "receiptd run: config file "+missing+" does not exist\n", stderr)
+	require.Equal(t, "receiptd run: config file "+missing+" does not exist\nusage: receiptd run [-config FILE] [-init]\n", stderr)
 }
 
 func TestSampleReceiptIsValid(t *testing.T) {
