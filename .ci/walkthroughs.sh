@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the README's walkthroughs as written, with the real binary, where
+# Runs the walkthroughs of README.md and docs/operations.md as written, with the real binary, where
 # nothing but loopback exists. A walkthrough is a line
 # "<!-- walkthrough: NAME -->" followed by two ```sh blocks: the first is
 # terminal 1 (one command that runs until Ctrl-C: started in the
@@ -14,7 +14,7 @@
 #   - fleet: the push says it started; posapi: receiptd's own sendData
 #     happened and shows in /receiptd/status.
 #
-#   .ci/walkthroughs.sh            every walkthrough of README.md
+#   .ci/walkthroughs.sh            every walkthrough of both files
 #   .ci/walkthroughs.sh NAME...    only those
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +38,7 @@ fi
 export NO_PROXY='*' no_proxy='*'
 unset HTTP_PROXY HTTPS_PROXY http_proxy https_proxy
 work=$(mktemp -d)
+export TMPDIR=$work # what a walkthrough writes under ${TMPDIR:-/tmp} goes with it
 bg=""
 cleanup() {
   if [ -n "$bg" ] && kill -0 "$bg" 2>/dev/null; then kill -INT "$bg" 2>/dev/null || true; wait "$bg" 2>/dev/null || true; fi
@@ -45,18 +46,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# extract: README.md's walkthroughs into $work/NAME.1 and $work/NAME.2.
+docs=(README.md docs/operations.md)
+# extract: the walkthroughs into $work/NAME.1 and $work/NAME.2.
 awk -v dir="$work" '
   /^<!-- walkthrough: [a-z0-9-]+ -->$/ { name = $3; block = 0; next }
   name != "" && /^```sh$/ { block++; inblock = 1; next }
   inblock && /^```$/ { inblock = 0; if (block == 2) name = ""; next }
   inblock { print > (dir "/" name "." block) }
-' README.md
+' "${docs[@]}"
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-  mapfile -t names < <(sed -n 's/^<!-- walkthrough: \([a-z0-9-]*\) -->$/\1/p' README.md)
+  mapfile -t names < <(sed -n 's/^<!-- walkthrough: \([a-z0-9-]*\) -->$/\1/p' "${docs[@]}")
 fi
-[ ${#names[@]} -gt 0 ] || die "README.md has no walkthrough"
+[ ${#names[@]} -gt 0 ] || die "no walkthrough in ${docs[*]}"
 
 as_run() { sed "s|go run ./cmd/receiptd|$WALKTHROUGH_BIN|g" <<<"$1"; }
 
