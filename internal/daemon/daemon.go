@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -345,9 +344,8 @@ func (d *Daemon) closeAll() {
 }
 
 // logsToTerminal reports whether the log goes to a terminal a person
-// watches: no log.file, and no service manager holding standard error
-// (systemd sets JOURNAL_STREAM and INVOCATION_ID for its services; a
-// Windows service always has a log.file).
+// watches: no log.file, and standard error not the service manager's
+// journal (a Windows service always has a log.file).
 func logsToTerminal(file string) bool {
-	return file == "" && os.Getenv("JOURNAL_STREAM") == "" && os.Getenv("INVOCATION_ID") == ""
+	return file == "" && !stderrIsJournal()
 }
