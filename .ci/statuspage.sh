@@ -16,6 +16,10 @@
 #   shared-posapi  other POS software spends PosAPI's reserve too (the
 #              simulator's otherPace): the page says PosAPI serves other
 #              tills, and what share of its lottery numbers go to them
+#   posapi-news    sendData working again: receiptd's own sendData is news in
+#              the PosAPI section, not a card
+#   demo-outage    `receiptd demo` with its simulator down: the page names
+#              the terminal as the log, and the outage's failure is listed
 #
 #   .ci/statuspage.sh              all of the above
 #   .ci/statuspage.sh -url URL     only load an already running page at URL
@@ -87,6 +91,10 @@ fold_has() {
 }
 page_has() {
   grep -qE -- "$1" "$shots/$state.page.txt" || die "$state: the page does not show $2 (/$1/); it shows: $(cat "$shots/$state.page.txt")"
+}
+page_lacks_both() {
+  ! { grep -qE -- "$1" "$shots/$state.page.txt" && grep -qE -- "$2" "$shots/$state.page.txt"; } ||
+    die "$state: the page shows $3: $(cat "$shots/$state.page.txt")"
 }
 fold_lacks() {
   ! grep -qE -- "$1" "$fold" || die "$state: the first screen shows $2 (/$1/): $(cat "$fold")"
@@ -218,13 +226,19 @@ states() {
   faults '{"down":true,"downFor":"600s"}'
   code=$(post "$(receipt 3)")
   [ "$code" = 202 ] || die "a receipt during the outage: HTTP $code, want 202: $(cat "$work/answer.json")"
+  oid=$(cat "$work/qid")
   wait_status '"upstream":{"state":"down"'
+  # The card is critical, so /receiptd/status says so too (issue 32, 4).
+  wait_status '"alert":"critical"'
   shoot outage
   fold_has "✗ The tax service cannot be reached \(for " "the outage's heading"
   fold_has "Sales can go on" "that the shop can keep selling"
   fold_has "Nothing answered at the tax service's address \(connection refused\)" "the error in a person's words"
   fold_has "upstream.base_url" "where to look"
-  fold_has "journalctl -u receiptd -n 50" "the log command"
+  # receiptd run in the foreground logs to its terminal (issue 32, 8).
+  fold_has "receiptd's log is the terminal window it runs in" "where the log is"
+  fold_lacks "journalctl" "a journal this run does not write to"
+  page_has "$oid[[:space:]].*queued" "the outage's failed attempt under Last failures"
   fold_lacks "dial tcp" "the raw Go error outside its details element"
   fold_has "receiptd retry -force $hid" "the held receipt, still on the first screen"
   grep -q '<details><summary>The error as recorded</summary><span class="err">[^<]*dial tcp' "$shots/outage.html" ||
@@ -247,6 +261,10 @@ states() {
   page_has "Earlier problem, now past \([0-9:]+ UTC, [0-9a-z ]+ ago\): Nothing answered" "the old error, dated and past"
   fold_lacks "Last error" "the old error as if it were now"
   fold_lacks "cannot be reached" "the outage"
+  page_has "$oid[[:space:]].*sent.*Nothing: it reached the tax service once it answered again" "the outage's failure, still on record"
+  page_lacks_both "Ready for an outage" "Nothing cached yet" "a ready banner over rows with nothing cached"
+  sed -n '/id="h-backup"/,/id="h-fleet"/p' "$shots/$state.html" | grep -q '</section>' ||
+    die "$state: Head office sits inside the Snapshots section (it touches the box above)"
 
   posapi_states
 }
@@ -282,6 +300,14 @@ posapi_states() {
   fold_has "posapi.max_clock_skew \(2m\)" "the limit it is past"
   fold_has "sudo timedatectl set-ntp true" "how to fix the clock"
 
+  faults '{"sendDataFail":false}'
+  wait_status '"lastSendData":{"at":"[^"]*","ok":true'
+  shoot posapi-news
+  page_has "✓ PosAPI has [0-9]+ lottery numbers left" "the reserve in the PosAPI section"
+  page_has "receiptd asked PosAPI to send its data at [0-9:]+ [A-Z]+ and it answered" "receiptd's own sendData, as news"
+  fold_lacks "Nothing else is needed while PosAPI's sendData works" "a card that needs nobody"
+  fold_lacks "Lotteries run out" "a card for what receiptd did itself"
+
   # A full reserve that other POS software spends from at half a lottery a
   # second (55 hours to empty: no forecast to worry about). Reads of
   # /rest/info through receiptd (a POS's, passed on while PosAPI answers)
@@ -303,6 +329,31 @@ posapi_states() {
     "that PosAPI serves other tills, and their share, in words"
   page_has "one till's sendData refills it for all" "what receiptd does about a shared PosAPI"
   fold_lacks "Lotteries run out" "a forecast to worry about"
+
+  demo_state
+}
+
+# demo_state: `receiptd demo` with its simulator down (issue 32, 8).
+demo_state() {
+  stop_pid "$daemon_pid"
+  stop_pid "$sim_pid"
+  "$work/receiptd" demo -listen 127.0.0.1:0 -sim-listen 127.0.0.1:0 >"$work/daemon.out" 2>"$work/daemon.err" &
+  daemon_pid=$!
+  api="" sim=""
+  for _ in $(seq 1 300); do
+    read -r api sim < <(sed -n 's|^receiptd demo: the daemon at \(http://[^,]*\), a simulated tax service at \(http://.*\)$|\1 \2|p' "$work/daemon.out") || true
+    [ -n "$api" ] && break
+    kill -0 "$daemon_pid" 2>/dev/null || die "receiptd demo exited"
+    sleep 0.1
+  done
+  [ -n "$api" ] || die "receiptd demo printed no address within 30s"
+  faults '{"down":true,"downFor":"600s"}'
+  code=$(post "$(receipt 30)")
+  [ "$code" = 202 ] || die "demo: a receipt during the outage: HTTP $code, want 202: $(cat "$work/answer.json")"
+  wait_status '"upstream":{"state":"down"'
+  shoot demo-outage
+  fold_has "receiptd's log is the terminal window it runs in" "the terminal as the demo's log"
+  fold_lacks "journalctl|Get-Content" "a log the demo does not write"
 }
 
 main "$@"

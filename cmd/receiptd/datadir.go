@@ -6,10 +6,12 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/datadir"
+	"github.com/receiptd/receiptd/internal/store"
 )
 
 // The commands that change a data directory, or write a copy of its
@@ -44,14 +46,20 @@ func runRestore(ctx context.Context, env *cmdEnv, args []string) error {
 }
 
 func runSalvage(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "salvage", "salvage [-config FILE]")
+	fs := newFlagSet(env, "salvage", "salvage [-config FILE] [-force]")
 	cfgPath := fs.String("config", "", "config file naming the data directory (default "+config.DefaultPath()+")")
+	force := fs.Bool("force", false, "salvage even a database that opens and checks clean (it is set aside all the same)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	lc, err := loadConfig(*cfgPath)
 	if err != nil {
 		return err
+	}
+	if !*force && datadir.CheckClean(lc.cfg.DataDir) == nil {
+		return usageError{err: fmt.Errorf("%s opens and checks clean: it is not damaged, so nothing was changed "+
+			"(salvage would set this good file aside). If receiptd refuses to start, its message says why "+
+			"(receiptd run -config FILE); to salvage anyway, pass -force", filepath.Join(lc.cfg.DataDir, store.DBFile))}
 	}
 	// Salvage holds every recovered entry in memory at once (a few hundred
 	// bytes to a few KiB each); the daemon's soft limit (gc.go) would make

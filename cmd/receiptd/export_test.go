@@ -285,5 +285,6 @@ func TestExportDaysInAcceptTimezone(t *testing.T) {
 
 	code, _, stderr = runCLI(t, append(args, "-timezone", "Mars/Olympus")...)
 	require.Equal(t, exitUsage, code)
-	require.Equal(t, "receiptd export: -timezone \"Mars/Olympus\": not an IANA time zone like Asia/Ulaanbaatar\n", stderr)
+	require.Equal(t, "receiptd export: -timezone \"Mars/Olympus\": not an IANA time zone like Asia/Ulaanbaatar\n"+
+		"usage: receiptd export -from DATE -to DATE [-format jsonl|csv] [-addr URL] [-token T]\n", stderr)
 }

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -32,6 +33,9 @@ const (
 type usageError struct {
 	err      error
 	reported bool // the flag package has already printed it
+	// misused: the command line itself is wrong (not the file it names),
+	// so runMain prints the command's usage line under the error.
+	misused bool
 }
 
 func (e usageError) Error() string { return e.err.Error() }
@@ -39,7 +43,7 @@ func (e usageError) Unwrap() error { return e.err }
 
 // usagef returns a usageError with a formatted message.
 func usagef(format string, args ...any) error {
-	return usageError{err: fmt.Errorf(format, args...)}
+	return usageError{err: fmt.Errorf(format, args...), misused: true}
 }
 
 // command is one subcommand. Run parses its own flags from args.
@@ -76,7 +80,7 @@ func runMain(ctx context.Context, args []string, env *cmdEnv) int {
 	name, rest := args[0], args[1:]
 	if name == "config" {
 		if len(rest) == 0 || rest[0] != "check" {
-			fmt.Fprintln(env.stderr, "usage: receiptd config check [-config FILE]")
+			fmt.Fprintln(env.stderr, "usage: receiptd config check [-config FILE | FILE]")
 			return exitUsage
 		}
 		name, rest = "config check", rest[1:]
@@ -99,6 +103,9 @@ func runMain(ctx context.Context, args []string, env *cmdEnv) int {
 			fmt.Fprintf(env.stderr, "receiptd %s: %v\n", name, err)
 		}
 		if errors.As(err, &ue) {
+			if syn, ok := synopses.Load(name); ok && ue.misused {
+				fmt.Fprintf(env.stderr, "usage: receiptd %s\n", syn)
+			}
 			return exitUsage
 		}
 		return exitFailure
@@ -121,6 +128,7 @@ func printUsage(w io.Writer) {
 // newFlagSet returns a FlagSet that reports errors instead of exiting and
 // prints its usage to env.stderr.
 func newFlagSet(env *cmdEnv, name, synopsis string) *flag.FlagSet {
+	synopses.Store(name, synopsis)
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	fs.Usage = func() {
@@ -129,6 +137,11 @@ func newFlagSet(env *cmdEnv, name, synopsis string) *flag.FlagSet {
 	}
 	return fs
 }
+
+// synopses is each command's usage line, by name, as its newFlagSet gave
+// it: runMain prints it under every usage error the flag package did not
+// report itself ("unexpected arguments", a missing FILE).
+var synopses sync.Map
 
 // parseFlags parses args and refuses positional arguments beyond maxArgs.
 func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) error {

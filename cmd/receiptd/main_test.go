@@ -70,7 +70,7 @@ func TestExitCodes(t *testing.T) {
 		{"config check bad values", []string{"config", "check", "-config", badValue}, exitUsage, nil,
 			[]string{"2 problems:\n  line 2: sync.concurrency: ", "\n  line 3: sync.on_ambiguous: "}},
 		{"config check a good remote fragment", []string{"config", "check", "-config", "../../config.example.toml", "-remote", goodRemote}, exitOK,
-			[]string{"ok: ../../config.example.toml\nremote config " + config.FragmentHash([]byte(goodFragment)) + " sets: accept.queued_answer\n"}, nil},
+			[]string{"ok: ../../config.example.toml\n", "\nremote config " + config.FragmentHash([]byte(goodFragment)) + " sets: accept.queued_answer\n"}, nil},
 		{"config check a bad remote fragment", []string{"config", "check", "-config", "../../config.example.toml", "-remote", badRemote}, exitUsage, nil,
 			[]string{"the remote config: 1 problem:\n  line 3: auth.token: can never be set remotely"}},
 		{"config check the kept remote fragment", []string{"config", "check", "-config", managed}, exitOK,
@@ -233,7 +233,12 @@ func TestServiceCommandsHere(t *testing.T) {
 	require.Equal(t, "receiptd install: "+why+", and receiptd installs itself only as a systemd unit "+
 		"(user receiptd, hardened). Run it under this system's own supervisor as an unprivileged user instead: "+
 		"receiptd run -config /nonexistent/receiptd.toml\n", stderr)
-	for _, action := range []string{"status", "start", "stop", "restart"} {
+	code, stdout, stderr = runCLI(t, "status", "-addr", testkit.ClosedAddr(t), "-token", "0123456789abcdef0123")
+	require.Equal(t, exitFailure, code)
+	require.Contains(t, stdout, "daemon: is receiptd running? cannot reach it at")
+	require.Contains(t, stdout, "system service: service receiptd is not installed: "+why+"\n")
+	require.Contains(t, stderr, "no receiptd answers, and the system service is not running")
+	for _, action := range []string{"start", "stop", "restart"} {
 		code, stdout, stderr = runCLI(t, action)
 		require.Equal(t, exitFailure, code, action)
 		require.Empty(t, stdout, action)
@@ -259,7 +264,7 @@ func TestRunWithAMissingConfigFile(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "config.toml")
 	code, _, stderr := runCLI(t, "run", "-config", missing)
 	require.Equal(t, exitUsage, code)
-	require.Equal(t, "receiptd run: config file "+missing+" does not exist\n", stderr)
+	require.Equal(t, "receiptd run: config file "+missing+" does not exist\nusage: receiptd run [-config FILE] [-init]\n", stderr)
 }
 
 func TestSampleReceiptIsValid(t *testing.T) {

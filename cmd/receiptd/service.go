@@ -19,7 +19,6 @@ func init() {
 		{"start", "start the system service"},
 		{"stop", "stop the system service"},
 		{"restart", "restart the system service"},
-		{"status", "show whether the system service is running"},
 	} {
 		commands[a.name] = command{summary: a.summary, run: serviceAction(a.name)}
 	}

@@ -54,7 +54,8 @@ func runSim(ctx context.Context, env *cmdEnv, args []string) error {
 
 func printSimHelp(env *cmdEnv, base string, seed int64) {
 	fmt.Fprintf(env.stdout, `tax service simulator listening on %[1]s (seed %[2]d)
-point receiptd at it: upstream.base_url = upstream.lookup_base_url = upstream.stock_base_url = "%[1]s"
+point receiptd at it: upstream.base_url = "%[1]s"
+  (lookup_base_url and stock_base_url left at their defaults follow it: receiptd sees at start that it is this simulator)
 
 control API (never faulted):
   curl -s %[1]s/sim/faults                 the faults in force

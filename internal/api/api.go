@@ -112,6 +112,10 @@ type Options struct {
 	// MaxConns caps the open connections of each listener Serve runs
 	// (max_connections); zero: DefaultMaxConns.
 	MaxConns int
+	// LogFile and LogTerminal say where the status page sends a person to
+	// read the log (statuspage.Data's fields of the same names).
+	LogFile     string
+	LogTerminal bool
 }
 
 func (o Options) withDefaults() Options {

@@ -14,6 +14,7 @@ import (
 	"github.com/receiptd/receiptd/internal/backup"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
 
@@ -174,10 +175,27 @@ type UpstreamStatus struct {
 	LastErrorAt *time.Time `json:"lastErrorAt,omitempty"`
 }
 
-// StatusJSON gathers what /receiptd/status answers; the status page uses it
-// too. ctx is accepted for the future: the reads are in-memory counters and
-// one index row each.
-func (s *Server) StatusJSON(_ context.Context) (Status, error) {
+// StatusJSON gathers what /receiptd/status answers. Its Alert is the
+// status page's: the highest level among the problems "Needs attention"
+// shows (statuspage.Alert), the unsent age's level among them, so a
+// program reading the JSON and a person reading the page see one state.
+func (s *Server) StatusJSON(ctx context.Context) (Status, error) {
+	st, err := s.statusBase(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	d, err := s.pageOf(ctx, st, false)
+	if err != nil {
+		return Status{}, err
+	}
+	st.Alert = statuspage.Alert(d)
+	return st, nil
+}
+
+// statusBase is StatusJSON with Alert the unsent age's level alone. ctx is
+// accepted for the future: the reads are in-memory counters and one index
+// row each.
+func (s *Server) statusBase(_ context.Context) (Status, error) {
 	counts, err := s.d.Queue.Counts()
 	if err != nil {
 		return Status{}, fmt.Errorf("status: %w", err)

@@ -16,18 +16,26 @@ var failureStates = []queue.State{queue.StateRejected, queue.StateHeld, queue.St
 
 // pageData gathers what the status page at GET / shows.
 func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
-	st, err := s.StatusJSON(ctx)
+	st, err := s.statusBase(ctx)
 	if err != nil {
 		return statuspage.Data{}, err
 	}
+	return s.pageOf(ctx, st, true)
+}
+
+// pageOf is the page's data for st (whose Alert is the unsent age's level);
+// withFailures reads the entries the failures table lists, which the
+// alert level does not need.
+func (s *Server) pageOf(_ context.Context, st Status, withFailures bool) (statuspage.Data, error) {
 	d := statuspage.Data{
 		Version: st.Version, Now: s.o.Now(),
 		UpstreamUp: st.Upstream.State == "up", UpstreamSince: st.Upstream.Since, LastError: st.Upstream.LastError,
 		Counts:          make(map[string]int, len(st.Counts)),
 		OldestUnsentAge: time.Duration(st.OldestUnsentAge) * time.Second, Alert: st.Alert,
 		UnsentWarn: s.o.UnsentWarn, UnsentCritical: s.o.UnsentCritical,
-		PosAPI: s.posapiPage(st.PosAPI),
-		Fleet:  pageFleet(st.Fleet),
+		PosAPI:  s.posapiPage(st.PosAPI),
+		Fleet:   pageFleet(st.Fleet),
+		LogFile: s.o.LogFile, LogTerminal: s.o.LogTerminal,
 	}
 	d.Control = s.pageControl(st.Control)
 	if st.LastSuccess != nil {
@@ -46,14 +54,12 @@ func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 	for state, n := range st.Counts {
 		d.Counts[string(state)] = n
 	}
-	for _, state := range failureStates {
-		entries, err := s.d.Queue.Latest(state, statuspage.MaxFailures)
+	if withFailures {
+		failures, err := s.failures()
 		if err != nil {
-			return statuspage.Data{}, fmt.Errorf("status page: %w", err)
+			return statuspage.Data{}, err
 		}
-		for _, e := range entries {
-			d.Failures = append(d.Failures, failureOf(e))
-		}
+		d.Failures = failures
 	}
 	if s.d.Freshness != nil {
 		for _, k := range s.d.Freshness() {
@@ -66,9 +72,49 @@ func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 	d.Backup = backupOf(st.Backup)
 	if s.d.Warmth != nil {
 		w := s.d.Warmth()
-		d.Offline = &statuspage.Offline{Wanted: w.Wanted, Missing: w.Missing, LastRun: w.LastRun}
+		d.Offline = &statuspage.Offline{Wanted: w.Wanted, Missing: w.Missing, LastRun: w.LastRun, Kinds: w.Kinds}
 	}
 	return d, nil
+}
+
+// failures are the newest entries of each failure state, then the newest
+// queued and sent entries with a failed attempt: what an outage did, while
+// it lasts (queued) and after (sent once it answered again).
+func (s *Server) failures() ([]statuspage.Failure, error) {
+	var out []statuspage.Failure
+	for _, state := range failureStates {
+		entries, err := s.d.Queue.Latest(state, statuspage.MaxFailures)
+		if err != nil {
+			return nil, fmt.Errorf("status page: %w", err)
+		}
+		for _, e := range entries {
+			out = append(out, failureOf(e))
+		}
+	}
+	for _, state := range []queue.State{queue.StateQueued, queue.StateSent} {
+		entries, err := s.d.Queue.Latest(state, statuspage.MaxFailures)
+		if err != nil {
+			return nil, fmt.Errorf("status page: %w", err)
+		}
+		for _, e := range entries {
+			if f, ok := attemptFailureOf(e); ok {
+				out = append(out, f)
+			}
+		}
+	}
+	return out, nil
+}
+
+// attemptFailureOf is an entry whose last failed attempt is worth listing,
+// with that attempt's error and time; ok is false when no attempt failed.
+func attemptFailureOf(e queue.Entry) (statuspage.Failure, bool) {
+	for i := len(e.Attempts) - 1; i >= 0; i-- {
+		if a := e.Attempts[i]; a.Error != "" {
+			return statuspage.Failure{QueueID: e.QueueID, Kind: string(e.Kind), State: string(e.State), At: a.At,
+				Message: a.Error, Attempts: len(e.Attempts) + e.AttemptsDropped}, true
+		}
+	}
+	return statuspage.Failure{}, false
 }
 
 // failureOf is how one entry appears among the failures.

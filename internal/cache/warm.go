@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -183,6 +184,10 @@ type Warmth struct {
 	Missing []string
 	// LastRun is when the last warm-up round ended; zero before the first.
 	LastRun time.Time
+	// Kinds are the kinds of lookup (operations, as Freshness names them)
+	// the warm set holds, in warm-up order; the other kinds are cached
+	// only when the POS asks.
+	Kinds []string
 }
 
 // Warmth reports what of the warm set is cached. It reads the store for
@@ -193,6 +198,9 @@ func (c *Cache) Warmth() Warmth {
 	for _, round := range c.warmRounds() {
 		for _, lk := range round {
 			w.Wanted++
+			if !slices.Contains(w.Kinds, string(lk.op)) {
+				w.Kinds = append(w.Kinds, string(lk.op))
+			}
 			if !c.indexed(lk.key()) {
 				name := string(lk.op)
 				if lk.param != "" {

@@ -12,13 +12,13 @@ func TestControlRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name, toml, want string
 	}{
-		{"ftp URL", "[control]\nopamp_url = \"ftp://hq.example/\"\n", "control.opamp_url: scheme must be one of wss, https, ws, http"},
+		{"ftp URL", "[control]\nopamp_url = \"ftp://hq.example/\"\n", `control.opamp_url: needs wss://, https://, ws:// or http:// in front, not "ftp://"`},
 		{"plain ws off loopback", "[control]\nopamp_url = \"ws://hq.example/v1/opamp\"\n", "control.opamp_url: \"ws://hq.example/v1/opamp\" is not a loopback address: use wss:// or https://"},
 		{"plain http off loopback", "[control]\nopamp_url = \"http://10.0.0.1:4320/v1/opamp\"\n", "control.opamp_url: \"http://10.0.0.1:4320/v1/opamp\" is not a loopback address"},
 		{"poll below 1s", "[control]\npoll_every = \"500ms\"\n", "control.poll_every: must be at least 1s"},
 		{"rollback below 1s", "[control]\nrollback_after = \"0s\"\n", "control.rollback_after: must be at least 1s"},
 		{"bad header", "[control.headers]\n\"X Token\" = \"x\"\n", "control.headers.X Token: is not a valid HTTP header name"},
-		{"bad proxy", "[control]\nproxy = \"gopher://p\"\n", "control.proxy: scheme must be one of"},
+		{"bad proxy", "[control]\nproxy = \"gopher://p\"\n", `control.proxy: needs http://, https:// or socks5:// in front, not "gopher://"`},
 		{"missing CA file", "[control]\nca_file = \"/nonexistent/ca.pem\"\n", "control.ca_file: cannot be read"},
 		{"allow auth", "[control]\nallow = [\"accept\", \"auth\"]\n", `control.allow[1]: "auth" can never be set remotely`},
 		{"allow a key under data_dir's kin", "[control]\nallow = [\"control.allow\"]\n", `control.allow[0]: "control.allow" can never be set remotely`},

@@ -11,8 +11,8 @@ func TestFleetRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name, toml, want string
 	}{
-		{"bad URL", "[fleet]\nremote_write_url = \"metrics.example/api/v1/write\"\n", "fleet.remote_write_url: must be an absolute URL"},
-		{"ftp URL", "[fleet]\nremote_write_url = \"ftp://metrics.example/\"\n", "fleet.remote_write_url: scheme must be one of http, https"},
+		{"bad URL", "[fleet]\nremote_write_url = \"metrics.example/api/v1/write\"\n", "fleet.remote_write_url: needs http:// or https:// in front"},
+		{"ftp URL", "[fleet]\nremote_write_url = \"ftp://metrics.example/\"\n", "fleet.remote_write_url: needs http:// or https:// in front, not \"ftp://\""},
 		{"interval below 1s", "[fleet]\ninterval = \"500ms\"\n", "fleet.interval: must be at least 1s"},
 		{"buffer below one interval", "[fleet]\ninterval = \"10m\"\nbuffer = \"5m\"\n", "fleet.buffer: must be at least one fleet.interval (10m0s)"},
 		{"buffer_mb zero", "[fleet]\nbuffer_mb = 0\n", "fleet.buffer_mb: must be at least 1"},
@@ -22,7 +22,7 @@ func TestFleetRefusals(t *testing.T) {
 		{"le label", "[fleet.labels]\nle = \"x\"\n", "fleet.labels.le: is a label of histogram"},
 		{"empty label value", "[fleet.labels]\nshop = \"\"\n", "fleet.labels.shop: value must be a non-empty UTF-8 string"},
 		{"bad header", "[fleet.headers]\n\"X Token\" = \"x\"\n", "fleet.headers.X Token: is not a valid HTTP header name"},
-		{"bad proxy", "[fleet]\nproxy = \"gopher://p\"\n", "fleet.proxy: scheme must be one of"},
+		{"bad proxy", "[fleet]\nproxy = \"gopher://p\"\n", "fleet.proxy: needs http://, https:// or socks5:// in front"},
 		{"missing CA file", "[fleet]\nca_file = \"/nonexistent/ca.pem\"\n", "fleet.ca_file: cannot be read"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/textproto"
 	"os"
 	"slices"
@@ -38,7 +39,20 @@ func Load(path string) (Config, error) {
 	return load(path, os.Environ())
 }
 
+// LoadOnto is Load with base in place of Default: the file's keys, then
+// the environment overrides, are laid over base, and the result is
+// checked with Validate. A key the file does not set keeps base's value,
+// so a caller with defaults of its own (receiptd demo) lets a file change
+// only what it names. A missing file is an error, as for Load.
+func LoadOnto(base Config, path string) (Config, error) {
+	return loadOnto(base, path, os.Environ())
+}
+
 func load(path string, environ []string) (Config, error) {
+	return loadOnto(Default(), path, environ)
+}
+
+func loadOnto(base Config, path string, environ []string) (Config, error) {
 	var data []byte
 	if path != "" {
 		var err error
@@ -46,7 +60,7 @@ func load(path string, environ []string) (Config, error) {
 			return Config{}, fmt.Errorf("read config: %w", err)
 		}
 	}
-	cfg, problems := parse(data, environ)
+	cfg, problems := parseOnto(base, data, environ)
 	if len(problems) > 0 {
 		return Config{}, &Error{Source: path, Problems: problems}
 	}
@@ -59,7 +73,18 @@ func load(path string, environ []string) (Config, error) {
 // is reported, then whatever Validate finds in the values that could be
 // read (a bad value leaves its default in place).
 func parse(data []byte, environ []string) (Config, []*KeyError) {
-	cfg := Default()
+	return parseOnto(Default(), data, environ)
+}
+
+// parseOnto is parse over base instead of Default. base's maps are copied
+// first, so the file's headers and labels never write into the caller's.
+func parseOnto(base Config, data []byte, environ []string) (Config, []*KeyError) {
+	cfg := base
+	cfg.Upstream.Headers = maps.Clone(base.Upstream.Headers)
+	cfg.Upstream.LookupHeaders = maps.Clone(base.Upstream.LookupHeaders)
+	cfg.Fleet.Headers = maps.Clone(base.Fleet.Headers)
+	cfg.Fleet.Labels = maps.Clone(base.Fleet.Labels)
+	cfg.Auth.AllowedHosts = slices.Clone(base.Auth.AllowedHosts)
 	lines, problems := decodeDoc(data, &cfg)
 	if len(problems) > 0 && problems[0].Key == "" {
 		return Config{}, problems

@@ -173,27 +173,15 @@ func (u Upstream) check(ch *checker, listen string) {
 	}
 }
 
-// checkURL requires an absolute URL with one of schemes and a host.
+// checkURL applies URLProblem to one key, adding its problem to ch; it
+// returns the parsed URL when there is none.
 func checkURL(ch *checker, key, raw string, schemes ...string) (*url.URL, bool) {
-	u, err := url.Parse(raw)
-	switch {
-	case raw == "":
-		ch.add(key, "must be set")
-	case err != nil:
-		ch.add(key, "must be a URL: %v", err)
-	case u.Host == "" || u.Hostname() == "":
-		ch.add(key, "must be an absolute URL like %q, not %q", schemes[0]+"://host:port", raw)
-	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
-		ch.add(key, "must not carry a query, a fragment or credentials")
-	default:
-		for _, s := range schemes {
-			if u.Scheme == s {
-				return u, true
-			}
-		}
-		ch.add(key, "scheme must be one of %s, not %q", strings.Join(schemes, ", "), u.Scheme)
+	u, problem := URLProblem(raw, schemes...)
+	if problem != "" {
+		ch.add(key, "%s", problem)
+		return nil, false
 	}
-	return nil, false
+	return u, true
 }
 
 // sameAddr reports whether the URL points at the listen address.

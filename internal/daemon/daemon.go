@@ -117,6 +117,8 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 		LogDir: filepath.Join(cfg.DataDir, LogDir)}); err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
+	followSimulator(context.Background(), &d.cfg.Upstream, log.Named("upstream"))
+	cfg = d.cfg
 	cc := clientConfig(cfg.Upstream)
 	// Every answer's Date header tells the watcher the tax service's
 	// clock; d.posapi is set below, before anything is sent.
@@ -199,6 +201,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client)
 		// max_backoff apart: a POS asked to come back then finds news.
 		QueuedAnswer: d.cfg.Accept.QueuedAnswer, RetryAfter: d.cfg.Sync.MaxBackoff.Duration,
 		MaxConns: d.cfg.MaxConnections,
+		LogFile:  d.cfg.Log.File, LogTerminal: logsToTerminal(d.cfg.Log.File),
 	}), nil
 }
 
@@ -373,4 +376,11 @@ func (d *Daemon) closeAll() {
 	if d.st != nil {
 		_ = d.st.Close()
 	}
+}
+
+// logsToTerminal reports whether the log goes to a terminal a person
+// watches: no log.file, and standard error not the service manager's
+// journal (a Windows service always has a log.file).
+func logsToTerminal(file string) bool {
+	return file == "" && !stderrIsJournal()
 }

@@ -110,6 +110,8 @@ func New(cfg Config, src prometheus.Gatherer, log *zap.Logger) (*Pusher, error) 
 // Run samples every Interval and sends until ctx ends, then closes the
 // buffer. What is unsent stays on disk for the next start.
 func (p *Pusher) Run(ctx context.Context) {
+	p.log.Info("pushing this till's receiptd_ series to the head office; the first success and every change between failing and working are logged",
+		zap.String("url", p.cfg.URL), zap.Duration("interval", p.cfg.Interval), zap.Any("labels", p.cfg.Labels))
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); p.sampleLoop(ctx) }()
@@ -252,7 +254,9 @@ func (p *Pusher) sendBatch(ctx context.Context, b batch) error {
 	case err != nil:
 		return &retryable{err: err}
 	case code/100 == 2:
-		p.lastOK.Store(p.cfg.Now().UnixNano())
+		if p.lastOK.Swap(p.cfg.Now().UnixNano()) == 0 {
+			p.log.Info("the head office accepted this till's first fleet samples", zap.String("url", p.cfg.URL), zap.Int("samples", b.samples))
+		}
 		p.refusalLogged.Store(false)
 		return p.buf.ack(b.last(), false)
 	case code == http.StatusTooManyRequests || code >= 500:

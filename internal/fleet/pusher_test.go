@@ -207,3 +207,27 @@ func TestUnsentSurvivesRestart(t *testing.T) {
 		require.False(t, sent[s.TS], "an accepted interval is never sent again")
 	}
 }
+
+// Issue 32, point 2: the push says when it starts, when it first works, and
+// every change between failing and working, in that order.
+func TestPushLogsStartFirstSuccessAndEveryChange(t *testing.T) {
+	r := fleettest.New(t, func(n int) int {
+		if n >= 1 && n <= 3 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	e := startPusher(t, r.URL, t.TempDir(), nil)
+	require.Eventually(t, func() bool { return r.Requests() >= 6 }, 15*time.Second, 20*time.Millisecond)
+	e.stop()
+	var got []string
+	for _, l := range e.logs.All() {
+		got = append(got, l.Message)
+	}
+	want := []string{"pushing this till's", "first fleet samples", "does not accept", "accepts the fleet samples again"}
+	require.GreaterOrEqual(t, len(got), len(want), got)
+	for i, w := range want {
+		require.Contains(t, got[i], w, "line %d of %q", i, got)
+	}
+	require.Len(t, e.logs.FilterMessageSnippet("first fleet samples").All(), 1, "the first success once only")
+}

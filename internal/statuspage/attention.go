@@ -32,15 +32,25 @@ type step struct{ Text, Command string }
 // render the other system's).
 var hostOS = runtime.GOOS
 
-// logStep says where receiptd's log is and how to read its end.
-func logStep() step {
-	if hostOS == "windows" {
+// logStep says where receiptd's log is and how to read its end: log.file
+// when set; the terminal receiptd runs in (run in the foreground, demo);
+// else the service manager's journal (zero Data: a service's defaults).
+func logStep(d Data) step {
+	const text = "receiptd's log says what each attempt got:"
+	switch {
+	case d.LogFile != "" && hostOS == "windows":
+		return step{Text: text, Command: "Get-Content " + d.LogFile + " -Tail 50"}
+	case d.LogFile != "":
+		return step{Text: text, Command: "tail -n 50 " + d.LogFile}
+	case d.LogTerminal:
+		return step{Text: "receiptd's log is the terminal window it runs in (receiptd run, receiptd demo): its last lines say what each attempt got."}
+	case hostOS == "windows":
 		return step{
 			Text:    "receiptd's log says what each attempt got (service start and stop are in Event Viewer, Application log):",
 			Command: `Get-Content C:\ProgramData\receiptd\logs\receiptd.log -Tail 50`,
 		}
 	}
-	return step{Text: "receiptd's log says what each attempt got:", Command: "journalctl -u receiptd -n 50"}
+	return step{Text: text, Command: "journalctl -u receiptd -n 50"}
 }
 
 // dirOf is the folder of a database path, in hostOS's separators (a Unix
@@ -109,7 +119,7 @@ func databaseItem(d Data) attentionItem {
 		Steps: []step{
 			{Text: "If the database file was moved or replaced, put the right file back at " + orUnknown(d.DatabasePath) + "."},
 			{Text: "Restart receiptd; it reopens the database and checks it:", Command: "receiptd restart"},
-			{Text: "If it fails again, check the disk's health and the system log, then receiptd's log:", Command: logStep().Command},
+			{Text: "If it fails again, check the disk's health and the system log, then receiptd's log. " + logStep(d).Text, Command: logStep(d).Command},
 		},
 	}
 }
@@ -145,7 +155,7 @@ func upstreamItem(d Data) attentionItem {
 		Steps: []step{
 			{Text: "Check this computer's network connection."},
 			{Text: "Check that PosAPI is running and answers at the address in upstream.base_url of receiptd's configuration."},
-			logStep(),
+			logStep(d),
 		},
 	}
 }
@@ -166,7 +176,7 @@ func ageingItem(d Data, waiting int) attentionItem {
 		// Held entries count as unsent (refused and payment ones do not).
 		it.Steps = []step{{Text: "Nothing is waiting to be sent: the oldest unsent receipts are the held ones, waiting for a person (see above). Settle those and this clears."}}
 	default:
-		it.Steps = []step{{Text: "The tax service answers, so something holds the oldest receipts back; list them and read their last attempt:", Command: "receiptd entries -state queued -limit 5"}, logStep()}
+		it.Steps = []step{{Text: "The tax service answers, so something holds the oldest receipts back; list them and read their last attempt:", Command: "receiptd entries -state queued -limit 5"}, logStep(d)}
 	}
 	return it
 }

@@ -239,3 +239,42 @@ func TestWindowsCommands(t *testing.T) {
 	require.NotContains(t, got, "df -h")
 	require.Contains(t, got, "Nothing answered at the tax service's address (connection refused)", "Windows' words for it too")
 }
+
+// Issue 32, point 8: the page sends a person to the log where it is: the
+// terminal in the demo and a foreground run, the file when log.file is
+// set, the journal for a service.
+func TestLogStepNamesWhereTheLogIs(t *testing.T) {
+	for _, tc := range []struct {
+		name, goos string
+		change     func(*Data)
+		want       string
+		absent     string
+	}{
+		{"service on Linux", "linux", func(*Data) {}, "journalctl -u receiptd -n 50", "terminal"},
+		{"demo or run in a terminal", "linux", func(d *Data) { d.LogTerminal = true }, "receiptd's log is the terminal window it runs in", "journalctl"},
+		{"log file on Linux", "linux", func(d *Data) { d.LogFile = "/var/log/receiptd/receiptd.log" }, "tail -n 50 /var/log/receiptd/receiptd.log", "journalctl"},
+		{"log file on Windows", "windows", func(d *Data) { d.LogFile = `D:\logs\receiptd.log` }, `Get-Content D:\logs\receiptd.log -Tail 50`, "journalctl"},
+		{"terminal on Windows", "windows", func(d *Data) { d.LogTerminal = true }, "the terminal window it runs in", `C:\ProgramData`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			onOS(t, tc.goos)
+			d := emptyData()
+			d.UpstreamUp = false
+			tc.change(&d)
+			got := attentionText(t, d)
+			require.Contains(t, got, tc.want)
+			require.NotContains(t, got, tc.absent)
+		})
+	}
+}
+
+// Issue 32, point 8: "Head office" is a section of its own after the
+// snapshots' (it was inside it, touching the box above).
+func TestHeadOfficeIsItsOwnSection(t *testing.T) {
+	page := render(t, emptyData())
+	backup := strings.Index(page, `<section aria-labelledby="h-backup">`)
+	fleet := strings.Index(page, `<section aria-labelledby="h-fleet">`)
+	require.True(t, backup > 0 && fleet > backup)
+	require.Contains(t, page[backup:fleet], "</section>", "the snapshots' section ends before the head office's")
+	require.NotContains(t, page[fleet:], `<p class="ok"`, "the head office's line has a box of its own")
+}

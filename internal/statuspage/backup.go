@@ -60,7 +60,7 @@ func backupItem(d Data) (attentionItem, bool) {
 		Steps: []step{
 			{Text: "Check that " + b.Dir + " is mounted, is a directory receiptd may write to, and has room; it is tried again within a minute."},
 			{Text: "If it keeps failing, take a copy by hand to another place:", Command: "receiptd backup FILE"},
-			logStep(),
+			logStep(d),
 		},
 	}, true
 }

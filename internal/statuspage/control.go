@@ -36,7 +36,7 @@ func controlItem(d Data) (attentionItem, bool) {
 			Problem: c.RemoteMessage,
 			Steps: []step{
 				{Text: "Tell the head office what is written above: they correct the configuration they send to this till, and it is applied when it arrives."},
-				logStep(),
+				logStep(d),
 			},
 		}, true
 	}
@@ -56,7 +56,7 @@ func controlItem(d Data) (attentionItem, bool) {
 		Steps: []step{
 			{Text: "Check this till's internet connection (a web page opens?)."},
 			{Text: "Check control.opamp_url in receiptd's config file (" + c.URL + ") with the head office: the address and the token."},
-			logStep(),
+			logStep(d),
 		},
 	}, true
 }

@@ -14,6 +14,9 @@ type Offline struct {
 	Wanted  int       // lookups in the warm set as known now
 	Missing []string  // those not cached, as "merchant_info 5317878"
 	LastRun time.Time // the last warm-up round; zero: none yet
+	// Kinds are the kinds of lookup (the cache table's rows) the warm set
+	// holds; the table marks the others as cached on demand.
+	Kinds []string
 }
 
 // offlineView is the "offline" block of the page; nil when Data.Offline is.
@@ -39,7 +42,8 @@ func offlineOf(d Data) *offlineView {
 	}
 	if len(o.Missing) == 0 && o.Wanted > 0 {
 		return &offlineView{Ready: true, Level: levelOK, Symbol: "✓",
-			Text: fmt.Sprintf("Ready for an outage: all %d lookups a till needs offline are cached and refreshed in the background (%s).", o.Wanted, last)}
+			Text: fmt.Sprintf("Ready for an outage: the %d lookups a till needs offline (%s in the table below) are all cached and refreshed in the background (%s).",
+				o.Wanted, kindsWords(o.Kinds), last)}
 	}
 	shown := o.Missing[:min(len(o.Missing), maxMissingShown)]
 	missing := strings.Join(shown, ", ")
@@ -49,4 +53,16 @@ func offlineOf(d Data) *offlineView {
 	return &offlineView{Level: levelWarn, Symbol: "⚠", Missing: missing,
 		Text: fmt.Sprintf("Not ready for an outage yet: %d of %d lookups a till needs offline are not cached; they are fetched while the tax service is reachable (%s).",
 			len(o.Missing), o.Wanted, last)}
+}
+
+// kindsWords names the warm set's kinds as the table's rows do:
+// "branch_info, info and bank_accounts".
+func kindsWords(kinds []string) string {
+	switch len(kinds) {
+	case 0:
+		return "their rows"
+	case 1:
+		return kinds[0]
+	}
+	return strings.Join(kinds[:len(kinds)-1], ", ") + " and " + kinds[len(kinds)-1]
 }

@@ -78,7 +78,11 @@ func reserveItem(d Data, p *PosAPI) (attentionItem, bool) {
 	empty := p.LeftLotteries != nil && *p.LeftLotteries <= 0
 	soon := !p.RunOutAt.IsZero() && p.RunOutAt.Sub(d.Now) < soonRunOut
 	failed := p.LastSendData != nil && !p.LastSendData.OK
-	if !empty && !soon && p.Need == "" && !failed {
+	// Only what needs a person: an empty reserve (B2C sales wait now), a
+	// sendData that fails, or a send that is due with auto_send_data off.
+	// A due send receiptd makes itself, and makes successfully, is news
+	// (posapiNews), not a problem.
+	if !empty && !failed && (p.AutoSendData || !soon && p.Need == "") {
 		return attentionItem{}, false
 	}
 	it := attentionItem{ID: "posapi-lotteries", Level: levelWarn, Symbol: "⚠"}

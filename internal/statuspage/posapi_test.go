@@ -40,11 +40,21 @@ func TestPosAPIAttention(t *testing.T) {
 			p.Need = "only 36 lottery numbers are left (posapi.min_lotteries = 200)"
 			p.LastSendData = &SendData{At: now.Add(-28 * time.Minute), OK: true, Message: "HTTP 200"}
 		}),
+		// Issue 32, point 4: receiptd's own sendData worked; nothing
+		// needs a person (the PosAPI section has the news).
+		want:   []string{"✓ Nothing needs attention"},
+		absent: []string{"Lotteries run out", "Nothing else is needed"},
+	}, {
+		name: "lotteries low, auto send off",
+		data: posapiData(func(p *PosAPI) {
+			left := int64(36)
+			p.LeftLotteries, p.RunOutAt, p.AutoSendData = &left, now.Add(3*time.Hour), false
+			p.Need = "only 36 lottery numbers are left (posapi.min_lotteries = 200)"
+		}),
 		want: []string{"Needs attention (1)", "⚠ Lotteries run out in about 3 h at today's pace",
 			"PosAPI has 36 lottery numbers left and issues about 12 B2C receipts an hour.",
 			"Now: only 36 lottery numbers are left (posapi.min_lotteries = 200).",
-			"receiptd asked PosAPI to send its data at 14:02:00 UTC and it answered: HTTP 200",
-			"Nothing else is needed"},
+			"posapi.auto_send_data is off"},
 	}, {
 		name: "reserve empty, sendData failing",
 		data: posapiData(func(p *PosAPI) {
@@ -123,7 +133,7 @@ func TestSharedPosAPIInWords(t *testing.T) {
 		want   []string
 		absent []string
 	}{
-		{"not shared: no line", func(*PosAPI) {}, nil, []string{"also serves other tills", `id="h-shared"`}},
+		{"not shared: no line", func(*PosAPI) {}, nil, []string{"also serves other tills", `id="posapi-shared"`}},
 		{"shared, with its share and pace", func(p *PosAPI) {
 			p.Shared, p.OwnShare, p.PacePerHour, p.PosNo = true, &share, &pace, "SIM-001"
 		}, []string{"This PosAPI (posNo SIM-001) also serves other tills: 93% of its lottery numbers go to them, about 21600 an hour in all.",
@@ -137,6 +147,60 @@ func TestSharedPosAPIInWords(t *testing.T) {
 			}
 			for _, a := range tc.absent {
 				require.NotContains(t, page, a)
+			}
+		})
+	}
+}
+
+// Issue 32, point 4: a successful automatic sendData is news in the
+// PosAPI section, not a card.
+func TestPosAPINewsAfterAutomaticSendData(t *testing.T) {
+	onOS(t, "linux")
+	d := posapiData(func(p *PosAPI) {
+		left := int64(50)
+		p.LeftLotteries = &left
+		p.Need = "only 50 lottery numbers are left (posapi.min_lotteries = 200)"
+		p.LastSendData = &SendData{At: now.Add(-time.Minute), OK: true, Message: "HTTP 200"}
+	})
+	page := text(render(t, d))
+	require.Contains(t, page, "Nothing needs attention")
+	require.NotContains(t, page, "Needs attention (")
+	require.Contains(t, page, "PosAPI has 50 lottery numbers left.")
+	require.Contains(t, page, "receiptd asked PosAPI to send its data at 14:29:00 UTC and it answered: HTTP 200. Still due")
+	require.Contains(t, page, "nothing is needed from you while that works")
+	require.Equal(t, AlertNone, Alert(d))
+}
+
+// Issue 32, point 4: every card raises Alert to the card's level, and no
+// card leaves it at none: the table in docs/contract.md.
+func TestAlertFollowsTheCards(t *testing.T) {
+	onOS(t, "linux")
+	skew := -5 * time.Minute
+	zero := int64(0)
+	for _, tc := range []struct {
+		name   string
+		change func(*Data)
+		want   string
+	}{
+		{"nothing", func(*Data) {}, AlertNone},
+		{"clock 5 min off", func(d *Data) { d.PosAPI = posapiData(func(p *PosAPI) { p.ClockSkew = &skew }).PosAPI }, AlertWarn},
+		{"reserve empty", func(d *Data) { d.PosAPI = posapiData(func(p *PosAPI) { p.LeftLotteries = &zero }).PosAPI }, AlertCritical},
+		{"tax service down", func(d *Data) { d.UpstreamUp = false }, AlertCritical},
+		{"held entry", func(d *Data) { d.Counts["held"] = 1 }, AlertWarn},
+		{"rejected entry", func(d *Data) { d.Counts["rejected"] = 2 }, AlertWarn},
+		{"unsent past warn", func(d *Data) { d.Alert, d.OldestUnsentAge, d.Counts["queued"] = AlertWarn, 25*time.Hour, 1 }, AlertWarn},
+		{"disk full", func(d *Data) { d.DiskFull = "no space left on device" }, AlertCritical},
+		{"database failed", func(d *Data) { d.DatabaseFailed = "write failed" }, AlertCritical},
+		{"snapshot failed", func(d *Data) { d.Backup = &Backup{Dir: "/mnt/usb", LastError: "no space"} }, AlertWarn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := emptyData()
+			tc.change(&d)
+			require.Equal(t, tc.want, Alert(d))
+			if tc.want == AlertNone {
+				require.Contains(t, attentionText(t, d), "Nothing needs attention")
+			} else {
+				require.Contains(t, attentionText(t, d), "Needs attention (")
 			}
 		})
 	}

@@ -92,6 +92,13 @@ type Data struct {
 	Fleet *Fleet
 	// Control is the OpAMP channel to the head office; nil: off.
 	Control *Control
+
+	// LogFile is log.file ("": standard error). LogTerminal: standard
+	// error is the terminal receiptd runs in (run in the foreground, the
+	// demo), not a service manager's journal. Both zero: a service's
+	// defaults (the journal; the log file on Windows).
+	LogFile     string
+	LogTerminal bool
 }
 
 // Failure is one failed attempt or rejected entry.

@@ -55,6 +55,7 @@ type view struct {
 	Offline   *offlineView
 	Backup    backupView
 	Fleet     *fleetView
+	PosAPI    *newsView
 	Shared    *sharedView
 }
 
@@ -118,6 +119,7 @@ func newView(d Data) view {
 	v.Offline = offlineOf(d)
 	v.Backup = backupOf(d)
 	v.Fleet = fleetOf(d)
+	v.PosAPI = posapiNews(d)
 	v.Shared = sharedOf(d)
 	return v
 }
@@ -244,6 +246,8 @@ func nextStep(f Failure) step {
 		return step{Text: "Once the payment is settled:", Command: "receiptd retry " + f.QueueID}
 	case "delete_rejected":
 		return step{Text: "Correct the cause and delete it again from the POS."}
+	case "sent", "deleted":
+		return step{Text: "Nothing: it reached the tax service once it answered again."}
 	}
 	return step{Text: "Nothing: receiptd keeps sending it."}
 }
@@ -265,6 +269,8 @@ func cacheRows(d Data) []cacheRow {
 			r.Level, r.Symbol, r.Status = levelWarn, "⚠", "Last refresh failed (serving stored data): "+c.LastError
 		case c.LastError != "":
 			r.Level, r.Symbol, r.Status = levelWarn, "⚠", "Last refresh failed (nothing stored to serve): "+c.LastError
+		case c.Entries == 0 && d.Offline != nil && len(d.Offline.Kinds) > 0 && !slices.Contains(d.Offline.Kinds, c.Kind):
+			r.Level, r.Symbol, r.Status = levelQuiet, "–", "Not needed offline: cached when the POS first asks"
 		case c.Entries == 0:
 			r.Level, r.Symbol, r.Status = levelQuiet, "–", "Nothing cached yet"
 		}

@@ -20,8 +20,8 @@
 //   - the database, opened after receiptd stopped, passes store.Check.
 //
 // By default the run is short (8 seconds of load, 4 POS clients, 2 kills:
-// about 20 seconds), so the whole suite stays quick; SOAK_FULL=1 makes it
-// the full soak (100 seconds, 6 clients, 6 kills: about three minutes),
+// about 15 seconds), so the whole suite stays quick; SOAK_FULL=1 makes it
+// the full soak (100 seconds, 6 clients, 6 kills: about two minutes),
 // which CI runs as a step of its own (.ci/run). The seed is logged first;
 // SOAK_SEED=N repeats a run's choices (timing still differs), and
 // SOAK_DURATION=90s sets the length of the load phase.

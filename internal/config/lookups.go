@@ -1,0 +1,88 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// The lookup keys and their live defaults, in the order config check names
+// them.
+var lookupKeys = []struct {
+	key  string
+	live string
+	get  func(*Upstream) *string
+}{
+	{"upstream.lookup_base_url", "https://api.ebarimt.mn", func(u *Upstream) *string { return &u.LookupBaseURL }},
+	{"upstream.stock_base_url", "https://service.itc.gov.mn", func(u *Upstream) *string { return &u.StockBaseURL }},
+}
+
+// IsLoopbackURL reports whether raw is a URL whose host is this computer
+// (127.0.0.0/8, ::1 or localhost).
+func IsLoopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Host != "" && isLoopback(u.Hostname())
+}
+
+// LiveLookups is the lookup keys (lookup_base_url, stock_base_url) that
+// leave this computer while base_url stays on it, each as "key (URL)"; nil
+// when base_url is not loopback or no lookup leaves. A real till has PosAPI
+// on loopback and the lookup API on the internet, so this is a note for
+// config check, not a problem: the mix is only a surprise when base_url is
+// `receiptd sim`, which serves the lookups too.
+func (u Upstream) LiveLookups() []string {
+	if !IsLoopbackURL(u.BaseURL) {
+		return nil
+	}
+	var live []string
+	for _, k := range lookupKeys {
+		if v := *k.get(&u); !IsLoopbackURL(v) {
+			live = append(live, fmt.Sprintf("%s (%s)", k.key, v))
+		}
+	}
+	return live
+}
+
+// FollowBaseURL points every lookup key at base_url, for a base_url that is
+// a simulator serving the lookups too (receiptd demo). It returns a warning
+// for each key that was set to another non-loopback address than its live
+// default (a mix made on purpose, now overridden), naming the key; a key
+// left at its live default follows silently.
+func (u *Upstream) FollowBaseURL() []string {
+	var warnings []string
+	for _, k := range lookupKeys {
+		p := k.get(u)
+		if *p != k.live && !IsLoopbackURL(*p) && strings.TrimSpace(*p) != "" {
+			warnings = append(warnings, fmt.Sprintf("%s = %q is not used: the lookups go to %s, the simulator, so nothing leaves this computer",
+				k.key, *p, u.BaseURL))
+		}
+		*p = u.BaseURL
+	}
+	return warnings
+}
+
+// AtLiveDefault is the lookup keys still at their live defaults
+// (lookup_base_url https://api.ebarimt.mn, stock_base_url
+// https://service.itc.gov.mn), dotted, in order.
+func (u Upstream) AtLiveDefault() []string {
+	var keys []string
+	for _, k := range lookupKeys {
+		if *k.get(&u) == k.live {
+			keys = append(keys, k.key)
+		}
+	}
+	return keys
+}
+
+// FollowAtLiveDefault points each lookup key still at its live default at
+// base_url and returns the keys it moved; a key set to anything else stays.
+func (u *Upstream) FollowAtLiveDefault() []string {
+	var moved []string
+	for _, k := range lookupKeys {
+		if p := k.get(u); *p == k.live {
+			*p = u.BaseURL
+			moved = append(moved, k.key)
+		}
+	}
+	return moved
+}

@@ -1,0 +1,115 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestURLProblemInWords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, raw string
+		schemes   []string
+		want      string // "" for a URL that passes
+	}{
+		{"loopback", "http://127.0.0.1:7081", nil, ""},
+		{"https with path", "https://api.ebarimt.mn/base", nil, ""},
+		{"ipv6 loopback", "http://[::1]:7081", nil, ""},
+		{"no scheme", "127.0.0.1:7081", nil, `needs http:// or https:// in front, like "http://127.0.0.1:7081", not "127.0.0.1:7081"`},
+		{"host only", "api.ebarimt.mn", nil, "needs http:// or https:// in front"},
+		{"port out of range", "http://127.0.0.1:70812", nil, "port 70812 is out of range: a port is a number from 1 to 65535"},
+		{"port zero", "http://127.0.0.1:0", nil, "port 0 is out of range"},
+		{"port not a number", "http://127.0.0.1:70x1", nil, `port "70x1" is not a number`},
+		{"colon without port", "http://127.0.0.1:/", nil, `has a ":" after the host but no port number`},
+		{"wrong scheme", "ftp://posapi/", nil, `needs http:// or https:// in front, not "ftp://"`},
+		{"proxy schemes", "gopher://p", []string{"http", "https", "socks5"}, "needs http://, https:// or socks5:// in front"},
+		{"socks5 proxy", "socks5://127.0.0.1:1080", []string{"http", "https", "socks5"}, ""},
+		{"no host", "http:///rest", nil, "needs a host name or address"},
+		{"credentials", "http://user:pw@127.0.0.1:7081", nil, "must not carry a user name or password"},
+		{"query", "http://127.0.0.1:7081/?a=1", nil, "must not carry a query"},
+		{"space", "http://127.0.0.1:7081/a b", nil, "must not contain spaces"},
+		{"empty", "", nil, "must be set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			u, problem := URLProblem(tc.raw, tc.schemes...)
+			if tc.want == "" {
+				require.Empty(t, problem)
+				require.NotNil(t, u)
+				return
+			}
+			require.Nil(t, u)
+			require.Contains(t, problem, tc.want)
+		})
+	}
+}
+
+// Every URL key goes through URLProblem: the same words whatever the key.
+func TestEveryURLKeySaysPortOutOfRange(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"upstream.base_url", "upstream.lookup_base_url", "upstream.stock_base_url",
+		"upstream.proxy", "fleet.remote_write_url", "fleet.proxy"} {
+		t.Run(key, func(t *testing.T) {
+			t.Parallel()
+			table, name := key[:len("upstream")], key[len("upstream."):]
+			if key[:5] == "fleet" {
+				table, name = "fleet", key[len("fleet."):]
+			}
+			_, err := load(writeConfig(t, "["+table+"]\n"+name+" = \"http://127.0.0.1:70812\"\n"), nil)
+			require.ErrorContains(t, err, key+": port 70812 is out of range")
+		})
+	}
+}
+
+func TestLiveLookups(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		u    func(*Upstream)
+		want []string
+	}{
+		{"defaults: PosAPI here, lookups on the internet", func(*Upstream) {}, []string{
+			"upstream.lookup_base_url (https://api.ebarimt.mn)", "upstream.stock_base_url (https://service.itc.gov.mn)"}},
+		{"all on the simulator", func(u *Upstream) { u.LookupBaseURL, u.StockBaseURL = u.BaseURL, "http://localhost:7081" }, nil},
+		{"one left live", func(u *Upstream) { u.LookupBaseURL = u.BaseURL }, []string{"upstream.stock_base_url (https://service.itc.gov.mn)"}},
+		{"PosAPI on another machine", func(u *Upstream) { u.BaseURL = "http://10.0.0.5:7080" }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			u := Default().Upstream
+			tc.u(&u)
+			require.Equal(t, tc.want, u.LiveLookups())
+		})
+	}
+}
+
+func TestFollowBaseURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		u        func(*Upstream)
+		warnKeys []string
+	}{
+		{"live defaults follow silently", func(*Upstream) {}, nil},
+		{"already loopback", func(u *Upstream) { u.LookupBaseURL = "http://127.0.0.1:9999" }, nil},
+		{"a mix on purpose is named", func(u *Upstream) { u.StockBaseURL = "https://stock.example" }, []string{"upstream.stock_base_url"}},
+		{"both named", func(u *Upstream) { u.LookupBaseURL, u.StockBaseURL = "https://l.example", "https://s.example" },
+			[]string{"upstream.lookup_base_url", "upstream.stock_base_url"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			u := Default().Upstream
+			u.BaseURL = "http://127.0.0.1:40001"
+			tc.u(&u)
+			warnings := u.FollowBaseURL()
+			require.Len(t, warnings, len(tc.warnKeys))
+			for i, k := range tc.warnKeys {
+				require.Contains(t, warnings[i], k)
+			}
+			require.Equal(t, u.BaseURL, u.LookupBaseURL)
+			require.Equal(t, u.BaseURL, u.StockBaseURL)
+			require.Empty(t, u.LiveLookups())
+		})
+	}
+}
