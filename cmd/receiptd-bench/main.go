@@ -98,6 +98,9 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("load average before: %s\n", loadBefore)
 		return b.pairedOnly(ctx, o) // fleet.go: push on against off, interleaved
 	}
+	if *floorProfile != "" {
+		return b.profileFloor(ctx, o, *floorProfile) // profile.go: CPU profiles and traces at 1 client
+	}
 	if *floorOnly {
 		return b.floorOnlyRun(ctx, o) // floor.go: accept against the naive server, alternating windows
 	}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"runtime/trace"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/daemon"
+)
+
+var floorProfile = flag.String("floor-profile", "",
+	"write CPU profiles and execution traces of one client posting to receiptd (in process) and to the naive server into this directory, then stop")
+
+// profileFloor runs receiptd in this process (daemon.New and Run, as
+// cmd/receiptd does, logging off) and the naive server, and records a CPU
+// profile and an execution trace of one client posting to each for
+// o.acceptFor: cpu-receiptd.pprof, trace-receiptd.out, cpu-naive.pprof,
+// trace-naive.out. Client and server share the process, so the profiles
+// hold both: `go tool pprof -focus 'net/http.\(\*conn\).serve'` keeps the
+// server's side.
+func (b *bench) profileFloor(ctx context.Context, o options, out string) (err error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	s, err := startDownSim()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	cfg, _, err := b.config(s.URL(), 2)
+	if err != nil {
+		return err
+	}
+	d, err := daemon.New(cfg, zap.NewNop(), "bench")
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	rctx, stopDaemon := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(rctx) }()
+	defer func() {
+		stopDaemon()
+		err = errors.Join(err, <-done)
+	}()
+	n, err := startNaive(b.dir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, n.close()) }()
+	c := newClient()
+	for _, t := range []struct{ name, url string }{{"receiptd", d.URL()}, {"naive", n.url}} {
+		if _, err := measureAccept(ctx, c, t.url, 1, time.Second, "prof-warm-"+t.name); err != nil {
+			return err
+		}
+		r, err := profiled(filepath.Join(out, t.name), func() (acceptResult, error) {
+			return measureAccept(ctx, c, t.url, 1, o.acceptFor, "prof-"+t.name)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s: %d receipts in %s from 1 client, p50 %s / p99 %s: %s/cpu-%s.pprof, %s/trace-%s.out\n",
+			t.name, len(r.lat), o.acceptFor, ms(r.lat.p50()), ms(r.lat.p99()), out, t.name, out, t.name)
+	}
+	return nil
+}
+
+// profiled runs fn with the CPU profiler and the execution tracer on,
+// writing cpu-<base>.pprof and trace-<base>.out beside base.
+func profiled(base string, fn func() (acceptResult, error)) (acceptResult, error) {
+	dir, name := filepath.Dir(base), filepath.Base(base)
+	cpu, err := os.Create(filepath.Join(dir, "cpu-"+name+".pprof"))
+	if err != nil {
+		return acceptResult{}, fmt.Errorf("profile: %w", err)
+	}
+	defer cpu.Close()
+	tr, err := os.Create(filepath.Join(dir, "trace-"+name+".out"))
+	if err != nil {
+		return acceptResult{}, fmt.Errorf("profile: %w", err)
+	}
+	defer tr.Close()
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		return acceptResult{}, fmt.Errorf("profile: %w", err)
+	}
+	if err := trace.Start(tr); err != nil {
+		pprof.StopCPUProfile()
+		return acceptResult{}, fmt.Errorf("profile: trace: %w", err)
+	}
+	r, err := fn()
+	trace.Stop()
+	pprof.StopCPUProfile()
+	if err != nil {
+		return r, err
+	}
+	return r, errors.Join(cpu.Close(), tr.Close())
+}
