@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"time"
@@ -23,7 +24,7 @@ var floorProfile = flag.String("floor-profile", "",
 // cmd/receiptd does, logging off) and the naive server, and records a CPU
 // profile and an execution trace of one client posting to each for
 // o.acceptFor: cpu-receiptd.pprof, trace-receiptd.out, cpu-naive.pprof,
-// trace-naive.out. Client and server share the process, so the profiles
+// trace-naive.out, and the allocations so far (allocs-*.pprof). Client and server share the process, so the profiles
 // hold both: `go tool pprof -focus 'net/http.\(\*conn\).serve'` keeps the
 // server's side.
 func (b *bench) profileFloor(ctx context.Context, o options, out string) (err error) {
@@ -60,14 +61,26 @@ func (b *bench) profileFloor(ctx context.Context, o options, out string) (err er
 		if _, err := measureAccept(ctx, c, t.url, 1, time.Second, "prof-warm-"+t.name); err != nil {
 			return err
 		}
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		cpu0, cpuErr := procCPU(os.Getpid())
 		r, err := profiled(filepath.Join(out, t.name), func() (acceptResult, error) {
 			return measureAccept(ctx, c, t.url, 1, o.acceptFor, "prof-"+t.name)
 		})
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%s: %d receipts in %s from 1 client, p50 %s / p99 %s: %s/cpu-%s.pprof, %s/trace-%s.out\n",
-			t.name, len(r.lat), o.acceptFor, ms(r.lat.p50()), ms(r.lat.p99()), out, t.name, out, t.name)
+		cpu1, err := procCPU(os.Getpid())
+		runtime.ReadMemStats(&m1)
+		n := uint64(max(1, len(r.lat)))
+		cpu := "n/a"
+		if cpuErr == nil && err == nil {
+			cpu = fmt.Sprintf("%d µs", (cpu1-cpu0).Microseconds()/int64(n))
+		}
+		fmt.Printf("%s: %d receipts in %s from 1 client, p50 %s / p99 %s; per receipt (client and server, profiler on): "+
+			"CPU %s, %d allocations, %d bytes allocated: %s/cpu-%s.pprof, %s/trace-%s.out\n",
+			t.name, len(r.lat), o.acceptFor, ms(r.lat.p50()), ms(r.lat.p99()), cpu,
+			(m1.Mallocs-m0.Mallocs)/n, (m1.TotalAlloc-m0.TotalAlloc)/n, out, t.name, out, t.name)
 	}
 	return nil
 }
@@ -99,5 +112,15 @@ func profiled(base string, fn func() (acceptResult, error)) (acceptResult, error
 	if err != nil {
 		return r, err
 	}
-	return r, errors.Join(cpu.Close(), tr.Close())
+	// The allocations since the process began (both targets and their
+	// warm-ups): `go tool pprof -sample_index=alloc_space -focus ...`.
+	heap, err := os.Create(filepath.Join(dir, "allocs-"+name+".pprof"))
+	if err != nil {
+		return r, fmt.Errorf("profile: %w", err)
+	}
+	defer heap.Close()
+	if err := pprof.Lookup("allocs").WriteTo(heap, 0); err != nil {
+		return r, fmt.Errorf("profile: allocs: %w", err)
+	}
+	return r, errors.Join(cpu.Close(), tr.Close(), heap.Close())
 }
