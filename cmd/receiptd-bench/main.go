@@ -7,6 +7,8 @@
 //
 //	go run ./cmd/receiptd-bench          # the full run, a few minutes
 //	go run ./cmd/receiptd-bench -quick   # under a minute, noisier
+//	go run ./cmd/receiptd-bench -floor-only   # accept against the naive server alone, about 1.5 minutes
+//	go run ./cmd/receiptd-bench -floor-profile DIR   # CPU profiles and traces of one client
 //
 // All data lives under one scratch directory (-dir, default a new temporary
 // directory), so the daemon's writes and the raw fsync reference hit the
@@ -119,6 +121,11 @@ func run(ctx context.Context, o options) error {
 	fmt.Println()
 	fmt.Println(res.notes(o))
 	fmt.Println()
+	fmt.Println("Accept at the floor: receiptd against the naive durable server, alternating windows, the median of the rounds' ratios:")
+	for _, f := range res.floor {
+		fmt.Println(f.report())
+	}
+	fmt.Println()
 	fmt.Print(res.fleet.report(res))
 	return nil
 }
@@ -137,6 +144,7 @@ type results struct {
 	idle    idleResult
 	snap    snapshotResult
 	fleet   fleetResult
+	floor   []floorLevel // accept against the naive server, alternating windows
 }
 
 func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
@@ -149,6 +157,10 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 	}
 	step("naive durable server (append + fdatasync under a mutex) at 1 and 64 clients")
 	if r.naive1, r.naive64, err = runNaive(ctx, b.dir, o.acceptFor); err != nil {
+		return r, err
+	}
+	step("accept against the naive durable server at 1 and 64 clients, alternating windows")
+	if r.floor, err = b.runFloor(ctx, o); err != nil {
 		return r, err
 	}
 	step("queue.Enqueue reference")
