@@ -17,8 +17,11 @@ import (
 	"github.com/receiptd/receiptd/internal/daemon"
 )
 
-var floorProfile = flag.String("floor-profile", "",
-	"write CPU profiles and execution traces of one client posting to receiptd (in process) and to the naive server into this directory, then stop")
+var (
+	floorProfile = flag.String("floor-profile", "",
+		"write CPU profiles and execution traces of one client posting to receiptd (in process) and to the naive server into this directory, then stop")
+	profileClients = flag.Int("profile-clients", 1, "with -floor-profile: concurrent clients")
+)
 
 // profileFloor runs receiptd in this process (daemon.New and Run, as
 // cmd/receiptd does, logging off) and the naive server, and records a CPU
@@ -58,14 +61,14 @@ func (b *bench) profileFloor(ctx context.Context, o options, out string) (err er
 	defer func() { err = errors.Join(err, n.close()) }()
 	c := newClient()
 	for _, t := range []struct{ name, url string }{{"receiptd", d.URL()}, {"naive", n.url}} {
-		if _, err := measureAccept(ctx, c, t.url, 1, time.Second, "prof-warm-"+t.name); err != nil {
+		if _, err := measureAccept(ctx, c, t.url, *profileClients, time.Second, "prof-warm-"+t.name); err != nil {
 			return err
 		}
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		cpu0, cpuErr := procCPU(os.Getpid())
 		r, err := profiled(filepath.Join(out, t.name), func() (acceptResult, error) {
-			return measureAccept(ctx, c, t.url, 1, o.acceptFor, "prof-"+t.name)
+			return measureAccept(ctx, c, t.url, *profileClients, o.acceptFor, "prof-"+t.name)
 		})
 		if err != nil {
 			return err
@@ -77,9 +80,9 @@ func (b *bench) profileFloor(ctx context.Context, o options, out string) (err er
 		if cpuErr == nil && err == nil {
 			cpu = fmt.Sprintf("%d µs", (cpu1-cpu0).Microseconds()/int64(n))
 		}
-		fmt.Printf("%s: %d receipts in %s from 1 client, p50 %s / p99 %s; per receipt (client and server, profiler on): "+
+		fmt.Printf("%s: %d receipts in %s from %d client(s), p50 %s / p99 %s; per receipt (client and server, profiler on): "+
 			"CPU %s, %d allocations, %d bytes allocated: %s/cpu-%s.pprof, %s/trace-%s.out\n",
-			t.name, len(r.lat), o.acceptFor, ms(r.lat.p50()), ms(r.lat.p99()), cpu,
+			t.name, len(r.lat), o.acceptFor, *profileClients, ms(r.lat.p50()), ms(r.lat.p99()), cpu,
 			(m1.Mallocs-m0.Mallocs)/n, (m1.TotalAlloc-m0.TotalAlloc)/n, out, t.name, out, t.name)
 	}
 	return nil
