@@ -168,3 +168,49 @@ func TestWriteAcceptedMatchesEncodingJSON(t *testing.T) {
 		})
 	}
 }
+
+// parsePreferSplit is parsePrefer as it was written first (a split and a
+// map per request): the reference FuzzParsePrefer holds the faster one to.
+func parsePreferSplit(fields []string) preference {
+	var p preference
+	seen := map[string]bool{}
+	for _, field := range fields {
+		for _, pref := range strings.Split(field, ",") {
+			pref, _, _ = strings.Cut(pref, ";")
+			name, value, _ := strings.Cut(pref, "=")
+			name = strings.ToLower(strings.TrimSpace(name))
+			value = strings.Trim(strings.TrimSpace(value), `"`)
+			if name == "" || seen[name] {
+				continue
+			}
+			seen[name] = true
+			switch name {
+			case "respond-async":
+				p.async = true
+			case "wait":
+				if d, ok := waitSeconds(value); ok {
+					p.hasWait, p.wait = true, d
+				}
+			}
+		}
+	}
+	return p
+}
+
+func FuzzParsePrefer(f *testing.F) {
+	for _, s := range []string{"wait=10", " WAIT = 3 ", `wait="7"`, "wait=4; foo=bar", "handling=lenient, respond-async, wait=9",
+		"wait=x, wait=3", ",, wait=1 ,", "wait=99999999999999999999999", "respond-async;wait=1"} {
+		f.Add(s, "wait=5")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		for _, s := range []string{a, b} {
+			for _, r := range s {
+				if r >= 0x80 {
+					t.Skip("header tokens are ASCII; case folding differs beyond it")
+				}
+			}
+		}
+		fields := []string{a, b}
+		require.Equal(t, parsePreferSplit(fields), parsePrefer(fields))
+	})
+}
