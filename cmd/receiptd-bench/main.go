@@ -7,6 +7,8 @@
 //
 //	go run ./cmd/receiptd-bench          # the full run, a few minutes
 //	go run ./cmd/receiptd-bench -quick   # under a minute, noisier
+//	go run ./cmd/receiptd-bench -floor-only   # accept against the naive server alone, about 1.5 minutes
+//	go run ./cmd/receiptd-bench -floor-profile DIR   # CPU profiles and traces of one client
 //
 // All data lives under one scratch directory (-dir, default a new temporary
 // directory), so the daemon's writes and the raw fsync reference hit the
@@ -101,6 +103,12 @@ func run(ctx context.Context, o options) error {
 	if *controlOnly {
 		return b.controlOnlyStep(ctx, o) // control.go: idle with [control] on
 	}
+	if *floorProfile != "" {
+		return b.profileFloor(ctx, o, *floorProfile) // profile.go: CPU profiles and traces at 1 client
+	}
+	if *floorOnly {
+		return b.floorOnlyRun(ctx, o) // floor.go: accept against the naive server, alternating windows
+	}
 	if *yearN > 0 {
 		return b.yearStep(ctx, o) // year.go: the year on a till, alone
 	}
@@ -115,6 +123,11 @@ func run(ctx context.Context, o options) error {
 	printTable(res.rows(o))
 	fmt.Println()
 	fmt.Println(res.notes(o))
+	fmt.Println()
+	fmt.Println("Accept at the floor: receiptd against the naive durable server, alternating windows, the median of the rounds' ratios:")
+	for _, f := range res.floor {
+		fmt.Println(f.report())
+	}
 	fmt.Println()
 	fmt.Print(res.fleet.report(res))
 	fmt.Print(res.control.report(res))
@@ -136,6 +149,7 @@ type results struct {
 	snap    snapshotResult
 	fleet   fleetResult
 	control controlResult
+	floor   []floorLevel // accept against the naive server, alternating windows
 }
 
 func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
@@ -148,6 +162,10 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 	}
 	step("naive durable server (append + fdatasync under a mutex) at 1 and 64 clients")
 	if r.naive1, r.naive64, err = runNaive(ctx, b.dir, o.acceptFor); err != nil {
+		return r, err
+	}
+	step("accept against the naive durable server at 1 and 64 clients, alternating windows")
+	if r.floor, err = b.runFloor(ctx, o); err != nil {
 		return r, err
 	}
 	step("queue.Enqueue reference")

@@ -54,7 +54,7 @@ func (s *Server) writeQueued(w http.ResponseWriter, e queue.Entry, why string) {
 		if e.Kind != queue.KindDelete {
 			see = " (GET /receiptd/entries/" + e.QueueID + "/answer gives the tax service's answer once it comes)"
 		}
-		writeJSON(w, http.StatusAccepted, accepted{QueueID: e.QueueID, State: e.State, Message: "accepted and stored; " + why + see})
+		writeAccepted(w, accepted{QueueID: e.QueueID, State: e.State, Message: "accepted and stored; " + why + see})
 		return
 	}
 	msg := "receiptd: sale stored as " + e.QueueID + " but not yet registered with the tax service; " + why +
@@ -65,6 +65,33 @@ func (s *Server) writeQueued(w http.ResponseWriter, e queue.Entry, why string) {
 	}
 	w.Header().Set(HeaderRetryAfter, s.retryAfter())
 	writeJSON(w, http.StatusServiceUnavailable, posError{Status: "ERROR", Message: msg})
+}
+
+// writeAccepted writes a 202 with a's body byte for byte as writeJSON
+// would, without encoding/json's reflection when every string is plain
+// printable ASCII (the answer to every receipt accepted without a wait).
+func writeAccepted(w http.ResponseWriter, a accepted) {
+	if a.Outcome != nil || !plainJSON(a.QueueID) || !plainJSON(string(a.State)) || !plainJSON(a.Message) {
+		writeJSON(w, http.StatusAccepted, a)
+		return
+	}
+	b := make([]byte, 0, len(`{"queueId":"","state":"","message":""}`)+len(a.QueueID)+len(a.State)+len(a.Message))
+	b = append(append(b, `{"queueId":"`...), a.QueueID...)
+	b = append(append(b, `","state":"`...), a.State...)
+	b = append(append(b, `","message":"`...), a.Message...)
+	writeRaw(w, http.StatusAccepted, append(b, `"}`...))
+}
+
+// plainJSON reports whether encoding/json writes s between its quotes
+// unchanged: printable ASCII without the characters it escapes.
+func plainJSON(s string) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // posError is PosAPI's own error envelope and nothing more, for answers a

@@ -41,6 +41,9 @@ func TestParsePrefer(t *testing.T) {
 		{"empty ignored", []string{"wait="}, preference{}},
 		{"unknown ignored", []string{"return=minimal"}, preference{}},
 		{"huge saturates", []string{"wait=99999999999999999999999"}, preference{hasWait: true, wait: 1<<63 - 1}},
+		{"first wait wins though invalid", []string{"wait=x, wait=3"}, preference{}},
+		{"async twice", []string{"Respond-Async", "respond-async; x=1"}, preference{async: true}},
+		{"empty items", []string{",, wait=1 ,"}, preference{hasWait: true, wait: time.Second}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.Equal(t, c.want, parsePrefer(c.fields))
@@ -133,4 +136,81 @@ func TestReadAllTakesNotTheClientsWordForMemory(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(2<<20),
 		"bytes allocated for ten 100-byte bodies that each claimed 1 MiB")
+}
+
+// writeAccepted's fast path writes exactly what encoding/json writes, and
+// anything it would escape goes through encoding/json.
+func TestWriteAcceptedMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		a    accepted
+	}{
+		{"plain", accepted{QueueID: "Q000000000042", State: queue.StateQueued, Message: "accepted and stored; no answer yet (see GET /x)"}},
+		{"empty", accepted{}},
+		{"quote", accepted{QueueID: "Q1", State: queue.StateHeld, Message: `say "held"`}},
+		{"backslash", accepted{Message: `a\b`}},
+		{"html", accepted{Message: "<a> & <b>"}},
+		{"control", accepted{Message: "line\nbreak\ttab"}},
+		{"utf-8", accepted{Message: "Улаанбаатар \u2028"}},
+		{"invalid utf-8", accepted{Message: "bad \xff byte"}},
+		{"del", accepted{Message: "del \x7f"}},
+		{"outcome", accepted{QueueID: "Q2", State: queue.StateSent, Message: "ok", Outcome: &queue.Outcome{Message: "done"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			writeAccepted(rec, c.a)
+			want := httptest.NewRecorder()
+			writeJSON(want, http.StatusAccepted, c.a)
+			require.Equal(t, http.StatusAccepted, rec.Code)
+			require.Equal(t, want.Body.String(), rec.Body.String())
+			require.Equal(t, want.Header(), rec.Header())
+		})
+	}
+}
+
+// parsePreferSplit is parsePrefer as it was written first (a split and a
+// map per request): the reference FuzzParsePrefer holds the faster one to.
+func parsePreferSplit(fields []string) preference {
+	var p preference
+	seen := map[string]bool{}
+	for _, field := range fields {
+		for _, pref := range strings.Split(field, ",") {
+			pref, _, _ = strings.Cut(pref, ";")
+			name, value, _ := strings.Cut(pref, "=")
+			name = strings.ToLower(strings.TrimSpace(name))
+			value = strings.Trim(strings.TrimSpace(value), `"`)
+			if name == "" || seen[name] {
+				continue
+			}
+			seen[name] = true
+			switch name {
+			case "respond-async":
+				p.async = true
+			case "wait":
+				if d, ok := waitSeconds(value); ok {
+					p.hasWait, p.wait = true, d
+				}
+			}
+		}
+	}
+	return p
+}
+
+func FuzzParsePrefer(f *testing.F) {
+	for _, s := range []string{"wait=10", " WAIT = 3 ", `wait="7"`, "wait=4; foo=bar", "handling=lenient, respond-async, wait=9",
+		"wait=x, wait=3", ",, wait=1 ,", "wait=99999999999999999999999", "respond-async;wait=1"} {
+		f.Add(s, "wait=5")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		for _, s := range []string{a, b} {
+			for _, r := range s {
+				if r >= 0x80 {
+					t.Skip("header tokens are ASCII; case folding differs beyond it")
+				}
+			}
+		}
+		fields := []string{a, b}
+		require.Equal(t, parsePreferSplit(fields), parsePrefer(fields))
+	})
 }

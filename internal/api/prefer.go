@@ -22,22 +22,20 @@ type preference struct {
 // occurrence of a preference wins.
 func parsePrefer(fields []string) preference {
 	var p preference
-	seen := map[string]bool{}
+	var seenAsync, seenWait bool // only the preferences understood need "first wins"
 	for _, field := range fields {
-		for _, pref := range strings.Split(field, ",") {
+		for rest, more := field, true; more; {
+			var pref string
+			pref, rest, more = strings.Cut(rest, ",")
 			pref, _, _ = strings.Cut(pref, ";")
 			name, value, _ := strings.Cut(pref, "=")
-			name = strings.ToLower(strings.TrimSpace(name))
-			value = strings.Trim(strings.TrimSpace(value), `"`)
-			if name == "" || seen[name] {
-				continue
-			}
-			seen[name] = true
-			switch name {
-			case "respond-async":
-				p.async = true
-			case "wait":
-				if d, ok := waitSeconds(value); ok {
+			name = strings.TrimSpace(name)
+			switch {
+			case strings.EqualFold(name, "respond-async") && !seenAsync:
+				seenAsync, p.async = true, true
+			case strings.EqualFold(name, "wait") && !seenWait:
+				seenWait = true
+				if d, ok := waitSeconds(strings.Trim(strings.TrimSpace(value), `"`)); ok {
 					p.hasWait, p.wait = true, d
 				}
 			}

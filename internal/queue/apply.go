@@ -125,44 +125,56 @@ func (q *Queue) ApplyAll(ctx context.Context) error {
 }
 
 // ApplyLoop applies the log's records to the database in batches until ctx
-// ends: Options.ApplyDelay after the first record of a batch arrives, or
-// at once when applyBatch are waiting. It wakes only when receipts arrive.
-// A full disk is retried every second; any other failure of the store
-// ends it with the error (the store then refuses every write, and Enqueue
-// with it). Without a log it returns at once.
+// ends: one commit once Options.ApplyDelay has passed since the batch's
+// first record arrived, or at once when applySoon are waiting. So the
+// file's commits, each with its own fdatasyncs, come at most about every
+// ApplyDelay on a quiet till instead of back to back, and leave the disk
+// to the log's flush that a waiting receipt needs. It wakes only when
+// receipts arrive. A full disk is retried every second; any other failure
+// of the store ends it with the error (the store then refuses every
+// write, and Enqueue with it). Without a log it returns at once.
 func (q *Queue) ApplyLoop(ctx context.Context) error {
 	if q.log == nil {
 		return nil
 	}
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-q.applyCh:
-		}
-		if q.ov.len() < applyBatch && !clock.Sleep(ctx, q.applyDelay) {
+		if q.ov.len() == 0 && !q.awaitApply(ctx, nil) {
 			return nil
 		}
-		for {
-			n, err := q.applySome(ctx)
-			switch {
-			case ctx.Err() != nil:
+		if q.ov.len() < applySoon {
+			t := time.NewTimer(q.applyDelay)
+			ok := q.awaitApply(ctx, t.C)
+			t.Stop()
+			if !ok {
 				return nil
-			case errors.Is(err, store.ErrDiskFull):
-				if !clock.Sleep(ctx, time.Second) {
-					return nil
-				}
-				continue
-			case err != nil:
-				err = fmt.Errorf("apply write-ahead log: %w", err)
-				q.st.Fail(err) // acknowledged receipts can no longer reach the file: accept no more
-				return err
 			}
-			if n == 0 {
-				break
+		}
+		_, err := q.applySome(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, store.ErrDiskFull):
+			if !clock.Sleep(ctx, time.Second) {
+				return nil
 			}
+		case err != nil:
+			err = fmt.Errorf("apply write-ahead log: %w", err)
+			q.st.Fail(err) // acknowledged receipts can no longer reach the file: accept no more
+			return err
 		}
 	}
+}
+
+// awaitApply waits for a signal from enqueueLogged (the overlay's first
+// record, or applySoon waiting) or for timeout; false when ctx ended.
+func (q *Queue) awaitApply(ctx context.Context, timeout <-chan time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-q.applyCh:
+	case <-timeout:
+	}
+	return true
 }
 
 // LogFull reports that the write-ahead log cannot grow, so new receipts

@@ -239,14 +239,18 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 	}
 	q.nextSeq++
 	q.lastLSN = lsn
-	q.ov.add(&logRec{lsn: lsn, seq: seq, e: e, enc: rec[1:]})
+	waiting := q.ov.add(&logRec{lsn: lsn, seq: seq, e: e, enc: rec[1:]})
 	q.walMu.Unlock()
 	if err := q.log.Sync(ctx, lsn); err != nil {
 		return Entry{}, false, q.logError(err)
 	}
-	select {
-	case q.applyCh <- struct{}{}:
-	default:
+	// ApplyLoop waits for the first record of a batch, then for
+	// ApplyDelay or applySoon records: only those wake it.
+	if waiting == 1 || waiting >= applySoon {
+		select {
+		case q.applyCh <- struct{}{}:
+		default:
+		}
 	}
 	q.signal()
 	return e, false, nil

@@ -28,6 +28,12 @@ const recEnqueue = 1
 // applyBatch bounds the records one transaction applies.
 const applyBatch = 4096
 
+// applySoon is how many records waiting make ApplyLoop apply at once,
+// without waiting for Options.ApplyDelay: about 0.4 of a log segment of
+// typical receipts, so that a busy till's log is trimmed before the next
+// segment is needed.
+const applySoon = 512
+
 // logRec is a record not yet applied: the entry, and its encoding as it
 // goes into the entries bucket.
 type logRec struct {
@@ -44,11 +50,13 @@ type overlay struct {
 	byKey map[string]*logRec
 }
 
-func (o *overlay) add(r *logRec) {
+// add appends r and returns how many records the overlay holds now.
+func (o *overlay) add(r *logRec) int {
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.recs = append(o.recs, r)
 	o.byKey[r.e.IdemKey] = r
-	o.mu.Unlock()
+	return len(o.recs)
 }
 
 // key returns the record holding an idempotency key, if any.

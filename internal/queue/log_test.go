@@ -1,10 +1,12 @@
 package queue_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,4 +199,37 @@ func TestEnqueueAfterClose(t *testing.T) {
 	_, _, err := q.Enqueue(ctx, receipt(1))
 	require.True(t, errors.Is(err, store.ErrClosed), "%v", err)
 	storetest.CheckAndClose(t, st)
+}
+
+// ApplyLoop commits about once per ApplyDelay under a steady trickle of
+// receipts, not back to back (each commit fdatasyncs the file, on the
+// disk the log's flush waits for), and still applies every record,
+// including those that arrive while it commits.
+func TestApplyLoopCommitsOncePerDelay(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	var commits atomic.Int64
+	st, err := store.Open(path, store.Options{OnCommit: func(time.Duration, int) { commits.Add(1) }})
+	require.NoError(t, err)
+	const delay = 100 * time.Millisecond
+	q, err := queue.Open(ctx, st, queue.Options{LogDir: path + ".wal", ApplyDelay: delay,
+		Now: func() time.Time { return t0.Add(time.Hour) }})
+	require.NoError(t, err)
+	loopCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- q.ApplyLoop(loopCtx) }()
+	before, start := commits.Load(), time.Now()
+	const n = 300
+	for i := 1; i <= n; i++ {
+		enqueue(t, q, i)
+		time.Sleep(time.Millisecond / 2)
+	}
+	require.Eventually(t, func() bool { return fileEntries(t, st) == n }, 10*time.Second, 10*time.Millisecond,
+		"every record reaches the file")
+	made, took := commits.Load()-before, time.Since(start)
+	t.Logf("%d receipts over %s: %d commits", n, took.Round(time.Millisecond), made)
+	require.LessOrEqual(t, made, int64(took/delay)+2, "about one commit per ApplyDelay")
+	stop()
+	require.NoError(t, <-done)
+	closeLogged(t, q, st)
 }

@@ -5,6 +5,10 @@
 // elsewhere. It is the one flush on the path of an accepted receipt
 // (etcd's WAL in front of its bbolt backend is the model); package queue
 // applies the records to the bbolt file in batches off that path.
+// The caller of Sync that finds no flush running is the leader: it
+// writes and fdatasyncs on its own goroutine, so a lone receipt pays no
+// hand-off; it yields to the scheduler first only when other callers are
+// about (another record pending, or callers waiting), to let them join.
 //
 // # Promises
 //

@@ -7,3 +7,10 @@ func Segments(l *Log) int {
 	defer l.fileMu.Unlock()
 	return len(l.old) + 1
 }
+
+// Yields is how many flushes yielded to other callers before writing.
+func Yields(l *Log) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.yields
+}

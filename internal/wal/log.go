@@ -35,11 +35,14 @@ type Log struct {
 	// rollPending: a pending batch has been promised the spare.
 	spareReady, rollPending bool
 	flushing                bool
+	waiting                 int    // callers of Sync waiting for a flush to end
+	spareBuf                []byte // a flushed batch's buffer, for the next batch
 	durable                 uint64
 	failed                  error
 	closed                  bool
 	flushed                 chan struct{} // closed and replaced after every flush
 	flushes, records        uint64        // Stats
+	yields                  uint64        // flushes that yielded to other callers first (tests)
 	full                    error         // why the last spare could not be made for want of space (ensureSpare)
 	fullSince               time.Time     // when the run of such failures began
 
@@ -61,6 +64,10 @@ type batch struct {
 }
 
 const spareName = "spare"
+
+// maxSpareBuf bounds the batch buffer a flush keeps for the next batch:
+// a burst's large buffer is let go.
+const maxSpareBuf = 256 << 10
 
 // Open opens the log in dir (created if missing) for the database whose
 // log id is id, and returns every record after the LSN after, in order.
@@ -192,7 +199,8 @@ func (l *Log) Append(data []byte) (uint64, error) {
 	l.next++
 	l.free -= need
 	if len(l.pending) == 0 {
-		l.pending = append(l.pending, batch{first: lsn})
+		l.pending = append(l.pending, batch{first: lsn, data: l.spareBuf})
+		l.spareBuf = nil
 	}
 	b := &l.pending[len(l.pending)-1]
 	b.data = appendRecord(b.data, l.segNext, lsn, data)
@@ -274,13 +282,18 @@ func (l *Log) Sync(ctx context.Context, lsn uint64) error {
 			continue
 		}
 		ch := l.flushed
+		l.waiting++
 		l.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			l.mu.Lock()
+			l.waiting--
+			l.mu.Unlock()
 			return fmt.Errorf("write-ahead log %s: %w", l.dir, ctx.Err())
 		}
 		l.mu.Lock()
+		l.waiting--
 	}
 }
 
@@ -288,17 +301,26 @@ func (l *Log) Sync(ctx context.Context, lsn uint64) error {
 // and on return, and released while the disk works.
 func (l *Log) flushLocked() {
 	l.flushing = true
-	// Let runnable callers append first: on a busy till they join this
-	// flush instead of each paying for the next one. Alone, it returns at once.
-	l.mu.Unlock()
-	runtime.Gosched()
-	l.mu.Lock()
+	// On a busy till (another caller's record pending, or callers waiting
+	// for the last flush) let runnable callers append first: they join
+	// this flush instead of each paying for the next one. A lone caller
+	// (one receipt at one till) flushes at once on its own goroutine: a
+	// yield would only put it behind whatever else is runnable.
+	if l.next-1-l.durable > 1 || l.waiting > 0 {
+		l.yields++
+		l.mu.Unlock()
+		runtime.Gosched()
+		l.mu.Lock()
+	}
 	work := l.pending
 	l.pending = nil
 	l.mu.Unlock()
 	last, err := l.write(work)
 	l.mu.Lock()
 	l.flushing = false
+	if len(work) == 1 && cap(work[0].data) <= maxSpareBuf {
+		l.spareBuf = work[0].data[:0] // on disk now: the next batch reuses it
+	}
 	if err != nil && l.failed == nil {
 		l.failed = fmt.Errorf("write-ahead log %s: %w: %v", l.dir, ErrFailed, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -99,8 +100,9 @@ func TestGroupCommit(t *testing.T) {
 	close(errs)
 	require.NoError(t, <-errs)
 	flushes := l.Stats().Flushes
-	t.Logf("%d records in %d flushes, %d segments", writers*each, flushes, wal.Segments(l))
+	t.Logf("%d records in %d flushes (%d yielded first), %d segments", writers*each, flushes, wal.Yields(l), wal.Segments(l))
 	require.Less(t, flushes, uint64(writers*each), "flushes are shared")
+	require.Positive(t, wal.Yields(l), "a busy log lets other callers join a flush")
 	require.Greater(t, wal.Segments(l), 3)
 	require.NoError(t, l.Close())
 	_, recs := open(t, dir, 0, 64<<10)
@@ -108,6 +110,27 @@ func TestGroupCommit(t *testing.T) {
 	for i, r := range recs {
 		require.Equal(t, uint64(i+1), r.LSN)
 	}
+}
+
+// A lone caller flushes on its own goroutine at once: no yield to the
+// scheduler, so one receipt at one till pays no hand-off. Records of
+// every size read back whole, though each batch reuses the buffer of the
+// one before.
+func TestLoneCallerFlushesWithoutYielding(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := open(t, dir, 0, 64<<10)
+	var want []string
+	for i := range 300 {
+		p := fmt.Sprintf("r%03d-%s", i, strings.Repeat("x", (i*37)%900))
+		want = append(want, p)
+		appendSync(t, l, p)
+	}
+	require.Zero(t, wal.Yields(l), "one caller at a time never yields")
+	require.Equal(t, uint64(300), l.Stats().Flushes)
+	require.NoError(t, l.Close())
+	_, recs := open(t, dir, 0, 64<<10)
+	require.Equal(t, want, payloads(recs))
 }
 
 // Trimmed segments go (one is kept as the spare and reused), the current
