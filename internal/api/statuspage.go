@@ -78,8 +78,9 @@ func (s *Server) pageOf(_ context.Context, st Status, withFailures bool) (status
 }
 
 // failures are the newest entries of each failure state, then the newest
-// queued and sent entries with a failed attempt: what an outage did, while
-// it lasts (queued) and after (sent once it answered again).
+// queued, sending and sent entries with a failed attempt: what an outage
+// did, while it lasts (queued, or sending while the worker probes with
+// it) and after (sent once it answered again).
 func (s *Server) failures() ([]statuspage.Failure, error) {
 	var out []statuspage.Failure
 	for _, state := range failureStates {
@@ -91,7 +92,7 @@ func (s *Server) failures() ([]statuspage.Failure, error) {
 			out = append(out, failureOf(e))
 		}
 	}
-	for _, state := range []queue.State{queue.StateQueued, queue.StateSent} {
+	for _, state := range []queue.State{queue.StateQueued, queue.StateSending, queue.StateSent} {
 		entries, err := s.d.Queue.Latest(state, statuspage.MaxFailures)
 		if err != nil {
 			return nil, fmt.Errorf("status page: %w", err)
