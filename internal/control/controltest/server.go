@@ -63,6 +63,10 @@ type Server struct {
 	agents  map[string]*Agent
 	configs map[string]*protobufs.AgentRemoteConfig // by agent UID
 	conns   map[string]types.Connection
+	// open is every connection made and not yet closed, an agent's first
+	// message or not; stopped: Stop was called and no listen since.
+	open    map[types.Connection]struct{}
+	stopped bool
 }
 
 // Start starts a server on 127.0.0.1:0, stopped when t ends.
@@ -79,6 +83,7 @@ func start(t testing.TB, tlsConfig *tls.Config) *Server {
 		agents:  map[string]*Agent{},
 		configs: map[string]*protobufs.AgentRemoteConfig{},
 		conns:   map[string]types.Connection{},
+		open:    map[types.Connection]struct{}{},
 	}
 	if tlsConfig != nil {
 		s.scheme = "wss"
@@ -109,6 +114,8 @@ func (s *Server) listen(addr string) error {
 			OnConnecting: func(r *http.Request) types.ConnectionResponse {
 				header := r.Header.Clone()
 				return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
+					OnConnected:       s.onConnected,
+					OnConnectionClose: s.onConnectionClose,
 					OnMessage: func(_ context.Context, conn types.Connection, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
 						return s.onMessage(conn, header, msg)
 					},
@@ -120,9 +127,30 @@ func (s *Server) listen(addr string) error {
 		return err
 	}
 	s.mu.Lock()
-	s.srv, s.addr = srv, srv.Addr().String()
+	s.srv, s.addr, s.stopped = srv, srv.Addr().String(), false
 	s.mu.Unlock()
 	return nil
+}
+
+// onConnected keeps conn to be closed by Stop; one made as Stop runs (its
+// upgrade before the listener closed) is closed at once. An agent counts
+// itself connected from here, before its first message reaches onMessage.
+func (s *Server) onConnected(_ context.Context, conn types.Connection) {
+	s.mu.Lock()
+	stopped := s.stopped
+	if !stopped {
+		s.open[conn] = struct{}{}
+	}
+	s.mu.Unlock()
+	if stopped {
+		_ = conn.Disconnect()
+	}
+}
+
+func (s *Server) onConnectionClose(conn types.Connection) {
+	s.mu.Lock()
+	delete(s.open, conn)
+	s.mu.Unlock()
 }
 
 // Stop stops the server and closes every WebSocket connection (opamp-go's
@@ -134,10 +162,12 @@ func (s *Server) Stop() {
 	defer cancel()
 	s.mu.Lock()
 	srv := s.srv
+	s.stopped = true
 	s.mu.Unlock()
 	_ = srv.Stop(ctx)
 	s.mu.Lock()
-	conns := slices.Collect(maps.Values(s.conns))
+	conns := slices.Collect(maps.Keys(s.open))
+	clear(s.open)
 	clear(s.conns)
 	s.mu.Unlock()
 	for _, c := range conns {
