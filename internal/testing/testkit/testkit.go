@@ -4,8 +4,9 @@
 // /receiptd/entries/{queueId} shows it, every entry of a running daemon
 // (ListEntries, GetJSON), a buffer to read while a goroutine writes it
 // (SyncBuffer), the published Go client's receipt answer
-// (GoReceiptResponse), and the real daemon under test (the binary built
-// once, started with a configuration, stopped at the end).
+// (GoReceiptResponse), a clock the test moves (ManualClock), and the real
+// daemon under test (the binary built once, started with a configuration,
+// stopped at the end).
 // Only tests import it.
 package testkit
 
