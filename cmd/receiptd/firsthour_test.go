@@ -137,9 +137,7 @@ func TestSalvageRefusesAHealthyDatabase(t *testing.T) {
 // and authenticated through the config, beside the service manager's view.
 func TestStatusReportsTheRunningDaemon(t *testing.T) {
 	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
-	up := sim.New(sim.Options{Seed: 32})
-	require.NoError(t, up.Start("127.0.0.1:0"))
-	defer up.Close()
+	up := testkit.StartSim(t, sim.Options{Seed: 32})
 	addr := testkit.ClosedAddr(t)
 	cfgPath := writeFile(t, "status.toml", "listen = \""+addr+"\"\ndata_dir = "+quote(filepath.Join(t.TempDir(), "data"))+
 		"\n[upstream]\nbase_url = \""+up.URL()+"\"\nlookup_base_url = \""+up.URL()+"\"\nstock_base_url = \""+up.URL()+"\"\n"+
