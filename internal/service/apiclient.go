@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrNotRunning wraps every failure to reach the daemon, so the message
@@ -89,7 +90,11 @@ func errorMessage(r io.Reader) string {
 	}
 	s := strings.TrimSpace(strings.ToValidUTF8(string(body), "?"))
 	if len(s) > 200 {
-		s = s[:200] + "..."
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut-- // not inside a character
+		}
+		s = s[:cut] + "..."
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -62,4 +63,23 @@ func TestClientSaysWhatFailed(t *testing.T) {
 	err = c.GetJSON(ctx, http.MethodGet, "/", new(any))
 	require.True(t, errors.Is(err, ErrNotRunning), "%v", err)
 	require.ErrorContains(t, err, c.Base)
+}
+
+// errorMessage reads whatever a daemon (or something else on its port)
+// answers: it never panics, and what it returns is valid UTF-8 (a body cut
+// at 200 bytes is cut between characters) and at most three times what it
+// read (4 KiB; a byte that is not UTF-8 becomes U+FFFD).
+func FuzzErrorMessage(f *testing.F) {
+	for _, s := range []string{`{"message":"the entry is sent"}`, `{"message":""}`, "<html>502</html>", "\xff\xfe", `{"message":"\ud800"}`, "a" + strings.Repeat("é", 150), ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got := errorMessage(strings.NewReader(string(body)))
+		if !utf8.ValidString(got) {
+			t.Fatalf("not valid UTF-8: %q", got)
+		}
+		if len(got) > 4096*3 {
+			t.Fatalf("%d bytes from a body of %d", len(got), len(body))
+		}
+	})
 }
