@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/receiptd/receiptd/internal/config"
@@ -41,7 +40,9 @@ func runConfigCheck(_ context.Context, env *cmdEnv, args []string) error {
 	} else {
 		fmt.Fprintf(env.stdout, "ok: %s\n", lc.path)
 	}
-	printLookupNote(env, lc.cfg.Upstream)
+	for _, line := range lc.cfg.Upstream.LookupNote() {
+		fmt.Fprintln(env.stdout, line)
+	}
 	return checkRemote(env, lc, *remote)
 }
 
@@ -71,45 +72,4 @@ func checkRemote(env *cmdEnv, lc loadedConfig, remote string) error {
 		fmt.Fprintf(env.stdout, "remote config %s sets: %s\n", m.Hash, strings.Join(m.RemoteKeys, ", "))
 	}
 	return nil
-}
-
-// printLookupNote says where the lookups go when upstream.base_url is on
-// this computer but a lookup key is not. A key at its live default follows
-// base_url when base_url turns out to be `receiptd sim` at start (a till's
-// PosAPI is not, so a till's lookups stay on the internet); a key set to
-// another non-loopback address is a mix made on purpose, warned about by
-// name.
-func printLookupNote(env *cmdEnv, u config.Upstream) {
-	live := u.LiveLookups()
-	if len(live) == 0 {
-		return
-	}
-	atDefault := u.AtLiveDefault()
-	var defaults, mixed []string
-	for _, l := range live {
-		if slices.Contains(atDefault, strings.Fields(l)[0]) {
-			defaults = append(defaults, l)
-		} else {
-			mixed = append(mixed, l)
-		}
-	}
-	if len(defaults) > 0 {
-		fmt.Fprintf(env.stdout, "note: upstream.base_url (%s) is on this computer; %s %s at the live default.\n"+
-			"  If base_url answers as receiptd's simulator when receiptd starts (receiptd sim), the lookups follow it and\n"+
-			"  nothing leaves this computer; a till's PosAPI does not, so on a till they reach the internet, as they must.\n",
-			u.BaseURL, strings.Join(defaults, " and "), pick(len(defaults), "is", "are"))
-	}
-	if len(mixed) > 0 {
-		fmt.Fprintf(env.stdout, "warning: %s %s set to reach the internet while upstream.base_url (%s) is on this computer:\n"+
-			"  receiptd asks %s even when base_url is receiptd's simulator. Remove the %s to let the lookups follow the simulator.\n",
-			strings.Join(mixed, " and "), pick(len(mixed), "is", "are"), u.BaseURL, pick(len(mixed), "it", "them"), pick(len(mixed), "key", "keys"))
-	}
-}
-
-// pick is one when n is 1, many otherwise.
-func pick(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -97,7 +97,7 @@ func runBackup(ctx context.Context, env *cmdEnv, args []string) error {
 		return err
 	}
 	n, err := datadir.Backup(path, func() (io.ReadCloser, error) {
-		resp, err := c.do(ctx, "GET", "/receiptd/backup")
+		resp, err := c.Do(ctx, "GET", "/receiptd/backup")
 		if err != nil {
 			return nil, err
 		}

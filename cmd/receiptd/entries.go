@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/service"
 )
 
 func init() {
@@ -30,7 +31,7 @@ type entryPage struct {
 
 // pager walks GET /receiptd/entries page by page.
 type pager struct {
-	c     *apiClient
+	c     *service.Client
 	state string
 	limit int // per page
 	after string
@@ -51,7 +52,7 @@ func (p *pager) next(ctx context.Context) ([]queue.Entry, []json.RawMessage, err
 		q.Set("after", p.after)
 	}
 	var page entryPage
-	if err := p.c.getJSON(ctx, "GET", "/receiptd/entries?"+q.Encode(), &page); err != nil {
+	if err := p.c.GetJSON(ctx, "GET", "/receiptd/entries?"+q.Encode(), &page); err != nil {
 		return nil, nil, err
 	}
 	entries := make([]queue.Entry, len(page.Entries))

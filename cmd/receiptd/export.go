@@ -15,6 +15,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/service"
 )
 
 func init() {
@@ -129,7 +130,7 @@ func parseDate(s string, loc *time.Location) (t time.Time, dateOnly bool, err er
 
 // export pages through every entry and writes those accepted in [from, to)
 // to w; it returns how many it wrote.
-func export(ctx context.Context, c *apiClient, w io.Writer, format string, from, to time.Time) (int, error) {
+func export(ctx context.Context, c *service.Client, w io.Writer, format string, from, to time.Time) (int, error) {
 	bw := bufio.NewWriter(w)
 	var cw *csv.Writer
 	if format == "csv" {

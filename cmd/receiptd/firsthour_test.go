@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/receiptd/receiptd/internal/config"
 
@@ -107,16 +106,6 @@ func TestUsageErrorsPrintTheUsageLine(t *testing.T) {
 
 func quote(p string) string { return `"` + filepath.ToSlash(p) + `"` }
 
-// Issue 32, point 9: the demo's first receipt is answered 200 while the
-// simulator is up; the banner must not say it was 202.
-func TestDemoBannerSaysWhatEachAnswerMeans(t *testing.T) {
-	var out strings.Builder
-	printDemoHelp(&cmdEnv{stdout: &out, stderr: &out}, "http://127.0.0.1:7080", "http://127.0.0.1:7081", "r.json", demoOptions{})
-	require.Contains(t, out.String(), "answered 200: the tax service issued it")
-	require.Contains(t, out.String(), "answered 202: it is stored and queued")
-	require.NotContains(t, out.String(), "answered 202 (the tax service down)")
-}
-
 // Issue 32, point 5: salvage refuses a database that opens and checks
 // clean (exit 2, saying so, the file untouched) unless -force.
 func TestSalvageRefusesAHealthyDatabase(t *testing.T) {
@@ -148,9 +137,7 @@ func TestSalvageRefusesAHealthyDatabase(t *testing.T) {
 // and authenticated through the config, beside the service manager's view.
 func TestStatusReportsTheRunningDaemon(t *testing.T) {
 	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
-	up := sim.New(sim.Options{Seed: 32})
-	require.NoError(t, up.Start("127.0.0.1:0"))
-	defer up.Close()
+	up := testkit.StartSim(t, sim.Options{Seed: 32})
 	addr := testkit.ClosedAddr(t)
 	cfgPath := writeFile(t, "status.toml", "listen = \""+addr+"\"\ndata_dir = "+quote(filepath.Join(t.TempDir(), "data"))+
 		"\n[upstream]\nbase_url = \""+up.URL()+"\"\nlookup_base_url = \""+up.URL()+"\"\nstock_base_url = \""+up.URL()+"\"\n"+
@@ -178,53 +165,6 @@ func TestStatusReportsTheRunningDaemon(t *testing.T) {
 
 	_, stdout, _ = runCLI(t, "status", "-addr", addr, "-token", "wrong-token-0123456789")
 	require.Contains(t, stdout, "daemon: GET /receiptd/status: daemon answered 401")
-}
-
-// Issue 32, points 1 and 2: the demo's configs (none, and each walkthrough
-// file under examples/demo) keep every upstream and fleet URL on loopback,
-// and the file's own sections apply.
-func TestDemoConfigsStayOnLoopback(t *testing.T) {
-	t.Setenv("RECEIPTD_AUTH_TOKEN", "")
-	files, err := filepath.Glob("../../examples/demo/*.toml")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	mix := writeFile(t, "mix.toml", "[upstream]\nlookup_base_url = \"https://lookup.example\"\nproxy = \"http://proxy.example:3128\"\n")
-	for _, file := range append([]string{"", mix}, files...) {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			core, logs := observer.New(zap.InfoLevel)
-			cfg, err := demoConfig(demoOptions{listen: "127.0.0.1:0", config: file}, t.TempDir(), "http://127.0.0.1:7081", zap.New(core))
-			require.NoError(t, err)
-			for key, u := range map[string]string{"upstream.base_url": cfg.Upstream.BaseURL,
-				"upstream.lookup_base_url": cfg.Upstream.LookupBaseURL, "upstream.stock_base_url": cfg.Upstream.StockBaseURL} {
-				require.True(t, config.IsLoopbackURL(u), "%s = %s leaves this computer", key, u)
-			}
-			require.Empty(t, cfg.Upstream.Proxy)
-			if cfg.Fleet.RemoteWriteURL != "" {
-				require.True(t, config.IsLoopbackURL(cfg.Fleet.RemoteWriteURL), cfg.Fleet.RemoteWriteURL)
-			}
-			require.Empty(t, cfg.Upstream.LiveLookups())
-			if file == mix {
-				require.Len(t, logs.FilterMessageSnippet("upstream.lookup_base_url = \"https://lookup.example\" is not used").All(), 1)
-			}
-		})
-	}
-	cfg, err := demoConfig(demoOptions{listen: "127.0.0.1:0", config: "../../examples/demo/fleet.toml"}, t.TempDir(), "http://127.0.0.1:7081", zap.NewNop())
-	require.NoError(t, err)
-	require.Equal(t, "demo", cfg.Fleet.Labels["shop"], "the file's [fleet] applies")
-	require.Equal(t, 5*time.Second, cfg.Fleet.Interval.Duration)
-	cfg, err = demoConfig(demoOptions{listen: "127.0.0.1:0", config: "../../examples/demo/posapi.toml"}, t.TempDir(), "http://127.0.0.1:7081", zap.NewNop())
-	require.NoError(t, err)
-	require.Equal(t, 200, cfg.PosAPI.MinLotteries, "the file's [posapi] applies")
-	require.Equal(t, 10*time.Second, cfg.PosAPI.CheckEvery.Duration)
-	require.Equal(t, 3*time.Second, cfg.Sync.MaxBackoff.Duration, "the demo's own defaults stay where the file is silent")
-}
-
-// The README's walkthroughs post examples/demo/receipt.json: it is the
-// demo's own sample receipt, byte for byte.
-func TestWalkthroughReceiptIsTheDemosSample(t *testing.T) {
-	b, err := os.ReadFile("../../examples/demo/receipt.json")
-	require.NoError(t, err)
-	require.Equal(t, string(sampleReceipt("000001")), string(b))
 }
 
 // Issue 32, point 6: every command, given arguments it does not take,

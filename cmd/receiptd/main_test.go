@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/demo"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
@@ -283,3 +284,6 @@ func TestSampleReceiptIsValid(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, answer)
 	require.Equal(t, "SUCCESS", answer["status"])
 }
+
+// sampleReceipt is the demo's sample receipt with another bill id suffix.
+func sampleReceipt(billIDSuffix string) []byte { return demo.SampleReceipt(billIDSuffix) }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/service"
 )
 
 func init() {
@@ -38,11 +39,11 @@ func runRetry(ctx context.Context, env *cmdEnv, args []string) error {
 		path += "?confirm=checked"
 	}
 	var e queue.Entry
-	if err := c.getJSON(ctx, "POST", path, &e); err != nil {
-		var ae *answerError
-		if errors.As(err, &ae) && ae.code == http.StatusConflict && !*force {
+	if err := c.GetJSON(ctx, "POST", path, &e); err != nil {
+		var ae *service.AnswerError
+		if errors.As(err, &ae) && ae.Code == http.StatusConflict && !*force {
 			// The daemon says what to check before a retry of a held entry.
-			return usagef("%s", ae.message)
+			return usagef("%s", ae.Message)
 		}
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,10 +40,7 @@ func TestDiskFull(t *testing.T) {
 }
 
 func TestDiskFullChild(t *testing.T) {
-	path := os.Getenv(diskFullEnv)
-	if path == "" {
-		t.Skip("runs only as TestDiskFull's subprocess")
-	}
+	path := storetest.ChildValue(t, diskFullEnv)
 	// A mapping no larger than the file makes bbolt grow the file by what
 	// each commit needs rather than in 16 MiB steps, so the limit below bites
 	// at once.

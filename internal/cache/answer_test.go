@@ -73,7 +73,7 @@ func TestFailureInside200KeepsGoodData(t *testing.T) {
 			require.Equal(t, g.body, a.body)
 
 			failing.Store(true)
-			e.clk.Advance(400 * 24 * time.Hour) // past every refresh interval
+			e.clk.Add(400 * 24 * time.Hour) // past every refresh interval
 			urlPath, _, _ := strings.Cut(g.path, "?")
 			asked := up.count(urlPath)
 			runCache(t, e.c)
@@ -97,7 +97,7 @@ func TestFailureInside200KeepsGoodData(t *testing.T) {
 			require.Equal(t, Stale, a.cache())
 			require.Equal(t, g.body, a.body)
 			e2 := newEnv(t, st, newClient(t, up.srv.URL), Config{})
-			e2.clk.Advance(400 * 24 * time.Hour)
+			e2.clk.Add(400 * 24 * time.Hour)
 			a = e2.get(t, g.path)
 			require.Equal(t, Stale, a.cache())
 			require.Equal(t, g.body, a.body, "the good answer is what is on disk")
@@ -135,7 +135,7 @@ func TestFailureInside200OnAMiss(t *testing.T) {
 	}
 	for _, f := range failures {
 		t.Run(f.name, func(t *testing.T) {
-			e.clk.Advance(knownDownFor) // the last failure's window is over: this miss asks
+			e.clk.Add(knownDownFor) // the last failure's window is over: this miss asks
 			body.Store(f.body)
 			requireEnvelope(t, e.get(t, f.path), http.StatusServiceUnavailable)
 			rec, err := e.c.read(mustRoute(t, f.path))
@@ -150,7 +150,7 @@ func TestFailureInside200OnAMiss(t *testing.T) {
 	}
 	for _, n := range negatives {
 		t.Run(n.name, func(t *testing.T) {
-			e.clk.Advance(knownDownFor)
+			e.clk.Add(knownDownFor)
 			body.Store(n.body)
 			a := e.get(t, n.path)
 			require.Equal(t, Miss, a.cache())
@@ -179,7 +179,7 @@ func TestNotFoundKeepsAKnownTIN(t *testing.T) {
 	body.Store(`{"msg":"","status":200,"data":{"name":"Shop"}}`)
 	require.Equal(t, Miss, e.get(t, merchant).cache())
 
-	e.clk.Advance(400 * 24 * time.Hour)
+	e.clk.Add(400 * 24 * time.Hour)
 	body.Store(`{"msg":"","status":500,"data":null}`)
 	res := e.c.fetch(context.Background(), context.Background(), mustRoute(t, tin))
 	require.ErrorIs(t, res.err, ErrFailedAnswer)

@@ -57,7 +57,7 @@ func TestOnlineFillsThenOfflineServesStale(t *testing.T) {
 	for _, l := range simLookups {
 		before[l.route] = s.Requests(l.route)
 	}
-	e.clk.Advance(30 * time.Second)
+	e.clk.Add(30 * time.Second)
 	for _, l := range simLookups {
 		if l.route == sim.RouteInfo || l.route == sim.RouteBankAccounts {
 			continue // PosAPI's live state: asked every time (TestLiveKindsAskUpstreamFirst)
@@ -80,7 +80,7 @@ func TestOnlineFillsThenOfflineServesStale(t *testing.T) {
 	// Offline, 2 hours later: hourly and negative kinds are STALE, daily and
 	// weekly ones still HIT, PosAPI's live kinds STALE; every body as before.
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
-	e.clk.Advance(2 * time.Hour)
+	e.clk.Add(2 * time.Hour)
 	stale := map[string]bool{
 		"/api/info/check/getInfo?tin=5317878":      true, // merchant_info: 1h
 		"/api/info/check/getInfo?tin=999":          true, // negative: 10m
@@ -102,7 +102,7 @@ func TestOnlineFillsThenOfflineServesStale(t *testing.T) {
 	}
 
 	// Offline a year later: still served, all STALE (no max_stale).
-	e.clk.Advance(365 * 24 * time.Hour)
+	e.clk.Add(365 * 24 * time.Hour)
 	for _, l := range simLookups {
 		a := e.get(t, l.path)
 		require.Equal(t, Stale, a.cache(), l.path)
@@ -201,7 +201,7 @@ func TestRestartTrimsToMaxEntriesKeepingNewest(t *testing.T) {
 	st := openStore(t)
 	e := newEnv(t, st, newClient(t, up.srv.URL), Config{})
 	for _, seg := range []string{"1", "2", "3", "4"} {
-		e.clk.Advance(time.Minute)
+		e.clk.Add(time.Minute)
 		require.Equal(t, Miss, e.get(t, classPrefix+"/"+seg).cache())
 	}
 	up.srv.Close()
@@ -242,9 +242,9 @@ func TestUpstreamAnswers(t *testing.T) {
 	requireEnvelope(t, e.get(t, path+"?tin=500"), http.StatusServiceUnavailable)
 	require.Equal(t, 2, up.count(path), "a 4xx is an answer: the lookup API is not known down after it")
 	// Each failure makes the lookup API known down; past that, a miss asks.
-	e.clk.Advance(knownDownFor)
+	e.clk.Add(knownDownFor)
 	requireEnvelope(t, e.get(t, path+"?tin=portal"), http.StatusServiceUnavailable)
-	e.clk.Advance(knownDownFor)
+	e.clk.Add(knownDownFor)
 	requireEnvelope(t, e.get(t, path+"?tin=portal"), http.StatusServiceUnavailable)
 	require.Equal(t, 4, up.count(path), "5xx and non-JSON answers are not cached")
 	fr := e.c.Freshness()[2]
@@ -261,9 +261,9 @@ func TestNegativeAnswersExpireSooner(t *testing.T) {
 		"/api/info/check/getTinInfo?regNo=0000"} {
 		require.Equal(t, Miss, e.get(t, p).cache())
 	}
-	e.clk.Advance(4 * time.Minute)
+	e.clk.Add(4 * time.Minute)
 	require.Equal(t, Hit, e.get(t, "/api/info/check/getInfo?tin=999").cache())
-	e.clk.Advance(2 * time.Minute)
+	e.clk.Add(2 * time.Minute)
 	require.Equal(t, Stale, e.get(t, "/api/info/check/getInfo?tin=999").cache())
 	require.Equal(t, Stale, e.get(t, "/api/info/check/getTinInfo?regNo=0000").cache())
 	require.Equal(t, Hit, e.get(t, "/api/info/check/getInfo?tin=5317878").cache())
@@ -276,9 +276,9 @@ func TestMaxStaleBoundsStaleServing(t *testing.T) {
 	const path = "/api/info/check/getInfo?tin=5317878"
 	require.Equal(t, Miss, e.get(t, path).cache())
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
-	e.clk.Advance(time.Hour + 59*time.Minute) // 59m past the 1h interval
+	e.clk.Add(time.Hour + 59*time.Minute) // 59m past the 1h interval
 	require.Equal(t, Stale, e.get(t, path).cache())
-	e.clk.Advance(2 * time.Minute) // 61m past
+	e.clk.Add(2 * time.Minute) // 61m past
 	requireEnvelope(t, e.get(t, path), http.StatusServiceUnavailable)
 	require.NoError(t, s.SetFaults(sim.Faults{}))
 	require.Equal(t, Miss, e.get(t, path).cache())
@@ -389,7 +389,7 @@ func TestRunWarmsUpAndRefreshesInBackground(t *testing.T) {
 	// Stale: served at once while one slow background refresh runs, then
 	// fresh again.
 	require.NoError(t, s.SetFaults(sim.Faults{Latency: 500 * time.Millisecond}))
-	e.clk.Advance(2 * time.Hour)
+	e.clk.Add(2 * time.Hour)
 	before := s.Requests(sim.RouteMerchantInfo)
 	for range 5 {
 		require.Equal(t, Stale, e.get(t, "/api/info/check/getInfo?tin=5317878").cache())
@@ -412,14 +412,14 @@ func TestStaleRefreshFailureIsNotRetriedPerHit(t *testing.T) {
 	require.Equal(t, Miss, e.get(t, path).cache())
 	require.NoError(t, s.SetFaults(sim.Faults{ErrorRate: 1}))
 	runCache(t, e.c)
-	e.clk.Advance(2 * time.Hour)
+	e.clk.Add(2 * time.Hour)
 	require.Equal(t, Stale, e.get(t, path).cache())
 	require.Eventually(t, func() bool { return s.Requests(sim.RouteMerchantInfo) == 2 }, 5*time.Second, 5*time.Millisecond)
 	require.Eventually(t, func() bool { return e.c.Freshness()[2].LastError != "" }, 5*time.Second, 5*time.Millisecond)
 	for range 5 {
 		require.Equal(t, Stale, e.get(t, path).cache())
 	}
-	e.clk.Advance(refreshRetry)
+	e.clk.Add(refreshRetry)
 	require.Equal(t, Stale, e.get(t, path).cache())
 	require.Eventually(t, func() bool { return s.Requests(sim.RouteMerchantInfo) == 3 }, 5*time.Second, 5*time.Millisecond)
 	require.Equal(t, Stale, e.get(t, path).cache())
@@ -526,10 +526,10 @@ func TestGlobalListsAreNeverEvicted(t *testing.T) {
 		want[p] = a.body
 	}
 	for _, p := range []string{"/1", "/2", "/3", "/1/11", "/1/12"} {
-		e.clk.Advance(time.Minute)
+		e.clk.Add(time.Minute)
 		require.Equal(t, Miss, e.get(t, classPrefix+p).cache())
 	}
-	e.clk.Advance(time.Minute)
+	e.clk.Add(time.Minute)
 	require.Equal(t, Miss, e.get(t, "/api/info/check/getInfo?tin=5317878").cache()) // evicts /1/11
 	require.Equal(t, 1, kindOf(t, e.c, client.OpBranchInfo).Entries)
 	require.Equal(t, 1, kindOf(t, e.c, client.OpProductTaxCode).Entries)

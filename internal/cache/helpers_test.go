@@ -15,27 +15,8 @@ import (
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/store/storetest"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
-
-// fakeClock is a settable clock for freshness tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // newClient is a real client of base for both PosAPI and lookups.
 func newClient(t testing.TB, base string) *client.Client {
@@ -51,14 +32,14 @@ type env struct {
 	c   *Cache
 	st  *store.Store
 	srv *httptest.Server
-	clk *fakeClock
+	clk *testkit.ManualClock
 }
 
 func newEnv(t testing.TB, st *store.Store, up Upstream, cfg Config) *env {
 	t.Helper()
 	c, err := New(context.Background(), st, up, cfg, zaptest.NewLogger(t), nil)
 	require.NoError(t, err)
-	clk := newClock()
+	clk := testkit.NewManualClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	c.now = clk.Now
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)

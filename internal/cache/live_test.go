@@ -78,7 +78,7 @@ func TestLiveKindsAskUpstreamFirst(t *testing.T) {
 				require.NotEqual(t, last, a.body, "a new answer each time")
 				last = a.body
 				require.EqualValues(t, i+1, up.n.Load())
-				e.clk.Advance(10 * time.Minute)
+				e.clk.Add(10 * time.Minute)
 			}
 			up.srv.Close()
 			a := e.get(t, path)
@@ -144,14 +144,14 @@ func TestLiveKindsWhilePosAPIHangs(t *testing.T) {
 	require.Equal(t, Miss, bank.cache())
 
 	up.hang.Store(true)
-	e.clk.Advance(time.Minute)
+	e.clk.Add(time.Minute)
 	a := e.get(t, "/rest/info") // waits for the client's timeout
 	require.Equal(t, Stale, a.cache())
 	require.Equal(t, info.body, a.body)
 	require.Equal(t, "60", a.header.Get(HeaderAge))
 	require.Equal(t, 2, up.count("/rest/info"))
 
-	e.clk.Advance(knownDownFor - time.Second)
+	e.clk.Add(knownDownFor - time.Second)
 	for range 3 {
 		a = e.get(t, "/rest/info")
 		require.Equal(t, Stale, a.cache())
@@ -166,7 +166,7 @@ func TestLiveKindsWhilePosAPIHangs(t *testing.T) {
 	require.Equal(t, 2, up.count("/rest/info"), "not asked while known down")
 	require.Equal(t, 1, up.count("/rest/bankAccounts"), "not asked while known down")
 
-	e.clk.Advance(time.Second) // known down no longer: a request asks
+	e.clk.Add(time.Second) // known down no longer: a request asks
 	require.Equal(t, Stale, e.get(t, "/rest/info").cache())
 	require.Equal(t, 3, up.count("/rest/info"))
 
@@ -182,7 +182,7 @@ func TestLiveKindsWhilePosAPIHangs(t *testing.T) {
 	// gets the stored copy at once and starts a probe, whose success brings
 	// requests back to PosAPI.
 	up.hang.Store(false)
-	e.clk.Advance(refreshRetry)
+	e.clk.Add(refreshRetry)
 	require.Equal(t, Stale, e.get(t, "/rest/info").cache())
 	require.Eventually(t, func() bool { return up.count("/rest/info") == 5 }, 5*time.Second, time.Millisecond)
 	require.Eventually(t, func() bool { return e.get(t, "/rest/info").cache() == Miss }, 5*time.Second, time.Millisecond,
@@ -232,7 +232,7 @@ func TestLookupMissesWhileLookupAPIHangs(t *testing.T) {
 		require.Equal(t, Miss, e.get(t, path).cache(), path)
 	}
 	pos.hang.Store(false)
-	e.clk.Advance(knownDownFor)
+	e.clk.Add(knownDownFor)
 
 	// The lookup API hangs: the first miss waits out the timeout.
 	look.hang.Store(true)
@@ -254,7 +254,7 @@ func TestLookupMissesWhileLookupAPIHangs(t *testing.T) {
 	require.Equal(t, 2, pos.count("/rest/info"))
 
 	// A stale entry is still served, and queues a refresh.
-	e.clk.Advance(20 * time.Second)
+	e.clk.Add(20 * time.Second)
 	require.Equal(t, Stale, e.get(t, getInfo+"?tin=1").cache())
 	requireEnvelope(t, e.get(t, getTinInfo+"?regNo=AA00112233"), http.StatusServiceUnavailable)
 	require.Equal(t, 0, look.count(getTinInfo))
@@ -270,7 +270,7 @@ func TestLookupMissesWhileLookupAPIHangs(t *testing.T) {
 	// The lookup API is back: the next refresh (after refreshRetry, well
 	// inside the window) succeeds and ends the window at once.
 	look.hang.Store(false)
-	e.clk.Advance(refreshRetry)
+	e.clk.Add(refreshRetry)
 	require.Equal(t, Stale, e.get(t, getInfo+"?tin=1").cache())
 	require.Eventually(t, func() bool { return look.count(getInfo) == 4 && !refreshing(e.c, getInfo+"?tin=1") },
 		5*time.Second, time.Millisecond)

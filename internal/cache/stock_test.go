@@ -49,13 +49,13 @@ func TestStockQrCachedWithForwardedToken(t *testing.T) {
 	require.Contains(t, a.body, `"barcode":"8656170014754"`)
 	require.Equal(t, 2, s.Requests(sim.RouteStockQr))
 
-	e.clk.Advance(time.Minute)
+	e.clk.Add(time.Minute)
 	a = e.do(t, "GET", stockPath, "", auth)
 	require.Equal(t, Hit, a.cache())
 	require.Equal(t, 2, s.Requests(sim.RouteStockQr), "a hit asks nothing")
 
 	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
-	e.clk.Advance(200 * time.Hour) // past the weekly refresh
+	e.clk.Add(200 * time.Hour) // past the weekly refresh
 	a = e.do(t, "GET", stockPath, "", auth)
 	require.Equal(t, http.StatusOK, a.status)
 	require.Equal(t, Stale, a.cache(), "offline: the cached goods")

@@ -2,9 +2,6 @@ package client_test
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,60 +12,14 @@ import (
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
-// proxyStandIn is a forward HTTP proxy on loopback that records every
-// request passing through it.
-type proxyStandIn struct {
-	URL  string
-	mu   sync.Mutex
-	seen []string
-}
-
-func startProxy(t *testing.T) *proxyStandIn {
-	t.Helper()
-	p := &proxyStandIn{}
-	fwd := &http.Transport{Proxy: nil}
-	t.Cleanup(fwd.CloseIdleConnections)
-	p.URL = handlerServer(t, func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		p.seen = append(p.seen, r.Method+" "+r.URL.Path)
-		p.mu.Unlock()
-		if !r.URL.IsAbs() {
-			http.Error(w, "not a proxy request", http.StatusBadRequest)
-			return
-		}
-		out := r.Clone(r.Context())
-		out.RequestURI = ""
-		resp, err := fwd.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, vs := range resp.Header {
-			w.Header()[k] = vs
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	})
-	return p
-}
-
-func (p *proxyStandIn) requests() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.seen...)
-}
-
 // TestProxyCarriesOnlyLookups: with upstream.proxy set and PosAPI and the
 // lookup API on the same host (the simulator on loopback), every lookup
 // goes through the proxy and no PosAPI request does; receipts reach the
 // simulator directly.
 func TestProxyCarriesOnlyLookups(t *testing.T) {
 	t.Parallel()
-	s := sim.New(sim.Options{Seed: 5})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	proxy := startProxy(t)
+	s := testkit.StartSim(t, sim.Options{Seed: 5})
+	proxy := testkit.StartProxy(t)
 	c, err := client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: s.URL(), Proxy: proxy.URL, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -85,7 +36,7 @@ func TestProxyCarriesOnlyLookups(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, s.Receipts(), 1, "the create reached the simulator")
 	require.Equal(t, []string{rec.ID}, s.Deleted())
-	require.Empty(t, proxy.requests(), "no PosAPI request goes through the lookup proxy")
+	require.Empty(t, proxy.Requests(), "no PosAPI request goes through the lookup proxy")
 
 	_, err = c.BranchInfo(ctx)
 	require.NoError(t, err)
@@ -103,7 +54,7 @@ func TestProxyCarriesOnlyLookups(t *testing.T) {
 		"GET /api/info/check/getInfo",
 		"GET /api/info/check/getTinInfo",
 		"GET /api/info/check/barcode/v2/1",
-	}, proxy.requests(), "every lookup goes through the proxy, loopback or not")
+	}, proxy.Requests(), "every lookup goes through the proxy, loopback or not")
 	require.Equal(t, 1, s.Requests(sim.RouteBranchInfo))
 }
 
@@ -112,9 +63,7 @@ func TestProxyCarriesOnlyLookups(t *testing.T) {
 // client's receipts are not affected.
 func TestLookupProxyRefused(t *testing.T) {
 	t.Parallel()
-	s := sim.New(sim.Options{Seed: 6})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := testkit.StartSim(t, sim.Options{Seed: 6})
 	c, err := client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: "https://tax.example",
 		Proxy: "http://" + testkit.ClosedAddr(t), Timeout: 5 * time.Second})
 	require.NoError(t, err)

@@ -101,6 +101,15 @@ func TestLeafKeysSeesNestedKeys(t *testing.T) {
 	require.Len(t, keys, 87) // 60 + 8 [posapi] + 3 [backup] + 9 [fleet] + 7 [control]
 }
 
+// requireRefused requires a file holding text to be refused as a config
+// error (ErrInvalid) whose text contains want.
+func requireRefused(t *testing.T, text, want string) {
+	t.Helper()
+	_, err := Load(writeConfig(t, text))
+	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorContains(t, err, want)
+}
+
 func writeConfig(t *testing.T, text string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.toml")
@@ -285,11 +294,7 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"zero max_files", "[log]\nmax_files = 0\n", "log.max_files: must be at least 1"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Load(writeConfig(t, c.toml))
-			require.ErrorIs(t, err, ErrInvalid)
-			require.ErrorContains(t, err, c.want)
-		})
+		t.Run(c.name, func(t *testing.T) { requireRefused(t, c.toml, c.want) })
 	}
 }
 

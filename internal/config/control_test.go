@@ -24,11 +24,7 @@ func TestControlRefusals(t *testing.T) {
 		{"allow a key under data_dir's kin", "[control]\nallow = [\"control.allow\"]\n", `control.allow[0]: "control.allow" can never be set remotely`},
 		{"allow unknown", "[control]\nallow = [\"acept\"]\n", `control.allow[0]: "acept" is not a section or key`},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Load(writeConfig(t, c.toml))
-			require.ErrorIs(t, err, ErrInvalid)
-			require.ErrorContains(t, err, c.want)
-		})
+		t.Run(c.name, func(t *testing.T) { requireRefused(t, c.toml, c.want) })
 	}
 }
 
@@ -66,7 +62,10 @@ wait = "3s"
 shop = "017"
 `
 
-func TestMergeRefusesForbiddenKeys(t *testing.T) {
+// A fragment is refused, naming the key and its line, for a key it may
+// never set or control.allow leaves out, and for a value the file would be
+// refused for.
+func TestMergeRefuses(t *testing.T) {
 	own := writeConfig(t, ownFile)
 	for _, c := range []struct {
 		name, fragment, key string
@@ -84,6 +83,12 @@ func TestMergeRefusesForbiddenKeys(t *testing.T) {
 		{"upstream not allowed", "[upstream]\nbase_url = \"http://10.1.1.1:7081\"\n", "upstream.base_url", 2, "is not in control.allow"},
 		{"cache not allowed", "[cache]\nmax_entries = 5\n", "cache.max_entries", 2, "is not in control.allow"},
 		{"dotted at top", "upstream.timeout = \"5s\"\n", "upstream.timeout", 1, "is not in control.allow"},
+		{"bad choice", "[accept]\nqueued_answer = \"maybe\"\n", "accept.queued_answer", 2, "must be one of 202, error"},
+		{"wrong type", "[sync]\n\nconcurrency = \"2\"\n", "sync.concurrency", 3, "remove the quotes"},
+		{"unknown key", "[accept]\nqueued_anwser = \"error\"\n", "accept.queued_anwser", 2, "did you mean accept.queued_answer"},
+		{"against the own file", "[accept]\nmax_wait = \"1s\"\n", "accept.max_wait", 2, "must not be shorter than accept.wait (3s)"},
+		{"relative backup dir", "[backup]\ndir = \"snaps\"\n", "backup.dir", 2, "must be an absolute path"},
+		{"syntax", "[accept\nwait = \"1s\"\n", "", 1, "syntax error"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := merge(own, []byte(c.fragment), nil)
@@ -113,27 +118,6 @@ func TestMergeAllowEntries(t *testing.T) {
 				return
 			}
 			requireProblem(t, err, c.refused, 0, "is not in control.allow")
-		})
-	}
-}
-
-func TestMergeBadValues(t *testing.T) {
-	own := writeConfig(t, ownFile)
-	for _, c := range []struct {
-		name, fragment, key string
-		line                int
-		want                string
-	}{
-		{"bad choice", "[accept]\nqueued_answer = \"maybe\"\n", "accept.queued_answer", 2, "must be one of 202, error"},
-		{"wrong type", "[sync]\n\nconcurrency = \"2\"\n", "sync.concurrency", 3, "remove the quotes"},
-		{"unknown key", "[accept]\nqueued_anwser = \"error\"\n", "accept.queued_anwser", 2, "did you mean accept.queued_answer"},
-		{"against the own file", "[accept]\nmax_wait = \"1s\"\n", "accept.max_wait", 2, "must not be shorter than accept.wait (3s)"},
-		{"relative backup dir", "[backup]\ndir = \"snaps\"\n", "backup.dir", 2, "must be an absolute path"},
-		{"syntax", "[accept\nwait = \"1s\"\n", "", 1, "syntax error"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := merge(own, []byte(c.fragment), nil)
-			requireProblem(t, err, c.key, c.line, c.want)
 		})
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -85,4 +86,51 @@ func (u *Upstream) FollowAtLiveDefault() []string {
 		}
 	}
 	return moved
+}
+
+// LookupNote is what config check says about where the lookups go when
+// base_url is on this computer but a lookup key is not, one line a string
+// (nil when there is nothing to say). A key at its live default follows
+// base_url when base_url turns out to be `receiptd sim` at start (a till's
+// PosAPI is not, so a till's lookups stay on the internet): a note. A key
+// set to another non-loopback address is a mix made on purpose: a warning
+// naming it.
+func (u Upstream) LookupNote() []string {
+	live := u.LiveLookups()
+	if len(live) == 0 {
+		return nil
+	}
+	atDefault := u.AtLiveDefault()
+	var defaults, mixed []string
+	for _, l := range live {
+		if slices.Contains(atDefault, strings.Fields(l)[0]) {
+			defaults = append(defaults, l)
+		} else {
+			mixed = append(mixed, l)
+		}
+	}
+	var lines []string
+	if len(defaults) > 0 {
+		lines = append(lines,
+			fmt.Sprintf("note: upstream.base_url (%s) is on this computer; %s %s at the live default.",
+				u.BaseURL, strings.Join(defaults, " and "), pick(len(defaults), "is", "are")),
+			"  If base_url answers as receiptd's simulator when receiptd starts (receiptd sim), the lookups follow it and",
+			"  nothing leaves this computer; a till's PosAPI does not, so on a till they reach the internet, as they must.")
+	}
+	if len(mixed) > 0 {
+		lines = append(lines,
+			fmt.Sprintf("warning: %s %s set to reach the internet while upstream.base_url (%s) is on this computer:",
+				strings.Join(mixed, " and "), pick(len(mixed), "is", "are"), u.BaseURL),
+			fmt.Sprintf("  receiptd asks %s even when base_url is receiptd's simulator. Remove the %s to let the lookups follow the simulator.",
+				pick(len(mixed), "it", "them"), pick(len(mixed), "key", "keys")))
+	}
+	return lines
+}
+
+// pick is one when n is 1, many otherwise.
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

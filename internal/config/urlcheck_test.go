@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -110,6 +111,43 @@ func TestFollowBaseURL(t *testing.T) {
 			require.Equal(t, u.BaseURL, u.LookupBaseURL)
 			require.Equal(t, u.BaseURL, u.StockBaseURL)
 			require.Empty(t, u.LiveLookups())
+		})
+	}
+}
+
+// LookupNote is config check's note: live defaults are a note, a key set
+// elsewhere on purpose a warning naming it, nothing when all stay here.
+func TestLookupNote(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		u     func(*Upstream)
+		lines []string // a line each, in order, by its start
+	}{
+		{"both at the live default", func(*Upstream) {}, []string{
+			"note: upstream.base_url (http://127.0.0.1:7081) is on this computer; upstream.lookup_base_url (https://api.ebarimt.mn) " +
+				"and upstream.stock_base_url (https://service.itc.gov.mn) are at the live default.", "  If base_url", "  nothing leaves"}},
+		{"one set elsewhere", func(u *Upstream) { u.StockBaseURL = "https://stock.example" }, []string{
+			"note: upstream.base_url (http://127.0.0.1:7081) is on this computer; upstream.lookup_base_url (https://api.ebarimt.mn) is at the live default.",
+			"  If base_url", "  nothing leaves",
+			"warning: upstream.stock_base_url (https://stock.example) is set to reach the internet while upstream.base_url (http://127.0.0.1:7081) is on this computer:",
+			"  receiptd asks it even when base_url is receiptd's simulator. Remove the key to let the lookups follow the simulator."}},
+		{"both set elsewhere", func(u *Upstream) { u.LookupBaseURL, u.StockBaseURL = "https://l.example", "https://s.example" }, []string{
+			"warning: upstream.lookup_base_url (https://l.example) and upstream.stock_base_url (https://s.example) are set",
+			"  receiptd asks them even when base_url is receiptd's simulator. Remove the keys"}},
+		{"all on the simulator", func(u *Upstream) { u.LookupBaseURL, u.StockBaseURL = u.BaseURL, u.BaseURL }, nil},
+		{"PosAPI on another machine", func(u *Upstream) { u.BaseURL = "http://10.0.0.5:7080" }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			u := Default().Upstream
+			u.BaseURL = "http://127.0.0.1:7081"
+			tc.u(&u)
+			got := u.LookupNote()
+			require.Len(t, got, len(tc.lines), "%q", got)
+			for i, start := range tc.lines {
+				require.True(t, strings.HasPrefix(got[i], start), "line %d: %q, want it to start %q", i, got[i], start)
+			}
 		})
 	}
 }

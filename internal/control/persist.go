@@ -96,34 +96,15 @@ func (d disk) saveStatus(rc RemoteConfig) error {
 	return d.write(statusFile, data)
 }
 
-// write replaces name in the directory durably: a temporary file,
-// fsynced, renamed over name, then the directory fsynced. It is the one
-// place this package writes a file.
+// write replaces name in the directory durably (fileutil.WriteFileAtomic:
+// a temporary file, fsynced, renamed over name, the directory fsynced). It
+// is the one place this package writes a file.
 func (d disk) write(name string, data []byte) error {
 	if err := fileutil.MkdirSynced(d.dir); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	path := filepath.Join(d.dir, name)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil && !fileutil.UnsafeNoSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = fileutil.SyncDir(d.dir)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := fileutil.WriteFileAtomic(path, data, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -13,15 +13,14 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 // Issue 32, point 1: against `receiptd sim` on loopback, the lookup URLs
 // left at their live defaults follow base_url; against anything else that
 // is not the simulator (a till's PosAPI), they stay.
 func TestLookupsFollowTheSimulatorOnly(t *testing.T) {
-	s := sim.New(sim.Options{})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := testkit.StartSim(t, sim.Options{})
 	posapi := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
 	t.Cleanup(posapi.Close)
 	for _, tc := range []struct {

@@ -51,6 +51,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/client"
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/metrics"
 )
 
@@ -184,18 +185,13 @@ func (w *Watcher) Run(ctx context.Context) {
 	w.watchLoop(ctx)
 }
 
+// watchLoop's pause changes from round to round (sooner as the run-out
+// nears, at once on a wake): clock.Wait.
 func (w *Watcher) watchLoop(ctx context.Context) {
-	t := time.NewTimer(0)
-	defer t.Stop()
 	for {
 		w.round(ctx)
-		t.Reset(min(w.nextWake(w.cfg.Now()), w.cfg.SendEvery))
-		select {
-		case <-ctx.Done():
+		if !clock.Wait(ctx, min(w.nextWake(w.cfg.Now()), w.cfg.SendEvery), w.wake) {
 			return
-		case <-t.C:
-		case <-w.wake:
-			t.Stop() // since Go 1.23 a stopped timer delivers nothing stale
 		}
 	}
 }

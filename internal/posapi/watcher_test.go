@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,30 +17,17 @@ import (
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
-// fakeClock is a wall clock the test moves.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // rig is a watcher of a simulated PosAPI, both on one fake clock.
 type rig struct {
 	sim   *sim.Sim
-	clock *fakeClock
+	clock *testkit.ManualClock
 	w     *Watcher
 	m     *metrics.Metrics
 }
 
 func newRig(t *testing.T, lotteries int, cfg Config) *rig {
 	t.Helper()
-	clk := &fakeClock{t: time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)}
+	clk := testkit.NewManualClock(time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC))
 	s := testkit.StartSim(t, sim.Options{Seed: 7, Lotteries: lotteries, Now: clk.Now})
 	var w *Watcher
 	c, err := client.New(client.Config{BaseURL: s.URL(), Timeout: 5 * time.Second,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/store/storetest"
 )
 
 const (
@@ -139,10 +140,7 @@ func crashOptions(path string) queue.Options {
 }
 
 func TestCrashChild(t *testing.T) {
-	path := os.Getenv(crashEnvDB)
-	if path == "" {
-		t.Skip("runs only as the crash test's subprocess")
-	}
+	path := storetest.ChildValue(t, crashEnvDB)
 	round := os.Getenv(crashEnvRound)
 	st, err := store.Open(path, store.Options{SkipCheckOnOpen: true})
 	require.NoError(t, err)

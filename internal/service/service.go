@@ -3,7 +3,9 @@
 // service on Windows), install and uninstall, start, stop, restart and
 // status through the system's own service manager (systemctl and
 // journalctl, or the Windows SCM through kardianos/service), the folder
-// permissions install sets, and the program a service manager runs.
+// permissions install sets, the program a service manager runs, and the
+// client of a running daemon's local API that the operator commands and
+// `receiptd status` read it through (apiclient.go).
 //
 // It promises the truth about the service: a command says whether it is
 // not installed, stopped, running or failed, and a failed start comes with

@@ -3,30 +3,17 @@ package sim_test
 import (
 	"encoding/json"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
-// manualClock is a clock the test moves.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *manualClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func TestOtherPaceSpendsTheReserve(t *testing.T) {
-	clk := &manualClock{t: time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)}
+	clk := testkit.NewManualClock(time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC))
 	s := start(t, sim.Options{Seed: 3, Lotteries: 100, Now: clk.Now})
 	for _, tc := range []struct {
 		name  string

@@ -20,6 +20,18 @@ func attentionText(t *testing.T, d Data) string {
 	return strings.TrimSpace(txt[start+len("this page refreshes every 5 seconds") : end])
 }
 
+// requireInOrder fails unless every one of want stands in got, each after
+// the one before.
+func requireInOrder(t *testing.T, got string, want []string) {
+	t.Helper()
+	at := 0
+	for _, w := range want {
+		i := strings.Index(got[at:], w)
+		require.GreaterOrEqual(t, i, 0, "want %q after position %d in the attention section:\n%s", w, at, got)
+		at += i
+	}
+}
+
 func emptyData() Data {
 	return Data{Now: now, UpstreamUp: true, UpstreamSince: now.Add(-time.Hour), Alert: AlertNone,
 		UnsentWarn: 24 * time.Hour, UnsentCritical: 72 * time.Hour, Counts: map[string]int{"sent": 3}}
@@ -160,12 +172,7 @@ func TestAttentionPerState(t *testing.T) {
 	for _, c := range attentionCases {
 		t.Run(c.name, func(t *testing.T) {
 			got := attentionText(t, c.data())
-			at := 0
-			for _, w := range c.want {
-				i := strings.Index(got[at:], w)
-				require.GreaterOrEqual(t, i, 0, "want %q after position %d in the attention section:\n%s", w, at, got)
-				at += i
-			}
+			requireInOrder(t, got, c.want)
 			for _, a := range c.absent {
 				require.NotContains(t, got, a)
 			}

@@ -31,12 +31,7 @@ func TestBackupOnThePage(t *testing.T) {
 			d := emptyData()
 			d.Backup = tc.backup
 			got := attentionText(t, d)
-			at := 0
-			for _, w := range tc.attention {
-				i := strings.Index(got[at:], w)
-				require.GreaterOrEqual(t, i, 0, "%q not found in order in %q", w, got)
-				at += i
-			}
+			requireInOrder(t, got, tc.attention)
 			page := text(render(t, d))
 			i := strings.Index(page, "Snapshots ")
 			require.GreaterOrEqual(t, i, 0, page)

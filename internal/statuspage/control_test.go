@@ -1,7 +1,6 @@
 package statuspage
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -34,12 +33,7 @@ func TestControlOnThePage(t *testing.T) {
 			d := emptyData()
 			d.Control = tc.control
 			got := attentionText(t, d)
-			at := 0
-			for _, w := range tc.attention {
-				i := strings.Index(got[at:], w)
-				require.GreaterOrEqual(t, i, 0, "%q not found in order in %q", w, got)
-				at += i
-			}
+			requireInOrder(t, got, tc.attention)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package statuspage
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -92,12 +91,7 @@ func TestPosAPIAttention(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := attentionText(t, tc.data)
-			at := 0
-			for _, w := range tc.want {
-				i := strings.Index(got[at:], w)
-				require.GreaterOrEqual(t, i, 0, "want %q after position %d in the attention section:\n%s", w, at, got)
-				at += i
-			}
+			requireInOrder(t, got, tc.want)
 			for _, a := range tc.absent {
 				require.NotContains(t, got, a)
 			}

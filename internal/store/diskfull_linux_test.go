@@ -4,7 +4,6 @@ package store_test
 
 import (
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,10 +31,7 @@ func TestDiskFull(t *testing.T) {
 }
 
 func TestDiskFullChild(t *testing.T) {
-	path := os.Getenv(diskFullEnv)
-	if path == "" {
-		t.Skip("runs only as TestDiskFull's subprocess")
-	}
+	path := storetest.ChildValue(t, diskFullEnv)
 	s, err := store.Open(path, store.Options{})
 	require.NoError(t, err)
 	w := &fillWriter{s: s}

@@ -1,17 +1,26 @@
 package powercut
 
+// fileErrLocked is the refusal of a data operation on n at offset or
+// size at: the power is off, n is a directory, or at is negative.
+func (d *Disk) fileErrLocked(n *Node, at int64) error {
+	switch {
+	case d.off:
+		return errOff
+	case n.dir:
+		return errIsDir
+	case at < 0:
+		return errInval
+	}
+	return nil
+}
+
 // ReadAt reads n's current data at off into buf and returns how many bytes
 // it read (short at the end of the file).
 func (d *Disk) ReadAt(n *Node, buf []byte, off int64) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	switch {
-	case d.off:
-		return 0, errOff
-	case n.dir:
-		return 0, errIsDir
-	case off < 0:
-		return 0, errInval
+	if err := d.fileErrLocked(n, off); err != nil {
+		return 0, err
 	}
 	if off >= n.cur.size {
 		return 0, nil
@@ -36,13 +45,8 @@ func (d *Disk) ReadAt(n *Node, buf []byte, off int64) (int, error) {
 func (d *Disk) WriteAt(n *Node, data []byte, off int64) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	switch {
-	case d.off:
-		return 0, errOff
-	case n.dir:
-		return 0, errIsDir
-	case off < 0:
-		return 0, errInval
+	if err := d.fileErrLocked(n, off); err != nil {
+		return 0, err
 	}
 	d.stats.Writes++
 	if d.armAt != 0 && d.stats.Writes >= d.armAt {
@@ -71,13 +75,8 @@ func (d *Disk) WriteAt(n *Node, data []byte, off int64) (int, error) {
 func (d *Disk) Truncate(n *Node, size int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	switch {
-	case d.off:
-		return errOff
-	case n.dir:
-		return errIsDir
-	case size < 0:
-		return errInval
+	if err := d.fileErrLocked(n, size); err != nil {
+		return err
 	}
 	last := (size + PageSize - 1) / PageSize // first page wholly past size
 	for i := range n.cur.p {

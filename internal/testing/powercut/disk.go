@@ -305,15 +305,24 @@ func (d *Disk) Sync(n *Node) error {
 	return nil
 }
 
+// dirErrLocked is the refusal of a directory operation on dir: the power
+// is off, or dir is not a directory.
+func (d *Disk) dirErrLocked(dir *Node) error {
+	if d.off {
+		return errOff
+	}
+	if !dir.dir {
+		return errNotDir
+	}
+	return nil
+}
+
 // Lookup returns the entry name of directory dir.
 func (d *Disk) Lookup(dir *Node, name string) (*Node, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.off {
-		return nil, errOff
-	}
-	if !dir.dir {
-		return nil, errNotDir
+	if err := d.dirErrLocked(dir); err != nil {
+		return nil, err
 	}
 	k, ok := dir.kids[name]
 	if !ok {
@@ -333,11 +342,8 @@ type Entry struct {
 func (d *Disk) List(dir *Node) ([]Entry, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.off {
-		return nil, errOff
-	}
-	if !dir.dir {
-		return nil, errNotDir
+	if err := d.dirErrLocked(dir); err != nil {
+		return nil, err
 	}
 	out := make([]Entry, 0, len(dir.kids))
 	for name, k := range dir.kids {
@@ -351,11 +357,8 @@ func (d *Disk) List(dir *Node) ([]Entry, error) {
 func (d *Disk) Create(dir *Node, name string, isDir bool, mode uint32) (*Node, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.off {
-		return nil, errOff
-	}
-	if !dir.dir {
-		return nil, errNotDir
+	if err := d.dirErrLocked(dir); err != nil {
+		return nil, err
 	}
 	if _, ok := dir.kids[name]; ok {
 		return nil, errExist

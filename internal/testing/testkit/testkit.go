@@ -4,9 +4,10 @@
 // /receiptd/entries/{queueId} shows it, every entry of a running daemon
 // (ListEntries, GetJSON), a buffer to read while a goroutine writes it
 // (SyncBuffer), the published Go client's receipt answer
-// (GoReceiptResponse), and the real daemon under test (the binary built
-// once, started with a configuration, stopped at the end).
-// Only tests import it.
+// (GoReceiptResponse), a clock the test moves (ManualClock), a shop's
+// forward proxy (StartProxy), and the real daemon under test (the binary
+// built once, started with a configuration, stopped at the end). Only tests
+// import it.
 package testkit
 
 import (

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -13,34 +13,35 @@ import (
 
 	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/service"
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
-// outageLoop is demo's outage script: after o.outageAfter the simulator
-// goes down for o.outage; a receipt posted meanwhile is queued (202), and
-// once the simulator is back the log shows it sent. It returns when done
-// or when ctx ends.
-func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, api string, o demoOptions) {
-	if !clock.Sleep(ctx, o.outageAfter) {
+// outageLoop is the demo's outage script: after o.OutageAfter the
+// simulator goes down for o.Outage; a receipt posted meanwhile is queued
+// (202), and once the simulator is back the log shows it sent. It returns
+// when done or when ctx ends.
+func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, api string, o Options) {
+	if !clock.Sleep(ctx, o.OutageAfter) {
 		return
 	}
-	log.Warn("outage: the simulated tax service goes down", zap.Duration("for", o.outage))
-	if err := s.SetFaults(sim.Faults{Down: true, DownFor: o.outage}); err != nil {
+	log.Warn("outage: the simulated tax service goes down", zap.Duration("for", o.Outage))
+	if err := s.SetFaults(sim.Faults{Down: true, DownFor: o.Outage}); err != nil {
 		log.Error("outage: could not take the simulator down", zap.Error(err))
 		return
 	}
-	if !clock.Sleep(ctx, min(2*time.Second, o.outage/2)) {
+	if !clock.Sleep(ctx, min(2*time.Second, o.Outage/2)) {
 		return
 	}
 	suffix := fmt.Sprintf("%06d", time.Now().Unix()%1000000)
-	code, id, err := postReceipt(ctx, api, sampleReceipt(suffix))
+	code, id, err := postReceipt(ctx, api, SampleReceipt(suffix))
 	if err != nil {
 		log.Error("outage: posting a receipt to receiptd failed", zap.Error(err))
 		return
 	}
 	log.Info("outage: receipt posted while the tax service is down", zap.Int("httpStatus", code), zap.String("queueId", id))
-	c := &apiClient{base: api, hc: demoHTTP}
-	deadline := time.Now().Add(o.outage + 30*time.Second)
+	c := &service.Client{Base: api, HTTP: demoHTTP}
+	deadline := time.Now().Add(o.Outage + 30*time.Second)
 	for time.Now().Before(deadline) {
 		if !clock.Sleep(ctx, time.Second) {
 			return
@@ -81,9 +82,9 @@ func postReceipt(ctx context.Context, api string, body []byte) (int, string, err
 }
 
 // entryState reads an entry's state and upstream id.
-func entryState(ctx context.Context, c *apiClient, id string) (queue.State, string, error) {
+func entryState(ctx context.Context, c *service.Client, id string) (queue.State, string, error) {
 	var e queue.Entry
-	if err := c.getJSON(ctx, http.MethodGet, "/receiptd/entries/"+url.PathEscape(id), &e); err != nil {
+	if err := c.GetJSON(ctx, http.MethodGet, "/receiptd/entries/"+url.PathEscape(id), &e); err != nil {
 		return "", "", err
 	}
 	if e.Outcome == nil {
