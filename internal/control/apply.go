@@ -63,17 +63,31 @@ func (c *Client) contact(ok bool) {
 	}
 }
 
-// offer queues rc for applyLoop, replacing one not taken yet; a config
-// already dealt with (the server resends it with every answer) is
-// dropped.
+// offer queues rc for applyLoop, replacing one not taken yet. A server
+// may resend its config with every answer, even while the till applies
+// it: a config with the hash of the one being applied, waiting, or
+// already APPLIED or FAILED is not applied again; the current status is
+// reported instead, so the server learns what became of it.
 func (c *Client) offer(rc *protobufs.AgentRemoteConfig) {
+	hash := hex.EncodeToString(rc.GetConfigHash())
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	done := c.status.RemoteConfig
-	if hex.EncodeToString(rc.GetConfigHash()) == done.ServerHash && done.Status != StatusApplying && done.Status != "" {
+	again := (c.applying != "" && hash == c.applying) ||
+		(c.next != nil && hash == hex.EncodeToString(c.next.GetConfigHash())) ||
+		(hash == done.ServerHash && (done.Status == StatusApplied || done.Status == StatusFailed))
+	oc := c.opamp
+	if !again {
+		c.next = rc
+	}
+	c.mu.Unlock()
+	if again {
+		if st := c.remoteStatusProto(); st != nil && oc != nil {
+			if err := oc.SetRemoteConfigStatus(st); err != nil {
+				c.log.Debug("report remote config status", zap.Error(err))
+			}
+		}
 		return
 	}
-	c.next = rc
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -90,9 +104,15 @@ func (c *Client) applyLoop(ctx context.Context) {
 		c.mu.Lock()
 		rc := c.next
 		c.next = nil
+		if rc != nil {
+			c.applying = hex.EncodeToString(rc.GetConfigHash())
+		}
 		c.mu.Unlock()
 		if rc != nil {
 			c.apply(ctx, rc)
+			c.mu.Lock()
+			c.applying = ""
+			c.mu.Unlock()
 		}
 	}
 }

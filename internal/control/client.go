@@ -71,7 +71,12 @@ type Client struct {
 	connected bool
 	triedOnce bool // a first attempt ended: later failures are logged only after a success
 	next      *protobufs.AgentRemoteConfig
-	opamp     client.OpAMPClient
+	// applying is the server hash (hex) of the config applyLoop is
+	// applying now; "" between configs. A status APPLYING read from disk
+	// with no apply running (receiptd stopped mid-apply) does not hold
+	// the config back: it is applied again.
+	applying string
+	opamp    client.OpAMPClient
 }
 
 // New reads (or creates) the instance UID and the last remote config

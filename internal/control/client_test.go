@@ -29,11 +29,16 @@ const (
 // applier records what it was handed; it refuses configs whose
 // accept.answer_count is 7, as a daemon not ready with them would.
 type applier struct {
-	mu  sync.Mutex
-	got []config.Config
+	mu    sync.Mutex
+	got   []config.Config
+	delay time.Duration // how long an Apply takes, as a swap does
 }
 
 func (a *applier) Apply(_ context.Context, cfg config.Config) error {
+	a.mu.Lock()
+	delay := a.delay
+	a.mu.Unlock()
+	time.Sleep(delay)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.got = append(a.got, cfg)
@@ -279,6 +284,48 @@ func TestClientNoticesALostServer(t *testing.T) {
 			hash, n := srv.SetConfig(func(a controltest.Agent) bool { return a.UID == tl.client.InstanceUID() }, "[log]\nlevel = \"debug\"\n")
 			require.Equal(t, 1, n)
 			waitStatus(t, srv, tl.client.InstanceUID(), hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
+		})
+	}
+}
+
+// TestClientDoesNotReapplyAResentConfig: a server that resends the config
+// with every answer, while the till applies it and after, gets it
+// applied once, and its status reported, not a till that re-applies in
+// a loop.
+func TestClientDoesNotReapplyAResentConfig(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			srv := controltest.Start(t)
+			srv.ResendAlways()
+			tl := startTill(t, tr.url(srv))
+			tl.applier.mu.Lock()
+			tl.applier.delay = time.Second // long enough for the server to resend it while APPLYING
+			tl.applier.mu.Unlock()
+			uid := tl.client.InstanceUID()
+			agent(t, srv, uid, func(a controltest.Agent) bool { return a.Description != nil })
+			this := func(a controltest.Agent) bool { return a.UID == uid }
+
+			hash, _ := srv.SetConfig(this, "[accept]\nqueued_answer = \"error\"\n")
+			waitStatus(t, srv, uid, hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
+			seen, _ := srv.Agent(uid)
+			require.Eventually(t, func() bool {
+				a, _ := srv.Agent(uid)
+				return a.Messages >= seen.Messages+3
+			}, 15*time.Second, 50*time.Millisecond, "the server resends the config on a few more answers")
+			require.Equal(t, 1, len(tl.applier.calls()), "applied once, however often it was resent")
+			a, _ := srv.Agent(uid)
+			require.Equal(t, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, a.RemoteStatus.GetStatus())
+			require.EqualValues(t, 0, tl.client.Status().Failures)
+
+			hash, _ = srv.SetConfig(this, "[accept]\nqueued_answer = \"maybe\"\n")
+			waitStatus(t, srv, uid, hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED)
+			seen, _ = srv.Agent(uid)
+			require.Eventually(t, func() bool {
+				a, _ := srv.Agent(uid)
+				return a.Messages >= seen.Messages+3
+			}, 15*time.Second, 50*time.Millisecond)
+			require.EqualValues(t, 1, tl.client.Status().Failures, "a refused config resent is not checked and counted again")
 		})
 	}
 }
