@@ -1,0 +1,89 @@
+package daemon_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/control/controltest"
+	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
+)
+
+// runManaged starts NewManaged over cfg (no own file) and stops it when
+// the test ends, requiring Run to return nil.
+func runManaged(t *testing.T, cfg config.Config) *daemon.Supervisor {
+	t.Helper()
+	s, err := daemon.NewManaged(cfg, "", zaptest.NewLogger(t), "test")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("Supervisor.Run did not return after cancel")
+		}
+	})
+	require.Eventually(t, func() bool { return readyz(s.URL()) == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
+	return s
+}
+
+// managedConfig is testConfig with [control] pointing at srv.
+func managedConfig(t *testing.T, upstream string, srv *controltest.Server) config.Config {
+	cfg := testConfig(t, upstream)
+	cfg.Control.OpAMPURL = srv.WSURL()
+	cfg.Control.PollEvery = config.Dur(time.Second)
+	return cfg
+}
+
+// TestManagedReportsHealthAsTheContractSays: the head office sees the
+// status page's first line as the health's status, the five components,
+// healthy only while the tax service is up and nothing waits too long,
+// and PosAPI's posNo in the description.
+func TestManagedReportsHealthAsTheContractSays(t *testing.T) {
+	t.Parallel()
+	s := testkit.StartSim(t, sim.Options{Seed: 31})
+	srv := controltest.Start(t)
+	cfg := managedConfig(t, s.URL(), srv)
+	cfg.Alerts.UnsentWarn = config.Dur(time.Second)
+	sup := runManaged(t, cfg)
+	uid := sup.Control().InstanceUID()
+	components := []string{"backup", "fleet", "posapi", "queue", "upstream"}
+
+	var a controltest.Agent
+	require.Eventually(t, func() bool {
+		a, _ = srv.Agent(uid)
+		return a.Health != nil && a.Health.Healthy && a.Attr("posNo") != ""
+	}, 20*time.Second, 50*time.Millisecond, "healthy, with PosAPI's posNo")
+	require.Equal(t, "SIM-001", a.Attr("posNo"))
+	require.Equal(t, "Nothing needs attention", a.Health.Status, "the status page's first line")
+	names := make([]string, 0, len(a.Health.ComponentHealthMap))
+	for name := range a.Health.ComponentHealthMap {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	require.Equal(t, components, names)
+	require.Equal(t, "off", a.Health.ComponentHealthMap["fleet"].GetStatus())
+
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true}))
+	resp, body := post(t, sup.URL(), testkit.Receipt("h1"))
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(body))
+	require.Eventually(t, func() bool {
+		a, _ = srv.Agent(uid)
+		return a.Health != nil && !a.Health.Healthy
+	}, 20*time.Second, 50*time.Millisecond, "unhealthy once the tax service is down")
+	require.Regexp(t, `^(Needs attention: |\d+ need attention; first: )`, a.Health.Status)
+	require.False(t, a.Health.ComponentHealthMap["upstream"].GetHealthy())
+	require.Len(t, a.Health.ComponentHealthMap, len(components))
+}
