@@ -2,8 +2,11 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +89,55 @@ func TestManagedReportsHealthAsTheContractSays(t *testing.T) {
 	require.Regexp(t, `^(Needs attention: |\d+ need attention; first: )`, a.Health.Status)
 	require.False(t, a.Health.ComponentHealthMap["upstream"].GetHealthy())
 	require.Len(t, a.Health.ComponentHealthMap, len(components))
+}
+
+// metricValue is the value of the series named exactly series (name and
+// labels as /metrics writes them) in a scrape of url; -1 when absent.
+func metricValue(t *testing.T, url, series string) float64 {
+	t.Helper()
+	resp, body := getBody(t, url+"/metrics")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err, line)
+			return f
+		}
+	}
+	return -1
+}
+
+// TestSupervisorCountersGoOnAcrossASwap: a config applied in place
+// starts no counter again from zero, neither the registry's own nor the
+// totals a component reports (the write-ahead log's).
+func TestSupervisorCountersGoOnAcrossASwap(t *testing.T) {
+	t.Parallel()
+	s := testkit.StartSim(t, sim.Options{Seed: 41})
+	cfg := testConfig(t, s.URL())
+	sup := runSupervisor(t, cfg, 10*time.Second)
+	for i := range 3 {
+		resp, body := post(t, sup.URL(), testkit.Receipt(fmt.Sprintf("c%d", i)))
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	}
+	series := []string{
+		`receiptd_receipts_accepted_total{replayed="false"}`,
+		`receiptd_log_records_total`,
+		`receiptd_send_attempts_total{kind="receipt",outcome="success"}`,
+	}
+	before := make([]float64, len(series))
+	for i, name := range series {
+		before[i] = metricValue(t, sup.URL(), name)
+		require.GreaterOrEqual(t, before[i], 3.0, name)
+	}
+
+	next := cfg
+	next.Accept.QueuedAnswer = config.QueuedAnswerError
+	require.NoError(t, sup.Apply(context.Background(), next))
+	for i, name := range series {
+		require.GreaterOrEqual(t, metricValue(t, sup.URL(), name), before[i], "%s after the swap", name)
+	}
+	resp, body := post(t, sup.URL(), testkit.Receipt("c3"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Equal(t, before[0]+1, metricValue(t, sup.URL(), series[0]), "the new daemon counts on")
+	require.Equal(t, before[1]+1, metricValue(t, sup.URL(), series[1]))
 }
