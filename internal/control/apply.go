@@ -154,7 +154,7 @@ func (c *Client) apply(ctx context.Context, rc *protobufs.AgentRemoteConfig) {
 		if err := oc.UpdateEffectiveConfig(ctx); err != nil {
 			c.log.Debug("report effective config", zap.Error(err))
 		}
-		if err := oc.SetAgentDescription(c.identity().description()); err != nil { // the labels may have changed
+		if err := c.sendDescription(oc); err != nil { // the labels may have changed
 			c.log.Debug("report description", zap.Error(err))
 		}
 	}
@@ -242,8 +242,6 @@ func (c *Client) effectiveProto() (*protobufs.EffectiveConfig, error) {
 
 // healthLoop sends the health and the description whenever they change.
 func (c *Client) healthLoop(ctx context.Context, oc client.OpAMPClient) {
-	lastHealth := c.health().proto(c.started)
-	lastDesc := c.identity().description()
 	t := time.NewTicker(healthEvery)
 	defer t.Stop()
 	for {
@@ -252,17 +250,42 @@ func (c *Client) healthLoop(ctx context.Context, oc client.OpAMPClient) {
 			return
 		case <-t.C:
 		}
-		if h := c.health().proto(c.started); !proto.Equal(h, lastHealth) {
-			lastHealth = h
-			if err := oc.SetHealth(h); err != nil {
-				c.log.Debug("report health", zap.Error(err))
-			}
+		if err := c.sendHealth(oc); err != nil {
+			c.log.Debug("report health", zap.Error(err))
 		}
-		if d := c.identity().description(); !proto.Equal(d, lastDesc) {
-			lastDesc = d
-			if err := oc.SetAgentDescription(d); err != nil {
-				c.log.Debug("report description", zap.Error(err))
-			}
+		if err := c.sendDescription(oc); err != nil {
+			c.log.Debug("report description", zap.Error(err))
 		}
 	}
+}
+
+// sendDescription hands the description to oc when it differs from the
+// one handed last (PosAPI's posNo became known, the labels changed).
+func (c *Client) sendDescription(oc client.OpAMPClient) error {
+	d := c.identity().description()
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if proto.Equal(d, c.sentDesc) {
+		return nil
+	}
+	if err := oc.SetAgentDescription(d); err != nil {
+		return err
+	}
+	c.sentDesc = d
+	return nil
+}
+
+// sendHealth is sendDescription for the health.
+func (c *Client) sendHealth(oc client.OpAMPClient) error {
+	h := c.health().proto(c.started)
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if proto.Equal(h, c.sentHealth) {
+		return nil
+	}
+	if err := oc.SetHealth(h); err != nil {
+		return err
+	}
+	c.sentHealth = h
+	return nil
 }

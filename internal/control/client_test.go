@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,7 +67,11 @@ type till struct {
 func startTill(t *testing.T, url string) *till { return startTillWith(t, url, "") }
 
 // startTillWith is startTill with more [control] lines.
-func startTillWith(t *testing.T, url, extra string) *till {
+func startTillWith(t *testing.T, url, extra string) *till { return startTillOpts(t, url, extra, nil) }
+
+// startTillOpts is startTillWith with the client's options changed by
+// change (nil: as they are).
+func startTillOpts(t *testing.T, url, extra string, change func(*control.Options)) *till {
 	t.Helper()
 	dir := t.TempDir()
 	own := fmt.Sprintf(`data_dir = %q
@@ -91,7 +96,7 @@ Authorization = %q
 	start, err := control.StartConfig(ownPath, cfg)
 	require.NoError(t, err)
 	tl := &till{applier: &applier{}, ownPath: ownPath, own: cfg}
-	tl.client, err = control.New(control.Options{
+	opts := control.Options{
 		Start: start, OwnPath: ownPath, Version: "v9.9.9", Log: zaptest.NewLogger(t), Applier: tl.applier,
 		HostName: "till-2.shop-017",
 		PosNo:    func() string { return "POS-42" },
@@ -100,7 +105,11 @@ Authorization = %q
 				"upstream": {Healthy: false, Status: "down since 09:00"}, "queue": {Healthy: true, Status: "3 unsent"},
 			}}
 		},
-	})
+	}
+	if change != nil {
+		change(&opts)
+	}
+	tl.client, err = control.New(opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -328,4 +337,23 @@ func TestClientDoesNotReapplyAResentConfig(t *testing.T) {
 			require.EqualValues(t, 1, tl.client.Status().Failures, "a refused config resent is not checked and counted again")
 		})
 	}
+}
+
+// TestClientSendsWhatChangedAfterTheFirstReport: PosAPI's posNo learnt
+// just after the client made its first report (the daemon reads PosAPI's
+// info as the channel connects) reaches the server: the description is
+// compared with the one last sent, not with one read later.
+func TestClientSendsWhatChangedAfterTheFirstReport(t *testing.T) {
+	t.Parallel()
+	srv := controltest.Start(t)
+	var calls atomic.Int64
+	tl := startTillOpts(t, srv.WSURL(), "", func(o *control.Options) {
+		o.PosNo = func() string {
+			if calls.Add(1) == 1 {
+				return "" // the first report: not read yet
+			}
+			return "POS-42"
+		}
+	})
+	agent(t, srv, tl.client.InstanceUID(), func(a controltest.Agent) bool { return a.Attr("posNo") == "POS-42" })
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
@@ -65,10 +66,13 @@ func TestManagedReportsHealthAsTheContractSays(t *testing.T) {
 	components := []string{"backup", "fleet", "posapi", "queue", "upstream"}
 
 	var a controltest.Agent
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		a, _ = srv.Agent(uid)
-		return a.Health != nil && a.Health.Healthy && a.Attr("posNo") != ""
-	}, 20*time.Second, 50*time.Millisecond, "healthy, with PosAPI's posNo")
+		if assert.NotNil(c, a.Health) {
+			assert.True(c, a.Health.Healthy, "healthy: %v", a.Health)
+		}
+		assert.NotEmpty(c, a.Attr("posNo"), "PosAPI's posNo in the description; health %v", a.Health)
+	}, 30*time.Second, 50*time.Millisecond)
 	require.Equal(t, "SIM-001", a.Attr("posNo"))
 	require.Equal(t, "Nothing needs attention", a.Health.Status, "the status page's first line")
 	names := make([]string, 0, len(a.Health.ComponentHealthMap))
