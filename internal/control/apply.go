@@ -63,17 +63,31 @@ func (c *Client) contact(ok bool) {
 	}
 }
 
-// offer queues rc for applyLoop, replacing one not taken yet; a config
-// already dealt with (the server resends it with every answer) is
-// dropped.
+// offer queues rc for applyLoop, replacing one not taken yet. A server
+// may resend its config with every answer, even while the till applies
+// it: a config with the hash of the one being applied, waiting, or
+// already APPLIED or FAILED is not applied again; the current status is
+// reported instead, so the server learns what became of it.
 func (c *Client) offer(rc *protobufs.AgentRemoteConfig) {
+	hash := hex.EncodeToString(rc.GetConfigHash())
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	done := c.status.RemoteConfig
-	if hex.EncodeToString(rc.GetConfigHash()) == done.ServerHash && done.Status != StatusApplying && done.Status != "" {
+	again := (c.applying != "" && hash == c.applying) ||
+		(c.next != nil && hash == hex.EncodeToString(c.next.GetConfigHash())) ||
+		(hash == done.ServerHash && (done.Status == StatusApplied || done.Status == StatusFailed))
+	oc := c.opamp
+	if !again {
+		c.next = rc
+	}
+	c.mu.Unlock()
+	if again {
+		if st := c.remoteStatusProto(); st != nil && oc != nil {
+			if err := oc.SetRemoteConfigStatus(st); err != nil {
+				c.log.Debug("report remote config status", zap.Error(err))
+			}
+		}
 		return
 	}
-	c.next = rc
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -90,9 +104,15 @@ func (c *Client) applyLoop(ctx context.Context) {
 		c.mu.Lock()
 		rc := c.next
 		c.next = nil
+		if rc != nil {
+			c.applying = hex.EncodeToString(rc.GetConfigHash())
+		}
 		c.mu.Unlock()
 		if rc != nil {
 			c.apply(ctx, rc)
+			c.mu.Lock()
+			c.applying = ""
+			c.mu.Unlock()
 		}
 	}
 }
@@ -134,7 +154,7 @@ func (c *Client) apply(ctx context.Context, rc *protobufs.AgentRemoteConfig) {
 		if err := oc.UpdateEffectiveConfig(ctx); err != nil {
 			c.log.Debug("report effective config", zap.Error(err))
 		}
-		if err := oc.SetAgentDescription(c.identity().description()); err != nil { // the labels may have changed
+		if err := c.sendDescription(oc); err != nil { // the labels may have changed
 			c.log.Debug("report description", zap.Error(err))
 		}
 	}
@@ -222,8 +242,6 @@ func (c *Client) effectiveProto() (*protobufs.EffectiveConfig, error) {
 
 // healthLoop sends the health and the description whenever they change.
 func (c *Client) healthLoop(ctx context.Context, oc client.OpAMPClient) {
-	lastHealth := c.health().proto(c.started)
-	lastDesc := c.identity().description()
 	t := time.NewTicker(healthEvery)
 	defer t.Stop()
 	for {
@@ -232,17 +250,42 @@ func (c *Client) healthLoop(ctx context.Context, oc client.OpAMPClient) {
 			return
 		case <-t.C:
 		}
-		if h := c.health().proto(c.started); !proto.Equal(h, lastHealth) {
-			lastHealth = h
-			if err := oc.SetHealth(h); err != nil {
-				c.log.Debug("report health", zap.Error(err))
-			}
+		if err := c.sendHealth(oc); err != nil {
+			c.log.Debug("report health", zap.Error(err))
 		}
-		if d := c.identity().description(); !proto.Equal(d, lastDesc) {
-			lastDesc = d
-			if err := oc.SetAgentDescription(d); err != nil {
-				c.log.Debug("report description", zap.Error(err))
-			}
+		if err := c.sendDescription(oc); err != nil {
+			c.log.Debug("report description", zap.Error(err))
 		}
 	}
+}
+
+// sendDescription hands the description to oc when it differs from the
+// one handed last (PosAPI's posNo became known, the labels changed).
+func (c *Client) sendDescription(oc client.OpAMPClient) error {
+	d := c.identity().description()
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if proto.Equal(d, c.sentDesc) {
+		return nil
+	}
+	if err := oc.SetAgentDescription(d); err != nil {
+		return err
+	}
+	c.sentDesc = d
+	return nil
+}
+
+// sendHealth is sendDescription for the health.
+func (c *Client) sendHealth(oc client.OpAMPClient) error {
+	h := c.health().proto(c.started)
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if proto.Equal(h, c.sentHealth) {
+		return nil
+	}
+	if err := oc.SetHealth(h); err != nil {
+		return err
+	}
+	c.sentHealth = h
+	return nil
 }

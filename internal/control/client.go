@@ -71,7 +71,18 @@ type Client struct {
 	connected bool
 	triedOnce bool // a first attempt ended: later failures are logged only after a success
 	next      *protobufs.AgentRemoteConfig
-	opamp     client.OpAMPClient
+	// applying is the server hash (hex) of the config applyLoop is
+	// applying now; "" between configs. A status APPLYING read from disk
+	// with no apply running (receiptd stopped mid-apply) does not hold
+	// the config back: it is applied again.
+	applying string
+	opamp    client.OpAMPClient
+	// sendMu guards sentDesc and sentHealth, the description and health
+	// last handed to the OpAMP client: a change is sent, whenever it
+	// happens. It is never held by a callback of the OpAMP client.
+	sendMu     sync.Mutex
+	sentDesc   *protobufs.AgentDescription
+	sentHealth *protobufs.ComponentHealth
 }
 
 // New reads (or creates) the instance UID and the last remote config
@@ -164,10 +175,10 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 	} else {
 		oc = client.NewHTTP(logger)
 	}
-	if err := oc.SetAgentDescription(c.identity().description()); err != nil {
+	if err := c.sendDescription(oc); err != nil {
 		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
 	}
-	if err := oc.SetHealth(c.health().proto(c.started)); err != nil {
+	if err := c.sendHealth(oc); err != nil {
 		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
 	}
 	// After the health: the capability to report it needs one.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,11 +30,16 @@ const (
 // applier records what it was handed; it refuses configs whose
 // accept.answer_count is 7, as a daemon not ready with them would.
 type applier struct {
-	mu  sync.Mutex
-	got []config.Config
+	mu    sync.Mutex
+	got   []config.Config
+	delay time.Duration // how long an Apply takes, as a swap does
 }
 
 func (a *applier) Apply(_ context.Context, cfg config.Config) error {
+	a.mu.Lock()
+	delay := a.delay
+	a.mu.Unlock()
+	time.Sleep(delay)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.got = append(a.got, cfg)
@@ -61,7 +67,11 @@ type till struct {
 func startTill(t *testing.T, url string) *till { return startTillWith(t, url, "") }
 
 // startTillWith is startTill with more [control] lines.
-func startTillWith(t *testing.T, url, extra string) *till {
+func startTillWith(t *testing.T, url, extra string) *till { return startTillOpts(t, url, extra, nil) }
+
+// startTillOpts is startTillWith with the client's options changed by
+// change (nil: as they are).
+func startTillOpts(t *testing.T, url, extra string, change func(*control.Options)) *till {
 	t.Helper()
 	dir := t.TempDir()
 	own := fmt.Sprintf(`data_dir = %q
@@ -86,7 +96,7 @@ Authorization = %q
 	start, err := control.StartConfig(ownPath, cfg)
 	require.NoError(t, err)
 	tl := &till{applier: &applier{}, ownPath: ownPath, own: cfg}
-	tl.client, err = control.New(control.Options{
+	opts := control.Options{
 		Start: start, OwnPath: ownPath, Version: "v9.9.9", Log: zaptest.NewLogger(t), Applier: tl.applier,
 		HostName: "till-2.shop-017",
 		PosNo:    func() string { return "POS-42" },
@@ -95,7 +105,11 @@ Authorization = %q
 				"upstream": {Healthy: false, Status: "down since 09:00"}, "queue": {Healthy: true, Status: "3 unsent"},
 			}}
 		},
-	})
+	}
+	if change != nil {
+		change(&opts)
+	}
+	tl.client, err = control.New(opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -281,4 +295,65 @@ func TestClientNoticesALostServer(t *testing.T) {
 			waitStatus(t, srv, tl.client.InstanceUID(), hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
 		})
 	}
+}
+
+// TestClientDoesNotReapplyAResentConfig: a server that resends the config
+// with every answer, while the till applies it and after, gets it
+// applied once, and its status reported, not a till that re-applies in
+// a loop.
+func TestClientDoesNotReapplyAResentConfig(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			srv := controltest.Start(t)
+			srv.ResendAlways()
+			tl := startTill(t, tr.url(srv))
+			tl.applier.mu.Lock()
+			tl.applier.delay = time.Second // long enough for the server to resend it while APPLYING
+			tl.applier.mu.Unlock()
+			uid := tl.client.InstanceUID()
+			agent(t, srv, uid, func(a controltest.Agent) bool { return a.Description != nil })
+			this := func(a controltest.Agent) bool { return a.UID == uid }
+
+			hash, _ := srv.SetConfig(this, "[accept]\nqueued_answer = \"error\"\n")
+			waitStatus(t, srv, uid, hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
+			seen, _ := srv.Agent(uid)
+			require.Eventually(t, func() bool {
+				a, _ := srv.Agent(uid)
+				return a.Messages >= seen.Messages+3
+			}, 15*time.Second, 50*time.Millisecond, "the server resends the config on a few more answers")
+			require.Equal(t, 1, len(tl.applier.calls()), "applied once, however often it was resent")
+			a, _ := srv.Agent(uid)
+			require.Equal(t, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, a.RemoteStatus.GetStatus())
+			require.EqualValues(t, 0, tl.client.Status().Failures)
+
+			hash, _ = srv.SetConfig(this, "[accept]\nqueued_answer = \"maybe\"\n")
+			waitStatus(t, srv, uid, hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED)
+			seen, _ = srv.Agent(uid)
+			require.Eventually(t, func() bool {
+				a, _ := srv.Agent(uid)
+				return a.Messages >= seen.Messages+3
+			}, 15*time.Second, 50*time.Millisecond)
+			require.EqualValues(t, 1, tl.client.Status().Failures, "a refused config resent is not checked and counted again")
+		})
+	}
+}
+
+// TestClientSendsWhatChangedAfterTheFirstReport: PosAPI's posNo learnt
+// just after the client made its first report (the daemon reads PosAPI's
+// info as the channel connects) reaches the server: the description is
+// compared with the one last sent, not with one read later.
+func TestClientSendsWhatChangedAfterTheFirstReport(t *testing.T) {
+	t.Parallel()
+	srv := controltest.Start(t)
+	var calls atomic.Int64
+	tl := startTillOpts(t, srv.WSURL(), "", func(o *control.Options) {
+		o.PosNo = func() string {
+			if calls.Add(1) == 1 {
+				return "" // the first report: not read yet
+			}
+			return "POS-42"
+		}
+	})
+	agent(t, srv, tl.client.InstanceUID(), func(a controltest.Agent) bool { return a.Attr("posNo") == "POS-42" })
 }

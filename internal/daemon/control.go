@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -45,7 +43,7 @@ func (s *Supervisor) initManaged(start config.Merged, ownPath string) error {
 	s.control = nil
 	if start.Config.Control.Enabled() {
 		c, err := control.New(control.Options{Start: start, OwnPath: ownPath, Version: s.version,
-			Log: s.baseLog, Applier: s, Health: s.health})
+			Log: s.baseLog, Applier: s, Health: s.health, PosNo: s.posNo})
 		if err != nil {
 			return err
 		}
@@ -80,34 +78,58 @@ func (s *Supervisor) runControl(ctx context.Context) <-chan struct{} {
 	return done
 }
 
-// health is the running Daemon's health for the head office: healthy when
-// it runs with a writable database and every component is healthy (the
-// tax service up, no unsent-receipt alert, PosAPI's limits met, the last
-// snapshot good, the fleet push not behind). It reads state only (no
-// disk), as the client asks every few seconds.
+// health is the running Daemon's health for the head office, as
+// docs/contract.md "Managing the fleet" defines it: healthy when it runs
+// with a writable database, the tax service is up and no unsent-receipt
+// alert is raised; its status text is the status page's first line;
+// components upstream, queue, posapi, backup and fleet. It reads what the
+// status page reads (no disk write), as the client asks every few
+// seconds.
 func (s *Supervisor) health() control.Health {
-	s.mu.Lock()
-	cur := s.cur
-	s.mu.Unlock()
-	if cur == nil || cur.d == nil {
-		return control.Health{Status: "starting"}
+	d := s.running()
+	if d == nil || !d.running.Load() {
+		// Starting, stopping, or between the two daemons of a swap: its
+		// database may be closed, so nothing more is read.
+		return control.Health{Status: "starting or changing its configuration"}
 	}
-	d := cur.d
-	h := control.Health{Components: d.components(), Status: "ready"}
-	switch err := d.st.Err(); {
-	case !d.running.Load():
-		h.Status = "not running"
-	case err != nil:
-		h.Status = err.Error()
-	default:
-		h.Healthy = true
-		for _, name := range slices.Sorted(maps.Keys(h.Components)) {
-			if c := h.Components[name]; !c.Healthy && h.Healthy {
-				h.Healthy, h.Status = false, "ready; "+name+": "+c.Status
-			}
-		}
+	h := control.Health{Components: d.components()}
+	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
+	defer cancel()
+	line, err := d.api.StatusLine(ctx)
+	if err != nil {
+		line = "the status page cannot be read: " + err.Error()
 	}
+	h.Status = line
+	h.Healthy = d.running.Load() && d.st.Err() == nil &&
+		h.Components["upstream"].Healthy && h.Components["queue"].Healthy
 	return h
+}
+
+// healthTimeout bounds one reading of the status page for the health.
+const healthTimeout = 5 * time.Second
+
+// posNo is PosAPI's posNo as the running Daemon last read it; "" while
+// unknown.
+func (s *Supervisor) posNo() string {
+	d := s.running()
+	if d == nil {
+		return ""
+	}
+	if no := d.posapi.Status().PosNo; no != nil {
+		return *no
+	}
+	return ""
+}
+
+// running is the Daemon running now; nil before Run or between the two
+// Daemons of a swap.
+func (s *Supervisor) running() *Daemon {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return nil
+	}
+	return s.cur.d
 }
 
 // fleetBehind is how old the oldest buffered fleet sample may be before
@@ -134,6 +156,7 @@ func (d *Daemon) components() map[string]control.ComponentHealth {
 	if bs := d.backups.Status(); bs.LastError != "" {
 		out["backup"] = bad(bs.LastError)
 	}
+	out["fleet"] = control.ComponentHealth{Healthy: true, Status: "off"}
 	if fs := d.fleet.Status(); fs.Enabled {
 		out["fleet"] = ok
 		if !fs.OldestBuffered.IsZero() && time.Since(fs.OldestBuffered) > fleetBehind {

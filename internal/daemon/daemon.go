@@ -88,6 +88,10 @@ type supervised struct {
 	// control, when not nil, is reported by /receiptd/status and the
 	// metrics: the OpAMP client outlives the Daemon too.
 	control *control.Client
+	// metrics, when not nil, are the Supervisor's, which outlive the
+	// Daemon, so that no counter starts again from zero at a swap; build
+	// re-points their watches at the new Daemon (metrics.Unwatch).
+	metrics *metrics.Metrics
 }
 
 // build is New as a Supervisor asks for it.
@@ -103,7 +107,12 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 	}()
 	// store.OpenDir creates a missing data directory, fsyncing each new
 	// directory's parent so that its name survives a power cut.
-	m := metrics.New()
+	m := sv.metrics
+	if m == nil {
+		m = metrics.New()
+	} else {
+		m.Unwatch() // the Daemon before has stopped (Supervisor.Apply)
+	}
 	path := filepath.Join(cfg.DataDir, DBFile)
 	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path)})
 	if err != nil {

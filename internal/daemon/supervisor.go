@@ -13,6 +13,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/control"
+	"github.com/receiptd/receiptd/internal/metrics"
 )
 
 // ErrNotRunning is Apply's error before Run has started or after it has
@@ -40,7 +41,8 @@ type Supervisor struct {
 	version       string
 	rollbackAfter time.Duration
 	handoffs      []*handoff
-	control       *control.Client // nil: [control] is off (NewManaged)
+	control       *control.Client  // nil: [control] is off (NewManaged)
+	metrics       *metrics.Metrics // every Daemon's: counters go on across a swap
 
 	applyMu sync.Mutex // one Apply at a time; Run waits for it before stopping
 	mu      sync.Mutex // guards the fields below
@@ -75,7 +77,8 @@ func newSupervisor(log *zap.Logger, version string, rollbackAfter time.Duration)
 	if rollbackAfter <= 0 {
 		rollbackAfter = DefaultRollbackAfter
 	}
-	return &Supervisor{log: log.Named("supervisor"), baseLog: log, version: version, rollbackAfter: rollbackAfter}
+	return &Supervisor{log: log.Named("supervisor"), baseLog: log, version: version, rollbackAfter: rollbackAfter,
+		metrics: metrics.New()}
 }
 
 // init builds the first Daemon, binding the listeners, and keeps them
@@ -96,7 +99,7 @@ func (s *Supervisor) init(cfg config.Config) error {
 // build is New for a Daemon of s: on lns (nil: bind them), reporting
 // s.control.
 func (s *Supervisor) build(cfg config.Config, lns []net.Listener) (*Daemon, error) {
-	return build(cfg, s.baseLog, s.version, supervised{listeners: lns, control: s.control})
+	return build(cfg, s.baseLog, s.version, supervised{listeners: lns, control: s.control, metrics: s.metrics})
 }
 
 func (s *Supervisor) views() []net.Listener {

@@ -30,19 +30,20 @@ type Backup struct {
 // safe for concurrent use.
 type BackupState func() (b Backup, ok bool)
 
-// WatchBackup makes every scrape call f for the backup series. Call it
-// once; on a nil *Metrics it does nothing.
+// WatchBackup makes every scrape call f for the backup series. The
+// first call registers them; a later call replaces f (a daemon restarted
+// in place, see Unwatch). On a nil *Metrics it does nothing.
 func (m *Metrics) WatchBackup(f BackupState) {
 	if m == nil {
 		return
 	}
-	c := newBackupCollector()
-	c.set(f)
-	m.reg.MustRegister(c)
+	m.backupOnce.Do(func() { m.reg.MustRegister(m.backup) })
+	m.backup.set(f)
 }
 
 type backupCollector struct {
 	watched[BackupState]
+	carried counters[[2]uint64] // snapshots, failures of the daemons before
 
 	lastSuccess, lastFailed, snapshots, failures, duration, size *prometheus.Desc
 }
@@ -82,8 +83,9 @@ func (c *backupCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.lastSuccess, prometheus.GaugeValue, last)
 	ch <- prometheus.MustNewConstMetric(c.lastFailed, prometheus.GaugeValue, gauge(b.LastFailed))
-	ch <- prometheus.MustNewConstMetric(c.snapshots, prometheus.CounterValue, float64(b.Snapshots))
-	ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(b.Failures))
+	base := c.carried.get()
+	ch <- prometheus.MustNewConstMetric(c.snapshots, prometheus.CounterValue, float64(b.Snapshots+base[0]))
+	ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(b.Failures+base[1]))
 	ch <- prometheus.MustNewConstMetric(c.duration, prometheus.GaugeValue, b.LastDuration.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(b.LastBytes))
 }

@@ -34,6 +34,10 @@
 //	                                      PosAPI's own limits (WatchPosAPI, posapi.go)
 //	backup_*                              snapshots ([backup]): last success, failures, size (backup.go)
 //
+// One *Metrics may serve several daemons in turn (a config applied in
+// place): Unwatch stops reading the one that stopped and carries its
+// component totals over, so no counter starts again from zero.
+//
 // Label values are the caller's: kind, outcome, result and route must come
 // from small fixed sets, posapi is one value per process (PosAPI's posNo,
 // else its host and port) (a route is the route pattern, never the raw path).

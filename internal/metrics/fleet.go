@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -16,14 +17,21 @@ type FleetStats func() (lastSuccess float64, buffered, dropped uint64)
 
 // WatchFleet registers, once, the push's series:
 // receiptd_fleet_last_success_timestamp_seconds, receiptd_fleet_buffered_samples
-// and receiptd_fleet_dropped_samples_total, read from f. They exist only
+// and receiptd_fleet_dropped_samples_total, read from f; a later call
+// replaces f (a daemon restarted in place, see Unwatch). They exist only
 // while the push is on, so a till that does not push has no stale "last
 // success". On a nil *Metrics it does nothing.
 func (m *Metrics) WatchFleet(f FleetStats) error {
 	if m == nil {
 		return nil
 	}
-	c := &fleetCollector{
+	m.fleetOnce.Do(func() { m.fleetErr = m.Register(m.fleet) })
+	m.fleet.set(f)
+	return m.fleetErr
+}
+
+func newFleetCollector() *fleetCollector {
+	return &fleetCollector{
 		lastSuccess: prometheus.NewDesc(namespace+"_fleet_last_success_timestamp_seconds",
 			"When the head office last accepted pushed samples (Unix seconds); 0 until the first success since start.", nil, nil),
 		buffered: prometheus.NewDesc(namespace+"_fleet_buffered_samples",
@@ -31,16 +39,24 @@ func (m *Metrics) WatchFleet(f FleetStats) error {
 		dropped: prometheus.NewDesc(namespace+"_fleet_dropped_samples_total",
 			"Unsent samples dropped: past fleet.buffer or fleet.buffer_mb, refused by the head office (4xx), or damaged on disk.", nil, nil),
 	}
-	c.set(f)
-	return m.Register(c)
 }
 
 // SetBuildInfo registers receiptd_build_info{version} 1. Its sample
 // times tell a head office when a till was last heard from, pushed or
-// scraped. A second call fails; on a nil *Metrics it does nothing.
+// scraped. A second call with the same version does nothing (a daemon
+// restarted in place); with another it fails. On a nil *Metrics it does
+// nothing.
 func (m *Metrics) SetBuildInfo(version string) error {
 	if m == nil {
 		return nil
+	}
+	m.buildMu.Lock()
+	defer m.buildMu.Unlock()
+	if m.buildVersion != "" {
+		if m.buildVersion == version {
+			return nil
+		}
+		return fmt.Errorf("build_info is already set, to version %q", m.buildVersion)
 	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
@@ -48,7 +64,11 @@ func (m *Metrics) SetBuildInfo(version string) error {
 		ConstLabels: prometheus.Labels{"version": labelValue(version)},
 	})
 	g.Set(1)
-	return m.reg.Register(g)
+	if err := m.reg.Register(g); err != nil {
+		return err
+	}
+	m.buildVersion = version
+	return nil
 }
 
 // Gather collects the registry, as a scrape of /metrics does. It is what
@@ -62,6 +82,7 @@ func (m *Metrics) Gather() ([]*dto.MetricFamily, error) {
 
 type fleetCollector struct {
 	watched[FleetStats]
+	carried counters[uint64] // dropped by the daemons before
 
 	lastSuccess, buffered, dropped *prometheus.Desc
 }
@@ -80,5 +101,5 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	last, buffered, dropped := f()
 	ch <- prometheus.MustNewConstMetric(c.lastSuccess, prometheus.GaugeValue, last)
 	ch <- prometheus.MustNewConstMetric(c.buffered, prometheus.GaugeValue, float64(buffered))
-	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(dropped))
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(dropped+c.carried.get()))
 }

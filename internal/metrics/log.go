@@ -21,6 +21,7 @@ func (m *Metrics) WatchLog(f LogStats) {
 
 type logCollector struct {
 	watched[LogStats]
+	carried counters[[2]uint64] // flushes, records of the daemons before
 
 	flushes, records *prometheus.Desc
 }
@@ -47,6 +48,7 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	flushes, records := f()
-	ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(flushes))
-	ch <- prometheus.MustNewConstMetric(c.records, prometheus.CounterValue, float64(records))
+	base := c.carried.get()
+	ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(flushes+base[0]))
+	ch <- prometheus.MustNewConstMetric(c.records, prometheus.CounterValue, float64(records+base[1]))
 }

@@ -60,6 +60,13 @@ type Metrics struct {
 	control        *controlCollector // registered by WatchControl
 	controlOnce    sync.Once
 	controlErr     error
+	backup         *backupCollector // registered by WatchBackup
+	backupOnce     sync.Once
+	fleet          *fleetCollector // registered by WatchFleet
+	fleetOnce      sync.Once
+	fleetErr       error
+	buildMu        sync.Mutex
+	buildVersion   string // SetBuildInfo's; "" before it
 
 	routesMu sync.Mutex
 	routes   map[string]struct{}
@@ -111,6 +118,8 @@ func New() *Metrics {
 		log:     newLogCollector(),
 		answers: newAnswersCollector(),
 		posapi:  newPosAPICollector(),
+		backup:  newBackupCollector(),
+		fleet:   newFleetCollector(),
 		answersDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "answers_dropped_total",
 			Help: "Upstream answers no POS had received yet, pushed out of memory by accept.answer_count or accept.answer_mb.",

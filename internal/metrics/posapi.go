@@ -47,6 +47,7 @@ var posapiLabel = []string{"posapi"}
 
 type posapiCollector struct {
 	watched[func() PosAPIStats]
+	carried counters[map[string][2]uint64] // sendData ok, failed of the daemons before, by posapi label
 
 	left, age, pace, share, skew, sendData *prometheus.Desc
 }
@@ -94,6 +95,7 @@ func (c *posapiCollector) Collect(ch chan<- prometheus.Metric) {
 	if st.ClockSkewSeconds != nil {
 		ch <- prometheus.MustNewConstMetric(c.skew, prometheus.GaugeValue, *st.ClockSkewSeconds)
 	}
-	ch <- prometheus.MustNewConstMetric(c.sendData, prometheus.CounterValue, float64(st.SendDataOK), st.PosAPI, "ok")
-	ch <- prometheus.MustNewConstMetric(c.sendData, prometheus.CounterValue, float64(st.SendDataFailed), st.PosAPI, "failed")
+	base := c.carried.get()[st.PosAPI]
+	ch <- prometheus.MustNewConstMetric(c.sendData, prometheus.CounterValue, float64(st.SendDataOK+base[0]), st.PosAPI, "ok")
+	ch <- prometheus.MustNewConstMetric(c.sendData, prometheus.CounterValue, float64(st.SendDataFailed+base[1]), st.PosAPI, "failed")
 }

@@ -20,3 +20,13 @@ func (w *watched[F]) get() F {
 	defer w.mu.Unlock()
 	return w.f
 }
+
+// take returns the function and stops watching it.
+func (w *watched[F]) take() F {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.f
+	var zero F
+	w.f = zero
+	return f
+}

@@ -24,6 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/control/controltest"
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/fleet/fleettest"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -81,9 +82,10 @@ var (
 	matcher = regexp.MustCompile(`\b(state|route|outcome|kind|result)(=~?)"([^"]*)"`)
 )
 
-// scrapeRealDaemon runs a daemon against the simulator, makes it send, get
-// a refusal and serve a lookup, so that series created on first use exist,
-// and returns its /metrics.
+// scrapeRealDaemon runs a daemon against the simulator, as `receiptd run`
+// does (daemon.NewManaged), with the push and [control] on (pointing at a
+// real OpAMP server), makes it send, get a refusal and serve a lookup, so
+// that series created on first use exist, and returns its /metrics.
 func scrapeRealDaemon(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	s := sim.New(sim.Options{Seed: 5})
@@ -94,7 +96,9 @@ func scrapeRealDaemon(t *testing.T) map[string]*dto.MetricFamily {
 	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = s.URL(), s.URL()
 	// The push on, so its series (receiptd_fleet_*) exist too.
 	cfg.Fleet.RemoteWriteURL = fleettest.New(t, nil).URL
-	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
+	// The head office channel on, so its series (receiptd_control_*) exist.
+	cfg.Control.OpAMPURL = controltest.Start(t).WSURL()
+	d, err := daemon.NewManaged(cfg, "", zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -129,7 +133,8 @@ func scrapeRealDaemon(t *testing.T) map[string]*dto.MetricFamily {
 		fams, err = p.TextToMetricFamilies(resp.Body)
 		return err == nil && fams["receiptd_unsent_alert_level"] != nil && fams["receiptd_posapi_left_lotteries"] != nil &&
 			fams["receiptd_clock_skew_seconds"] != nil &&
-			fams["receiptd_fleet_last_success_timestamp_seconds"] != nil
+			fams["receiptd_fleet_last_success_timestamp_seconds"] != nil &&
+			fams["receiptd_control_connected"] != nil
 	}, 10*time.Second, 50*time.Millisecond)
 	return fams
 }
@@ -157,8 +162,9 @@ func exported(fams map[string]*dto.MetricFamily) (names map[string]bool, values 
 func TestRulesAndDashboardUseExportedMetrics(t *testing.T) {
 	names, values := exported(scrapeRealDaemon(t))
 	exprs := map[string][]string{
-		"receiptd-rules.yml":      ruleExprs(t, "receiptd-rules.yml"),
-		"receiptd-dashboard.json": dashboardExprs(t, "receiptd-dashboard.json"),
+		"receiptd-rules.yml":         ruleExprs(t, "receiptd-rules.yml"),
+		"receiptd-control-rules.yml": ruleExprs(t, "receiptd-control-rules.yml"),
+		"receiptd-dashboard.json":    dashboardExprs(t, "receiptd-dashboard.json"),
 	}
 	for file, list := range exprs {
 		used := 0

@@ -67,6 +67,9 @@ type Server struct {
 	// message or not; stopped: Stop was called and no listen since.
 	open    map[types.Connection]struct{}
 	stopped bool
+	// resend: answer every message with the agent's config, whatever
+	// status it reported (ResendAlways).
+	resend bool
 }
 
 // Start starts a server on 127.0.0.1:0, stopped when t ends.
@@ -212,10 +215,20 @@ func (s *Server) onMessage(conn types.Connection, header http.Header, msg *proto
 	}
 	s.conns[uid] = conn
 	resp := &protobufs.ServerToAgent{InstanceUid: msg.InstanceUid}
-	if rc := s.configs[uid]; rc != nil && !slices.Equal(a.RemoteStatus.GetLastRemoteConfigHash(), rc.ConfigHash) {
+	if rc := s.configs[uid]; rc != nil && (s.resend || !slices.Equal(a.RemoteStatus.GetLastRemoteConfigHash(), rc.ConfigHash)) {
 		resp.RemoteConfig = rc
 	}
 	return resp
+}
+
+// ResendAlways makes the server answer every message of an agent with the
+// config set for it, even once the agent reported it APPLYING, APPLIED
+// or FAILED, as some servers do (the OpAMP specification allows it): a
+// till must not apply the same config again.
+func (s *Server) ResendAlways() {
+	s.mu.Lock()
+	s.resend = true
+	s.mu.Unlock()
 }
 
 // Agents returns a copy of every agent seen, in no order.
