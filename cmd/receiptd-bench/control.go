@@ -24,6 +24,7 @@ var controlOnly = flag.Bool("control-only", false, "run only the control step: a
 // controlResult is the idle cost with the head office channel on, over
 // each transport, at the default poll_every.
 type controlResult struct {
+	binary             string // binaryReport's line
 	ws, http           idleResult
 	wsMsgs, httpMsgs   int64 // messages the head office received in each window
 	wsConns, httpConns int64
@@ -64,6 +65,10 @@ func (h *headOfficeCounter) url(scheme string) string {
 // polls fall in the window), beside runIdle's reference.
 func (b *bench) runControl(ctx context.Context, o options) (controlResult, error) {
 	var r controlResult
+	var err error
+	if r.binary, err = binaryReport(b.bin); err != nil {
+		return r, err
+	}
 	defer func() { b.fleet = nil }()
 	window := max(o.idleFor, 2*config.Default().Control.PollEvery.Duration+5*time.Second)
 	for _, tr := range []struct {
@@ -96,6 +101,7 @@ func (b *bench) runControl(ctx context.Context, o options) (controlResult, error
 func (r controlResult) report(ref results) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Head office channel ([control], OpAMP), idle, poll_every %s:\n", config.Default().Control.PollEvery.Duration)
+	b.WriteString(r.binary)
 	for _, t := range []struct {
 		name        string
 		res         idleResult
