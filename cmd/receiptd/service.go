@@ -60,10 +60,7 @@ func serviceAction(action string) func(context.Context, *cmdEnv, []string) error
 // runAsService runs the daemon under the service manager (service.Run),
 // logging as JSON to the journal or a file.
 func runAsService(ctx context.Context, lc loadedConfig) error {
-	if runtime.GOOS == "windows" && lc.cfg.Log.File == "" {
-		lc.cfg.Log.File = service.DefaultLogFile()
-	}
-	log, closeLog, err := newLogger(lc.cfg, true)
+	log, closeLog, err := newLogger(serviceLogConfig(lc.cfg, runtime.GOOS), true)
 	if err != nil {
 		return usageError{err: err}
 	}
@@ -76,6 +73,18 @@ func runAsService(ctx context.Context, lc loadedConfig) error {
 		}
 		return d, nil
 	})
+}
+
+// serviceLogConfig is the config the service's logger is built from: on
+// Windows, log.file defaults to service.DefaultLogFile(). It is the
+// logger's alone: the daemon's config stays as the file says, so a head
+// office's fragment, merged over that file, is compared with it like for
+// like (a default set in it made every fragment a change).
+func serviceLogConfig(cfg config.Config, goos string) config.Config {
+	if goos == "windows" && cfg.Log.File == "" {
+		cfg.Log.File = service.DefaultLogFile()
+	}
+	return cfg
 }
 
 // definition is the service's view of lc.
