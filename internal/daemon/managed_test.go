@@ -27,20 +27,7 @@ func runManaged(t *testing.T, cfg config.Config) *daemon.Supervisor {
 	t.Helper()
 	s, err := daemon.NewManaged(cfg, "", zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("Supervisor.Run did not return after cancel")
-		}
-	})
-	require.Eventually(t, func() bool { return readyz(s.URL()) == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
-	return s
+	return serveSupervisor(t, s)
 }
 
 // managedConfig is testConfig with [control] pointing at srv.

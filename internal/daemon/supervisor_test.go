@@ -28,6 +28,13 @@ func runSupervisor(t *testing.T, cfg config.Config, rollbackAfter time.Duration)
 	t.Helper()
 	s, err := daemon.NewSupervisor(cfg, zaptest.NewLogger(t), "test", rollbackAfter)
 	require.NoError(t, err)
+	return serveSupervisor(t, s)
+}
+
+// serveSupervisor runs s until the test ends, requiring Run to return nil,
+// and returns it once it answers /readyz.
+func serveSupervisor(t *testing.T, s *daemon.Supervisor) *daemon.Supervisor {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
