@@ -18,10 +18,19 @@ import (
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
-// markerTx is the transaction the data directory's marker records.
+// markerTx is the transaction the data directory's marker records. On
+// Windows a read that meets the running daemon's replace of the marker
+// fails with a sharing violation: it is tried again for a second.
 func markerTx(t *testing.T, dir string) uint64 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, store.MarkerFile))
+	var b []byte
+	var err error
+	for range 50 {
+		if b, err = os.ReadFile(filepath.Join(dir, store.MarkerFile)); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	require.NoError(t, err)
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "tx "); ok {
