@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -29,6 +30,12 @@ type floorLevel struct {
 	clients int
 	window  time.Duration
 	rd, nv  []acceptResult // receiptd's and the naive server's windows, round by round
+	// CPU time run over all rounds, by receiptd's and the naive server's
+	// process and by this one's clients while each was measured.
+	server, client [2]time.Duration
+	// receiptd's log flushes and the records they made durable over its
+	// windows: records/flushes is the mean group.
+	flushes, records float64
 }
 
 // ratios is each round's figure: p50 receiptd / naive at 1 client,
@@ -88,6 +95,14 @@ func (f floorLevel) report() string {
 		parts[i] = fmt.Sprintf("%.3f", r)
 	}
 	fmt.Fprintf(&b, "    the rounds' ratios in order: %s", strings.Join(parts, " "))
+	if f.server[0] > 0 && len(rd) > 0 && len(nv) > 0 {
+		per := func(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
+		fmt.Fprintf(&b, "\n    CPU a receipt: receiptd %.0f µs + its clients %.0f µs; naive %.0f µs + its clients %.0f µs",
+			per(f.server[0], len(rd)), per(f.client[0], len(rd)), per(f.server[1], len(nv)), per(f.client[1], len(nv)))
+	}
+	if f.flushes > 0 {
+		fmt.Fprintf(&b, "\n    receiptd's log: %.1f records a flush (%.0f flushes)", f.records/f.flushes, f.flushes)
+	}
 	return b.String()
 }
 
@@ -100,7 +115,7 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, err er
 		return nil, err
 	}
 	defer s.Close()
-	n, err := startNaive(b.dir)
+	n, err := startNaiveProcess(ctx, b.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +136,7 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, err er
 	c := newClient()
 	var out []floorLevel
 	for _, clients := range []int{1, 64} {
-		f, err := alternate(ctx, c, [2]string{p.URL(), n.url}, clients, rounds, window)
+		f, err := alternate(ctx, c, [2]string{p.URL(), n.url}, [2]int{p.PID, n.cmd.Process.Pid}, clients, rounds, window)
 		if err != nil {
 			return nil, err
 		}
@@ -131,8 +146,9 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, err er
 }
 
 // alternate measures receiptd (urls[0]) and the naive server (urls[1])
-// in rounds of one window each, receiptd first in even rounds.
-func alternate(ctx context.Context, c *http.Client, urls [2]string, clients, rounds int, window time.Duration) (floorLevel, error) {
+// in rounds of one window each, receiptd first in even rounds; pids are
+// their processes, whose CPU time is counted beside this process's.
+func alternate(ctx context.Context, c *http.Client, urls [2]string, pids [2]int, clients, rounds int, window time.Duration) (floorLevel, error) {
 	f := floorLevel{clients: clients, window: window}
 	for i, u := range urls {
 		if _, err := measureAccept(ctx, c, u, clients, window/2, fmt.Sprintf("fwarm%d-%d", clients, i)); err != nil {
@@ -143,9 +159,28 @@ func alternate(ctx context.Context, c *http.Client, urls [2]string, clients, rou
 		var got [2]acceptResult
 		for k := range 2 {
 			i := k ^ round%2
+			var f0, r0 float64
+			var logErr error
+			if i == 0 {
+				f0, r0, logErr = logCounters(ctx, c, urls[0])
+			}
+			s0, sErr := procRunTime(pids[i])
+			c0, cErr := procRunTime(os.Getpid())
 			r, err := measureAccept(ctx, c, urls[i], clients, window, fmt.Sprintf("f%d-%d-%d", clients, round, i))
 			if err != nil {
 				return f, err
+			}
+			s1, sErr1 := procRunTime(pids[i])
+			c1, cErr1 := procRunTime(os.Getpid())
+			if i == 0 && logErr == nil {
+				if f1, r1, err := logCounters(ctx, c, urls[0]); err == nil {
+					f.flushes += f1 - f0
+					f.records += r1 - r0
+				}
+			}
+			if err := errors.Join(sErr, cErr, sErr1, cErr1); err == nil {
+				f.server[i] += s1 - s0
+				f.client[i] += c1 - c0
 			}
 			got[i] = r
 		}

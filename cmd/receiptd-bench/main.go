@@ -66,6 +66,9 @@ func parseFlags() options {
 }
 
 func main() {
+	if dir := os.Getenv(naiveEnv); dir != "" {
+		serveNaiveProcess(dir) // naive.go: this process is the naive server
+	}
 	o := parseFlags()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()

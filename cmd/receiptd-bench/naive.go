@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -18,6 +22,12 @@ import (
 // under a mutex, then answers 202. At 1 client its latency is the floor
 // (an HTTP POST on loopback plus one fdatasync); at 64 clients its
 // throughput is what a server without group commit reaches.
+//
+// Measured against receiptd it runs as its own process (startNaiveProcess),
+// as receiptd does: in the client's process a request and its answer are
+// handed between goroutines of one Go runtime, often on the same thread,
+// while a request to another process wakes that process's thread and the
+// answer wakes the client's, two wake-ups the in-process server never pays.
 type naiveServer struct {
 	mu  sync.Mutex
 	f   *os.File
@@ -65,6 +75,93 @@ func (n *naiveServer) append(body []byte) error {
 		return err
 	}
 	return fdatasync(n.f)
+}
+
+// naiveEnv names the scratch directory when this program is started as the
+// naive server's process (serveNaiveProcess).
+const naiveEnv = "RECEIPTD_BENCH_NAIVE_DIR"
+
+// naiveProcess is the naive server in a process of its own: this program
+// started again with naiveEnv set.
+type naiveProcess struct {
+	cmd *exec.Cmd
+	url string
+}
+
+// startNaiveProcess starts the naive server as a process of its own, with
+// GOMAXPROCS as receiptd's, and returns once it listens.
+func startNaiveProcess(ctx context.Context, dir string) (*naiveProcess, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("naive server: %w", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), naiveEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("naive server: %w", err)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("naive server: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("naive server: %w", err)
+	}
+	_ = stdin // closed by Wait after the process exits; the process ends when it reads EOF
+	line := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(out)
+		if s.Scan() {
+			line <- s.Text()
+		}
+		close(line)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case u, ok := <-line:
+		if ok && strings.HasPrefix(u, "http://") {
+			return &naiveProcess{cmd: cmd, url: u}, nil
+		}
+	case <-time.After(10 * time.Second):
+	case <-ctx.Done():
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return nil, errors.New("naive server: its process did not print its address")
+}
+
+func (p *naiveProcess) close() error {
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		_ = p.cmd.Process.Kill()
+	}
+	err := p.cmd.Wait()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && !exit.Exited() { // ended by the signal
+		return nil
+	}
+	return err
+}
+
+// serveNaiveProcess is this program's whole work when naiveEnv is set:
+// serve the naive server, print its URL, and stop at an interrupt or when
+// standard input ends (the parent went away).
+func serveNaiveProcess(dir string) {
+	n, err := startNaive(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(n.url)
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }()
+	<-ctx.Done()
+	if err := n.close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 func (n *naiveServer) close() error {
