@@ -92,6 +92,9 @@ type supervised struct {
 	// Daemon, so that no counter starts again from zero at a swap; build
 	// re-points their watches at the new Daemon (metrics.Unwatch).
 	metrics *metrics.Metrics
+	// sims, when not nil, are the Supervisor's answers to "is base_url
+	// the simulator?", so a swap does not ask again; nil: ask afresh.
+	sims *simAnswers
 }
 
 // build is New as a Supervisor asks for it.
@@ -126,7 +129,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 		LogDir: filepath.Join(cfg.DataDir, LogDir)}); err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
-	followSimulator(context.Background(), &d.cfg.Upstream, log.Named("upstream"))
+	followSimulator(context.Background(), &d.cfg.Upstream, sv.sims, log.Named("upstream"))
 	cfg = d.cfg
 	cc := clientConfig(cfg.Upstream)
 	// Every answer's Date header tells the watcher the tax service's

@@ -43,6 +43,7 @@ type Supervisor struct {
 	handoffs      []*handoff
 	control       *control.Client  // nil: [control] is off (NewManaged)
 	metrics       *metrics.Metrics // every Daemon's: counters go on across a swap
+	sims          *simAnswers      // every Daemon's: base_url is asked once per process
 
 	applyMu sync.Mutex // one Apply at a time; Run waits for it before stopping
 	mu      sync.Mutex // guards the fields below
@@ -78,7 +79,7 @@ func newSupervisor(log *zap.Logger, version string, rollbackAfter time.Duration)
 		rollbackAfter = DefaultRollbackAfter
 	}
 	return &Supervisor{log: log.Named("supervisor"), baseLog: log, version: version, rollbackAfter: rollbackAfter,
-		metrics: metrics.New()}
+		metrics: metrics.New(), sims: newSimAnswers()}
 }
 
 // init builds the first Daemon, binding the listeners, and keeps them
@@ -99,7 +100,7 @@ func (s *Supervisor) init(cfg config.Config) error {
 // build is New for a Daemon of s: on lns (nil: bind them), reporting
 // s.control.
 func (s *Supervisor) build(cfg config.Config, lns []net.Listener) (*Daemon, error) {
-	return build(cfg, s.baseLog, s.version, supervised{listeners: lns, control: s.control, metrics: s.metrics})
+	return build(cfg, s.baseLog, s.version, supervised{listeners: lns, control: s.control, metrics: s.metrics, sims: s.sims})
 }
 
 func (s *Supervisor) views() []net.Listener {
