@@ -14,10 +14,14 @@ import (
 
 // The floor step holds accept to the naive durable server (naive.go) in
 // the same run: at 1 client receiptd's p50 against the naive server's, at
-// 64 clients receiptd's throughput against the naive server's. Both run
-// at once and are measured in alternating windows, the order swapped
-// every round, so that the drift of a shared machine hits both alike; the
-// figure held to each target is the median of the rounds' own ratios.
+// 64 clients receiptd's throughput against the naive server's. At 64
+// clients the group-commit reference (naive.go) runs beside them: the
+// most a durable HTTP server with group commit and nothing else reaches
+// on this machine, so that receiptd's own work shows apart from the
+// machine's. Every server is its own process, all run at once and are
+// measured in alternating windows, the order rotated every round, so that
+// the drift of a shared machine hits them alike; the figure held to each
+// target is the median of the rounds' own ratios.
 const (
 	floorTarget1  = 1.1 // receiptd p50 / naive p50 at 1 client, at most
 	floorTarget64 = 4.5 // receiptd / naive throughput at 64 clients, at least
@@ -25,28 +29,43 @@ const (
 
 var floorOnly = flag.Bool("floor-only", false, "run only the floor step: accept against the naive durable server, alternating windows")
 
-// floorLevel is one client level of the floor step.
-type floorLevel struct {
-	clients int
-	window  time.Duration
-	rd, nv  []acceptResult // receiptd's and the naive server's windows, round by round
-	// CPU time run over all rounds, by receiptd's and the naive server's
-	// process and by this one's clients while each was measured.
-	server, client [2]time.Duration
+// floorServer is one server the floor step measures.
+type floorServer struct {
+	name string
+	url  string
+	pid  int
+}
+
+// floorRuns is one server's windows at one client level.
+type floorRuns struct {
+	name string
+	runs []acceptResult // round by round
+	// CPU time the server's process and this one's clients ran over
+	// all its windows.
+	server, client time.Duration
 	// receiptd's log flushes and the records they made durable over its
-	// windows: records/flushes is the mean group.
+	// windows (receiptd only): records/flushes is the mean group.
 	flushes, records float64
 }
 
-// ratios is each round's figure: p50 receiptd / naive at 1 client,
-// throughput receiptd / naive otherwise.
-func (f floorLevel) ratios() []float64 {
-	out := make([]float64, len(f.rd))
-	for i := range f.rd {
+// floorLevel is one client level of the floor step: receiptd first, the
+// naive server second, then any reference.
+type floorLevel struct {
+	clients int
+	window  time.Duration
+	servers []floorRuns
+}
+
+// ratios is each round's figure of server i against server j: p50 i / j
+// at 1 client, throughput i / j otherwise.
+func (f floorLevel) ratios(i, j int) []float64 {
+	a, b := f.servers[i].runs, f.servers[j].runs
+	out := make([]float64, len(a))
+	for r := range a {
 		if f.clients == 1 {
-			out[i] = float64(f.rd[i].lat.p50()) / float64(f.nv[i].lat.p50())
+			out[r] = float64(a[r].lat.p50()) / float64(b[r].lat.p50())
 		} else {
-			out[i] = f.rd[i].rate / f.nv[i].rate
+			out[r] = a[r].rate / b[r].rate
 		}
 	}
 	return out
@@ -72,12 +91,18 @@ func pooled(rs []acceptResult) (s sample, rate float64) {
 	return s, rate / float64(max(1, len(rs)))
 }
 
+func ratioList(rs []float64) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%.3f", r)
+	}
+	return strings.Join(parts, " ")
+}
+
 // report prints the level's rounds and its verdict.
 func (f floorLevel) report() string {
-	rs := f.ratios()
+	rs := f.ratios(0, 1)
 	m := median(rs)
-	rd, rdRate := pooled(f.rd)
-	nv, nvRate := pooled(f.nv)
 	var b strings.Builder
 	var what string
 	ok := false
@@ -88,38 +113,50 @@ func (f floorLevel) report() string {
 	}
 	fmt.Fprintf(&b, "- accept at the floor, %d client(s), %d alternating windows of %s each: %s %s\n",
 		f.clients, len(rs), f.window, what, verdict(ok))
-	fmt.Fprintf(&b, "    receiptd p50 %s / p99 %s, %.0f/s (%d requests); naive p50 %s / p99 %s, %.0f/s (%d requests)\n",
-		ms(rd.p50()), ms(rd.p99()), rdRate, len(rd), ms(nv.p50()), ms(nv.p99()), nvRate, len(nv))
-	parts := make([]string, len(rs))
-	for i, r := range rs {
-		parts[i] = fmt.Sprintf("%.3f", r)
+	fmt.Fprintf(&b, "    the rounds' ratios in order: %s\n", ratioList(rs))
+	for i := 2; i < len(f.servers); i++ {
+		ref := f.servers[i].name
+		fmt.Fprintf(&b, "    %s / naive: median %.2fx (%s); receiptd / %s: median %.2fx (%s)\n",
+			ref, median(f.ratios(i, 1)), ratioList(f.ratios(i, 1)), ref, median(f.ratios(0, i)), ratioList(f.ratios(0, i)))
 	}
-	fmt.Fprintf(&b, "    the rounds' ratios in order: %s", strings.Join(parts, " "))
-	if f.server[0] > 0 && len(rd) > 0 && len(nv) > 0 {
-		per := func(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
-		fmt.Fprintf(&b, "\n    CPU a receipt: receiptd %.0f µs + its clients %.0f µs; naive %.0f µs + its clients %.0f µs",
-			per(f.server[0], len(rd)), per(f.client[0], len(rd)), per(f.server[1], len(nv)), per(f.client[1], len(nv)))
+	for _, s := range f.servers {
+		lat, rate := pooled(s.runs)
+		fmt.Fprintf(&b, "    %s: p50 %s / p99 %s, %.0f/s (%d requests)", s.name, ms(lat.p50()), ms(lat.p99()), rate, len(lat))
+		if n := len(lat); n > 0 && s.server > 0 {
+			fmt.Fprintf(&b, "; CPU a receipt: the server %.0f µs, its clients %.0f µs",
+				float64(s.server.Microseconds())/float64(n), float64(s.client.Microseconds())/float64(n))
+		}
+		if s.flushes > 0 {
+			fmt.Fprintf(&b, "; %.1f records a log flush", s.records/s.flushes)
+		}
+		b.WriteString("\n")
 	}
-	if f.flushes > 0 {
-		fmt.Fprintf(&b, "\n    receiptd's log: %.1f records a flush (%.0f flushes)", f.records/f.flushes, f.flushes)
-	}
-	return b.String()
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// runFloor starts the naive server and receiptd on a simulator that is
-// down (every answer a durable 202, as in runAccept) and measures them in
-// alternating windows at 1 and 64 clients.
+// runFloor starts receiptd on a simulator that is down (every answer a
+// durable 202, as in runAccept), the naive server and the group-commit
+// reference, each its own process, and measures them in alternating
+// windows: receiptd and the naive server at 1 client, all three at 64.
 func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, err error) {
 	s, err := startDownSim()
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	n, err := startNaiveProcess(ctx, b.dir)
-	if err != nil {
-		return nil, err
+	servers := []floorServer{{name: "receiptd"}}
+	for _, group := range []bool{false, true} {
+		n, err := startNaiveProcess(ctx, b.dir, group)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, n.close()) }()
+		name := "naive"
+		if group {
+			name = "group-commit"
+		}
+		servers = append(servers, floorServer{name: name, url: n.url, pid: n.cmd.Process.Pid})
 	}
-	defer func() { err = errors.Join(err, n.close()) }()
 	cfg, dir, err := b.config(s.URL(), 2)
 	if err != nil {
 		return nil, err
@@ -129,14 +166,18 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, err er
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, stop(ctx, p)) }()
+	servers[0].url, servers[0].pid = p.URL(), p.PID
 	rounds, window := 9, 2*time.Second
 	if o.acceptFor < 5*time.Second { // -quick
 		rounds, window = 5, time.Second
 	}
 	c := newClient()
 	var out []floorLevel
-	for _, clients := range []int{1, 64} {
-		f, err := alternate(ctx, c, [2]string{p.URL(), n.url}, [2]int{p.PID, n.cmd.Process.Pid}, clients, rounds, window)
+	for _, lv := range []struct {
+		clients int
+		servers []floorServer
+	}{{1, servers[:2]}, {64, servers}} {
+		f, err := alternate(ctx, c, lv.servers, lv.clients, rounds, window)
 		if err != nil {
 			return nil, err
 		}
@@ -145,48 +186,56 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, err er
 	return out, nil
 }
 
-// alternate measures receiptd (urls[0]) and the naive server (urls[1])
-// in rounds of one window each, receiptd first in even rounds; pids are
-// their processes, whose CPU time is counted beside this process's.
-func alternate(ctx context.Context, c *http.Client, urls [2]string, pids [2]int, clients, rounds int, window time.Duration) (floorLevel, error) {
-	f := floorLevel{clients: clients, window: window}
-	for i, u := range urls {
-		if _, err := measureAccept(ctx, c, u, clients, window/2, fmt.Sprintf("fwarm%d-%d", clients, i)); err != nil {
+// alternate measures the servers in rounds of one window each, the order
+// rotated by one every round; servers[0] is receiptd, whose log counters
+// are read around its windows.
+func alternate(ctx context.Context, c *http.Client, servers []floorServer, clients, rounds int, window time.Duration) (floorLevel, error) {
+	f := floorLevel{clients: clients, window: window, servers: make([]floorRuns, len(servers))}
+	for i, s := range servers {
+		f.servers[i].name = s.name
+		if _, err := measureAccept(ctx, c, s.url, clients, window/2, fmt.Sprintf("fwarm%d-%d", clients, i)); err != nil {
 			return f, err
 		}
 	}
 	for round := range rounds {
-		var got [2]acceptResult
-		for k := range 2 {
-			i := k ^ round%2
-			var f0, r0 float64
-			var logErr error
-			if i == 0 {
-				f0, r0, logErr = logCounters(ctx, c, urls[0])
-			}
-			s0, sErr := procRunTime(pids[i])
-			c0, cErr := procRunTime(os.Getpid())
-			r, err := measureAccept(ctx, c, urls[i], clients, window, fmt.Sprintf("f%d-%d-%d", clients, round, i))
-			if err != nil {
+		for k := range servers {
+			i := (k + round) % len(servers)
+			if err := f.measureWindow(ctx, c, servers[i], &f.servers[i], i == 0, fmt.Sprintf("f%d-%d-%d", clients, round, i)); err != nil {
 				return f, err
 			}
-			s1, sErr1 := procRunTime(pids[i])
-			c1, cErr1 := procRunTime(os.Getpid())
-			if i == 0 && logErr == nil {
-				if f1, r1, err := logCounters(ctx, c, urls[0]); err == nil {
-					f.flushes += f1 - f0
-					f.records += r1 - r0
-				}
-			}
-			if err := errors.Join(sErr, cErr, sErr1, cErr1); err == nil {
-				f.server[i] += s1 - s0
-				f.client[i] += c1 - c0
-			}
-			got[i] = r
 		}
-		f.rd, f.nv = append(f.rd, got[0]), append(f.nv, got[1])
 	}
 	return f, nil
+}
+
+// measureWindow measures one window of s into into, with the CPU its process and
+// this one ran, and with logs the log counters of receiptd.
+func (f floorLevel) measureWindow(ctx context.Context, c *http.Client, s floorServer, into *floorRuns, logs bool, tag string) error {
+	var f0, r0 float64
+	logErr := errors.New("not read")
+	if logs {
+		f0, r0, logErr = logCounters(ctx, c, s.url)
+	}
+	s0, sErr := procRunTime(s.pid)
+	c0, cErr := procRunTime(os.Getpid())
+	r, err := measureAccept(ctx, c, s.url, f.clients, f.window, tag)
+	if err != nil {
+		return err
+	}
+	s1, sErr1 := procRunTime(s.pid)
+	c1, cErr1 := procRunTime(os.Getpid())
+	if errors.Join(sErr, cErr, sErr1, cErr1) == nil {
+		into.server += s1 - s0
+		into.client += c1 - c0
+	}
+	if logErr == nil {
+		if f1, r1, err := logCounters(ctx, c, s.url); err == nil {
+			into.flushes += f1 - f0
+			into.records += r1 - r0
+		}
+	}
+	into.runs = append(into.runs, r)
+	return nil
 }
 
 // floorOnlyRun runs the floor step alone and prints its lines.

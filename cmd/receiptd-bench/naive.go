@@ -28,17 +28,38 @@ import (
 // handed between goroutines of one Go runtime, often on the same thread,
 // while a request to another process wakes that process's thread and the
 // answer wakes the client's, two wake-ups the in-process server never pays.
+//
+// With group set it is the group-commit reference instead: the same
+// server, but concurrent POSTs share one fdatasync (the first caller to
+// find none running writes every body waiting and flushes; the others
+// wait for it), as receiptd's log does. It does nothing else (no parsing,
+// no index, no database), so at 64 clients it is the most a durable HTTP
+// server with group commit reaches on this machine with these clients:
+// the ceiling against which receiptd's own work per receipt shows.
 type naiveServer struct {
 	mu  sync.Mutex
 	f   *os.File
 	srv *http.Server
 	url string
+
+	group    bool
+	gmu      sync.Mutex
+	pending  [][]byte      // bodies not yet taken by a flush
+	next     uint64        // number of the next body
+	durable  uint64        // bodies up to this number are on disk
+	flushing bool          // a caller is writing and flushing
+	flushed  chan struct{} // closed and replaced after every flush
+	failed   error         // a flush failed: every later append fails
 }
 
 var _ http.Handler = (*naiveServer)(nil)
 
-func startNaive(dir string) (*naiveServer, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "naive.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+func startNaive(dir string, group bool) (*naiveServer, error) {
+	name := "naive.log"
+	if group {
+		name = "naive-group.log"
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("naive server: %w", err)
 	}
@@ -47,7 +68,7 @@ func startNaive(dir string) (*naiveServer, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("naive server: %w", err)
 	}
-	n := &naiveServer{f: f, url: "http://" + ln.Addr().String()}
+	n := &naiveServer{f: f, url: "http://" + ln.Addr().String(), group: group, flushed: make(chan struct{})}
 	n.srv = &http.Server{Handler: n, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = n.srv.Serve(ln) }()
 	return n, nil
@@ -69,6 +90,9 @@ func (n *naiveServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *naiveServer) append(body []byte) error {
+	if n.group {
+		return n.groupAppend(body)
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, err := n.f.Write(body); err != nil {
@@ -77,9 +101,59 @@ func (n *naiveServer) append(body []byte) error {
 	return fdatasync(n.f)
 }
 
+// groupAppend returns once body is on disk, flushed by this caller or by
+// the one whose flush took it.
+func (n *naiveServer) groupAppend(body []byte) error {
+	n.gmu.Lock()
+	defer n.gmu.Unlock()
+	n.pending = append(n.pending, body)
+	n.next++
+	mine := n.next
+	for n.durable < mine {
+		if n.failed != nil {
+			return n.failed
+		}
+		if n.flushing {
+			ch := n.flushed
+			n.gmu.Unlock()
+			<-ch
+			n.gmu.Lock()
+			continue
+		}
+		n.flushing = true
+		work, last := n.pending, n.next
+		n.pending = nil
+		n.gmu.Unlock()
+		err := n.writeAll(work)
+		n.gmu.Lock()
+		n.flushing = false
+		close(n.flushed)
+		n.flushed = make(chan struct{})
+		if err != nil {
+			n.failed = err // the waiters' bodies went with this flush
+			return err
+		}
+		n.durable = last
+	}
+	return nil
+}
+
+func (n *naiveServer) writeAll(bodies [][]byte) error {
+	for _, b := range bodies {
+		if _, err := n.f.Write(b); err != nil {
+			return err
+		}
+	}
+	return fdatasync(n.f)
+}
+
 // naiveEnv names the scratch directory when this program is started as the
-// naive server's process (serveNaiveProcess).
-const naiveEnv = "RECEIPTD_BENCH_NAIVE_DIR"
+// naive server's process (serveNaiveProcess); naiveGroupEnv=1 makes it the
+// group-commit reference.
+const (
+	naiveEnv      = "RECEIPTD_BENCH_NAIVE_DIR"
+	naiveGroupEnv = "RECEIPTD_BENCH_NAIVE_GROUP"
+)
 
 // naiveProcess is the naive server in a process of its own: this program
 // started again with naiveEnv set.
@@ -88,15 +162,19 @@ type naiveProcess struct {
 	url string
 }
 
-// startNaiveProcess starts the naive server as a process of its own, with
-// GOMAXPROCS as receiptd's, and returns once it listens.
-func startNaiveProcess(ctx context.Context, dir string) (*naiveProcess, error) {
+// startNaiveProcess starts the naive server (or with group the
+// group-commit reference) as a process of its own, with GOMAXPROCS as
+// receiptd's, and returns once it listens.
+func startNaiveProcess(ctx context.Context, dir string, group bool) (*naiveProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("naive server: %w", err)
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), naiveEnv+"="+dir)
+	if group {
+		cmd.Env = append(cmd.Env, naiveGroupEnv+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -148,7 +226,7 @@ func (p *naiveProcess) close() error {
 // serve the naive server, print its URL, and stop at an interrupt or when
 // standard input ends (the parent went away).
 func serveNaiveProcess(dir string) {
-	n, err := startNaive(dir)
+	n, err := startNaive(dir, os.Getenv(naiveGroupEnv) == "1")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -172,7 +250,7 @@ func (n *naiveServer) close() error {
 
 // runNaive measures the naive server at 1 and 64 clients, d each.
 func runNaive(ctx context.Context, dir string, d time.Duration) (one, many acceptResult, err error) {
-	n, err := startNaive(dir)
+	n, err := startNaive(dir, false)
 	if err != nil {
 		return one, many, err
 	}

@@ -54,7 +54,7 @@ func (b *bench) profileFloor(ctx context.Context, o options, out string) (err er
 		stopDaemon()
 		err = errors.Join(err, <-done)
 	}()
-	n, err := startNaive(b.dir)
+	n, err := startNaive(b.dir, false)
 	if err != nil {
 		return err
 	}
