@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -138,17 +139,21 @@ func (f floorLevel) report() string {
 // durable 202, as in runAccept), the naive server and the group-commit
 // reference, each its own process, and measures them in alternating
 // windows: receiptd and the naive server at 1 client, all three at 64.
-func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, err error) {
+func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, _ syncKinds, err error) {
+	kinds, err := measureSyncKinds(b.dir, 300, len(body("sync-kinds")))
+	if err != nil {
+		return nil, kinds, err
+	}
 	s, err := startDownSim()
 	if err != nil {
-		return nil, err
+		return nil, kinds, err
 	}
 	defer s.Close()
 	servers := []floorServer{{name: "receiptd"}}
 	for _, group := range []bool{false, true} {
 		n, err := startNaiveProcess(ctx, b.dir, group)
 		if err != nil {
-			return nil, err
+			return nil, kinds, err
 		}
 		defer func() { err = errors.Join(err, n.close()) }()
 		name := "naive"
@@ -159,11 +164,11 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, err er
 	}
 	cfg, dir, err := b.config(s.URL(), 2)
 	if err != nil {
-		return nil, err
+		return nil, kinds, err
 	}
 	p, _, err := b.start(ctx, cfg, dir)
 	if err != nil {
-		return nil, err
+		return nil, kinds, err
 	}
 	defer func() { err = errors.Join(err, stop(ctx, p)) }()
 	servers[0].url, servers[0].pid = p.URL(), p.PID
@@ -179,11 +184,11 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, err er
 	}{{1, servers[:2]}, {64, servers}} {
 		f, err := alternate(ctx, c, lv.servers, lv.clients, rounds, window)
 		if err != nil {
-			return nil, err
+			return nil, kinds, err
 		}
 		out = append(out, f)
 	}
-	return out, nil
+	return out, kinds, nil
 }
 
 // alternate measures the servers in rounds of one window each, the order
@@ -242,7 +247,7 @@ func (f floorLevel) measureWindow(ctx context.Context, c *http.Client, s floorSe
 func (b *bench) floorOnlyRun(ctx context.Context, o options) error {
 	fmt.Printf("floor step alone: accept against the naive durable server (append + fdatasync under a mutex), alternating windows\n")
 	fmt.Printf("load average before: %s\n", loadAvg())
-	fs, err := b.runFloor(ctx, o)
+	fs, kinds, err := b.runFloor(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -250,5 +255,58 @@ func (b *bench) floorOnlyRun(ctx context.Context, o options) error {
 	for _, f := range fs {
 		fmt.Println(f.report())
 	}
+	fmt.Println(kinds.report())
 	return nil
+}
+
+// syncKinds is the fdatasync of one receipt's bytes two ways, in the same
+// scratch directory: appended to a file (the naive server's, whose size
+// then changes, so the file system commits its journal too) and written
+// over a file made and synced beforehand (receiptd's log segments, made
+// ahead of need, so their fdatasync has only data to write).
+type syncKinds struct{ appended, overwritten sample }
+
+// measureSyncKinds times n fdatasyncs each way, interleaved, of size bytes.
+func measureSyncKinds(dir string, n, size int) (_ syncKinds, err error) {
+	var r syncKinds
+	app, err := os.OpenFile(filepath.Join(dir, "sync-append.bin"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return r, fmt.Errorf("fdatasync kinds: %w", err)
+	}
+	defer func() { err = errors.Join(err, app.Close()) }()
+	over, err := os.OpenFile(filepath.Join(dir, "sync-over.bin"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return r, fmt.Errorf("fdatasync kinds: %w", err)
+	}
+	defer func() { err = errors.Join(err, over.Close()) }()
+	if _, err := over.Write(make([]byte, n*size)); err != nil {
+		return r, fmt.Errorf("fdatasync kinds: %w", err)
+	}
+	if err := over.Sync(); err != nil {
+		return r, fmt.Errorf("fdatasync kinds: %w", err)
+	}
+	buf := make([]byte, size)
+	for i := range n {
+		t0 := time.Now()
+		if _, err := app.Write(buf); err != nil {
+			return r, fmt.Errorf("fdatasync kinds: %w", err)
+		}
+		if err := fdatasync(app); err != nil {
+			return r, fmt.Errorf("fdatasync kinds: %w", err)
+		}
+		t1 := time.Now()
+		if _, err := over.WriteAt(buf, int64(i*size)); err != nil {
+			return r, fmt.Errorf("fdatasync kinds: %w", err)
+		}
+		if err := fdatasync(over); err != nil {
+			return r, fmt.Errorf("fdatasync kinds: %w", err)
+		}
+		r.appended, r.overwritten = append(r.appended, t1.Sub(t0)), append(r.overwritten, time.Since(t1))
+	}
+	return r, nil
+}
+
+func (k syncKinds) report() string {
+	return fmt.Sprintf("- fdatasync of one receipt's bytes (%d each way, interleaved): appended to a file p50 %s, written over a file made beforehand (as receiptd's log segments are) p50 %s",
+		len(k.appended), ms(k.appended.p50()), ms(k.overwritten.p50()))
 }

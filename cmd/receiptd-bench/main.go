@@ -131,6 +131,7 @@ func run(ctx context.Context, o options) error {
 	for _, f := range res.floor {
 		fmt.Println(f.report())
 	}
+	fmt.Println(res.syncKinds.report())
 	fmt.Println()
 	fmt.Print(res.fleet.report(res))
 	fmt.Print(res.control.report(res))
@@ -139,20 +140,21 @@ func run(ctx context.Context, o options) error {
 
 // results is everything measured.
 type results struct {
-	fsync   rawFsync
-	naive1  acceptResult // the naive durable server at 1 client: the floor
-	naive64 acceptResult // and at 64 clients
-	enqueue sample       // queue.Enqueue without HTTP, one writer
-	accept  []acceptResult
-	drain   []drainResult
-	lookup  lookupResult
-	empty   startResult
-	fill    fillResult
-	idle    idleResult
-	snap    snapshotResult
-	fleet   fleetResult
-	control controlResult
-	floor   []floorLevel // accept against the naive server, alternating windows
+	fsync     rawFsync
+	naive1    acceptResult // the naive durable server at 1 client: the floor
+	naive64   acceptResult // and at 64 clients
+	enqueue   sample       // queue.Enqueue without HTTP, one writer
+	accept    []acceptResult
+	drain     []drainResult
+	lookup    lookupResult
+	empty     startResult
+	fill      fillResult
+	idle      idleResult
+	snap      snapshotResult
+	fleet     fleetResult
+	control   controlResult
+	floor     []floorLevel // accept against the naive server, alternating windows
+	syncKinds syncKinds    // fdatasync after an append and over a file made beforehand
 }
 
 func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
@@ -168,7 +170,7 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 		return r, err
 	}
 	step("accept against the naive durable server at 1 and 64 clients, alternating windows")
-	if r.floor, err = b.runFloor(ctx, o); err != nil {
+	if r.floor, r.syncKinds, err = b.runFloor(ctx, o); err != nil {
 		return r, err
 	}
 	step("queue.Enqueue reference")
