@@ -27,8 +27,10 @@ var (
 // cmd/receiptd does, logging off) and the naive server, and records a CPU
 // profile and an execution trace of one client posting to each for
 // o.acceptFor: cpu-receiptd.pprof, trace-receiptd.out, cpu-naive.pprof,
-// trace-naive.out, and the allocations so far (allocs-*.pprof). Client and server share the process, so the profiles
-// hold both: `go tool pprof -focus 'net/http.\(\*conn\).serve'` keeps the
+// trace-naive.out, and the allocations so far (allocs-*.pprof); then it
+// prints where each microsecond of one receipt goes, from each trace
+// (phases.go). Client and server share the process, so the profiles hold
+// both: `go tool pprof -focus 'net/http.\(\*conn\).serve'` keeps the
 // server's side.
 func (b *bench) profileFloor(ctx context.Context, o options, out string) (err error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -85,7 +87,7 @@ func (b *bench) profileFloor(ctx context.Context, o options, out string) (err er
 			t.name, len(r.lat), o.acceptFor, *profileClients, ms(r.lat.p50()), ms(r.lat.p99()), cpu,
 			(m1.Mallocs-m0.Mallocs)/n, (m1.TotalAlloc-m0.TotalAlloc)/n, out, t.name, out, t.name)
 	}
-	return nil
+	return printFloorPhases(os.Stdout, out) // phases.go
 }
 
 // profiled runs fn with the CPU profiler and the execution tracer on,
