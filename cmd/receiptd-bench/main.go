@@ -7,8 +7,9 @@
 //
 //	go run ./cmd/receiptd-bench          # the full run, a few minutes
 //	go run ./cmd/receiptd-bench -quick   # under a minute, noisier
-//	go run ./cmd/receiptd-bench -floor-only   # accept against the naive server alone, about 1.5 minutes
+//	go run ./cmd/receiptd-bench -floor-only   # accept against the naive and group-commit servers alone, about 2.5 minutes
 //	go run ./cmd/receiptd-bench -floor-profile DIR   # CPU profiles and traces of one client
+//	go run ./cmd/receiptd-bench -phases DIR/trace-receiptd.out   # where each µs of a receipt goes
 //
 // All data lives under one scratch directory (-dir, default a new temporary
 // directory), so the daemon's writes and the raw fsync reference hit the
@@ -70,6 +71,13 @@ func main() {
 		serveNaiveProcess(dir) // naive.go: this process is the naive server
 	}
 	o := parseFlags()
+	if *phasesFile != "" { // phases.go: a trace's table, nothing built or run
+		if err := printPhasesFile(os.Stdout, *phasesFile, floorRules); err != nil {
+			fmt.Fprintln(os.Stderr, "receiptd-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 	if err := run(ctx, o); err != nil {

@@ -28,20 +28,8 @@ import (
 // -phases is a command of its own, run when the flag is parsed: it reads
 // one file, so it needs none of main's work (building receiptd, a scratch
 // directory), and main.go need not know of it.
-func init() {
-	flag.Func("phases", "print where each microsecond of one receipt goes, from an execution trace written by "+
-		"-floor-profile (`TRACEFILE`: DIR/trace-receiptd.out or DIR/trace-naive.out), then stop", phasesCommand)
-}
-
-// phasesCommand prints the table of one trace and ends the process.
-func phasesCommand(file string) error {
-	if err := printPhasesFile(os.Stdout, file, floorRules); err != nil {
-		fmt.Fprintln(os.Stderr, "receiptd-bench:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-	return nil
-}
+var phasesFile = flag.String("phases", "", "print where each microsecond of one receipt goes, from an execution trace written by "+
+	"-floor-profile (`TRACEFILE`: DIR/trace-receiptd.out or DIR/trace-naive.out), then stop")
 
 // syscallKind is what a syscall did, told from the functions on its stack.
 type syscallKind string
