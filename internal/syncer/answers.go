@@ -21,9 +21,14 @@ type answers struct {
 	held     map[string]*heldAnswer
 	order    []*heldAnswer // publication order, oldest first; removed records are skipped
 	bytes    int64
-	seq      uint64 // answers put so far: heldAnswer.seq, mark
-	inflight map[string]struct{}
-	waiters  map[string][]chan Result
+	seq      uint64            // attempts begun and answers put so far: the mailbox's clock, Mark
+	inflight map[string]uint64 // entries being sent: when their attempt began
+	// forgot holds, for an entry an operator put back in the queue while
+	// an attempt was still between its outcome's commit and its publish,
+	// the mark of that retry: the attempt's answer, when it comes, is
+	// stale and is not held.
+	forgot  map[string]uint64
+	waiters map[string][]chan Result
 }
 
 type heldAnswer struct {
@@ -31,7 +36,7 @@ type heldAnswer struct {
 	r         Result
 	expires   time.Time
 	size      int64
-	seq       uint64 // when it was put, in answers.seq
+	began     uint64 // when the attempt it answers began, in answers.seq
 	delivered bool   // given in full to a POS: a waiting request, a replay or the late route
 	removed   bool
 }
@@ -39,18 +44,33 @@ type heldAnswer struct {
 func newAnswers(c MailboxConfig) answers {
 	return answers{
 		replayTTL: c.ResultTTL, answerTTL: c.AnswerTTL, maxCount: c.MaxResults, maxBytes: c.MaxResultBytes,
-		held: map[string]*heldAnswer{}, inflight: map[string]struct{}{}, waiters: map[string][]chan Result{},
+		held: map[string]*heldAnswer{}, inflight: map[string]uint64{}, forgot: map[string]uint64{},
+		waiters: map[string][]chan Result{},
 	}
 }
 
-// put keeps r for id, replacing what was held, and ends id's send. It
-// returns the ids of answers nobody had received that the bounds pushed
-// out (r's own included when it alone is larger than the byte bound).
-func (a *answers) put(id string, r Result, now time.Time) (dropped []string) {
-	delete(a.inflight, id)
-	a.remove(id)
+// begin records that an attempt for id begins and returns when, for put.
+func (a *answers) begin(id string) uint64 {
 	a.seq++
-	h := &heldAnswer{id: id, r: r, size: int64(len(r.Body)+len(id)) + answerOverhead, expires: now.Add(a.replayTTL), seq: a.seq}
+	a.inflight[id] = a.seq
+	return a.seq
+}
+
+// put keeps r, the answer of the attempt for id that began at began,
+// replacing what was held, and ends that attempt's send; an answer an
+// operator's retry made stale before it came is not kept. It returns the
+// ids of answers nobody had received that the bounds pushed out (r's own
+// included when it alone is larger than the byte bound).
+func (a *answers) put(id string, began uint64, r Result, now time.Time) (dropped []string) {
+	if a.inflight[id] == began {
+		delete(a.inflight, id)
+	}
+	if mark, ok := a.forgot[id]; ok && began <= mark {
+		delete(a.forgot, id)
+		return nil
+	}
+	a.remove(id)
+	h := &heldAnswer{id: id, r: r, size: int64(len(r.Body)+len(id)) + answerOverhead, expires: now.Add(a.replayTTL), began: began}
 	if r.Answered {
 		h.expires = now.Add(a.answerTTL)
 	}

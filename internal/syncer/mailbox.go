@@ -206,43 +206,49 @@ func (mb *Mailbox) Take(queueID string) (Result, AnswerStatus) {
 	return held.r, AnswerGiven
 }
 
-// Mark marks the answers published so far, for Forget.
+// Mark marks the attempts begun so far, for Forget.
 func (mb *Mailbox) Mark() uint64 {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
 	return mb.a.seq
 }
 
-// Forget drops what is held for queueID if it was published no later than
-// mark (taken before the entry was put back in the queue): an operator's
-// retry makes an earlier answer stale, and neither a replay nor the
-// late-answer route may give a refusal or PAYMENT the retry may turn into
-// an issued receipt. An answer of the retry's own attempt, published after
-// mark, is kept.
+// Forget drops the answer of every attempt for queueID that began no later
+// than mark (taken before the entry was put back in the queue), held now
+// or published later: an operator's retry makes an earlier answer stale,
+// and neither a replay nor the late-answer route may give a refusal or
+// PAYMENT the retry may turn into an issued receipt. An attempt's outcome
+// is committed before its answer is published, so a retry can come
+// between the two; that answer is not kept when it comes. The answer of
+// the retry's own attempt, which begins after mark, is kept.
 func (mb *Mailbox) Forget(queueID string, mark uint64) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	if h, ok := mb.a.held[queueID]; ok && h.seq <= mark {
+	if h, ok := mb.a.held[queueID]; ok && h.began <= mark {
 		mb.a.remove(queueID)
 		mb.a.compact()
 	}
+	if began, ok := mb.a.inflight[queueID]; ok && began <= mark {
+		mb.a.forgot[queueID] = mark
+	}
 }
 
-// sending records that an attempt for id has begun; publish ends it. Until
-// then the late-answer route says "pending" even when the outcome is
-// already on disk.
-func (mb *Mailbox) sending(id string) {
+// sending records that an attempt for id begins and returns its mark for
+// publish, which ends it. Until then the late-answer route says "pending"
+// even when the outcome is already on disk.
+func (mb *Mailbox) sending(id string) uint64 {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	mb.a.inflight[id] = struct{}{}
+	return mb.a.begin(id)
 }
 
-// publish keeps r for id and hands it to everyone waiting for id.
-func (mb *Mailbox) publish(id string, r Result) {
+// publish keeps r, the answer of the attempt for id that sending began at
+// began, and hands it to everyone waiting for id.
+func (mb *Mailbox) publish(id string, began uint64, r Result) {
 	mb.mu.Lock()
 	now := mb.now()
 	a := &mb.a
-	dropped := a.put(id, r, now)
+	dropped := a.put(id, began, r, now)
 	if held, ok := a.held[id]; ok && r.Answered && len(a.waiters[id]) > 0 {
 		// A waiting request gets it now (Await never drops a result sent
 		// to it), so the late-answer route must not give it as well.

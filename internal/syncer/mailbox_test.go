@@ -24,7 +24,7 @@ func TestAnswersBoundedByBytes(t *testing.T) {
 	a := newAnswers(answerCfg(100, 3*(1000+13+answerOverhead)))
 	now := time.Now()
 	for i := range 4 {
-		dropped := a.put(fmt.Sprintf("Q%012d", i), answered(1000), now)
+		dropped := putNew(&a, fmt.Sprintf("Q%012d", i), answered(1000), now)
 		if i < 3 {
 			require.Empty(t, dropped)
 		} else {
@@ -40,7 +40,7 @@ func TestAnswersBoundedByBytes(t *testing.T) {
 
 	// An answer larger than the whole bound is not kept, and pushes out
 	// nothing.
-	require.Equal(t, []string{"big"}, a.put("big", answered(int(a.maxBytes)), now))
+	require.Equal(t, []string{"big"}, putNew(&a, "big", answered(int(a.maxBytes)), now))
 	require.Len(t, a.held, 3)
 }
 
@@ -48,22 +48,22 @@ func TestAnswersBoundedByCount(t *testing.T) {
 	t.Parallel()
 	a := newAnswers(answerCfg(2, 1<<20))
 	now := time.Now()
-	a.put("a", answered(10), now)
-	a.put("b", Result{}, now) // a marker counts too, but is never reported
+	putNew(&a, "a", answered(10), now)
+	putNew(&a, "b", Result{}, now) // a marker counts too, but is never reported
 	a.deliver(a.held["a"], now)
-	require.Empty(t, a.put("c", answered(10), now), "a delivered answer is dropped silently")
-	require.Empty(t, a.put("d", answered(10), now), "a marker is dropped silently")
+	require.Empty(t, putNew(&a, "c", answered(10), now), "a delivered answer is dropped silently")
+	require.Empty(t, putNew(&a, "d", answered(10), now), "a marker is dropped silently")
 	require.Len(t, a.held, 2)
-	require.Equal(t, []string{"c"}, a.put("e", answered(10), now))
+	require.Equal(t, []string{"c"}, putNew(&a, "e", answered(10), now))
 }
 
 func TestAnswersBytesAccountingOnReplace(t *testing.T) {
 	t.Parallel()
 	a := newAnswers(answerCfg(10, 1<<20))
 	now := time.Now()
-	a.put("a", Result{}, now)
-	a.put("a", answered(500), now)
-	a.put("a", answered(100), now)
+	putNew(&a, "a", Result{}, now)
+	putNew(&a, "a", answered(500), now)
+	putNew(&a, "a", answered(100), now)
 	require.Equal(t, int64(100+1+answerOverhead), a.bytes)
 	a.expire(now.Add(25 * time.Hour))
 	require.Zero(t, a.bytes)
@@ -75,9 +75,9 @@ func TestAnswersLifetimes(t *testing.T) {
 	t.Parallel()
 	a := newAnswers(answerCfg(10, 1<<20))
 	t0 := time.Now()
-	a.put("marker", Result{}, t0)
-	a.put("unfetched", answered(10), t0)
-	a.put("given", answered(10), t0)
+	putNew(&a, "marker", Result{}, t0)
+	putNew(&a, "unfetched", answered(10), t0)
+	putNew(&a, "given", answered(10), t0)
 	h, _ := a.get("given", t0.Add(time.Hour))
 	a.deliver(h, t0.Add(time.Hour))
 
@@ -90,7 +90,7 @@ func TestAnswersLifetimes(t *testing.T) {
 	require.False(t, at(time.Hour+5*time.Minute, "given"), "a delivered answer lives ResultTTL after delivery")
 
 	// Delivery never lengthens a life.
-	a.put("late", answered(10), t0)
+	putNew(&a, "late", answered(10), t0)
 	h, _ = a.get("late", t0.Add(24*time.Hour-time.Minute))
 	a.deliver(h, t0.Add(24*time.Hour-time.Minute))
 	require.False(t, at(24*time.Hour, "late"))
@@ -101,7 +101,7 @@ func TestAnswersOrderStaysCompact(t *testing.T) {
 	a := newAnswers(answerCfg(10000, 1<<30))
 	now := time.Now()
 	for i := range 5000 {
-		a.put("same", answered(i%7), now)
+		putNew(&a, "same", answered(i%7), now)
 	}
 	require.Len(t, a.held, 1)
 	require.LessOrEqual(t, len(a.order), 2*len(a.held)+16)
@@ -110,14 +110,14 @@ func TestAnswersOrderStaysCompact(t *testing.T) {
 func TestTakeAnswerOnce(t *testing.T) {
 	t.Parallel()
 	mb := NewMailbox(MailboxConfig{}, zap.NewNop(), nil)
-	mb.sending("Q1")
+	b := mb.sending("Q1")
 	_, st := mb.Take("Q1")
 	require.Equal(t, AnswerPending, st, "being sent")
-	mb.publish("Q1", Result{State: "queued"})
+	mb.publish("Q1", b, Result{State: "queued"})
 	_, st = mb.Take("Q1")
 	require.Equal(t, AnswerPending, st, "the attempt ended without an answer")
-	mb.sending("Q1")
-	mb.publish("Q1", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
+	b = mb.sending("Q1")
+	mb.publish("Q1", b, Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
 	r, st := mb.Take("Q1")
 	require.Equal(t, AnswerGiven, st)
 	require.JSONEq(t, `{"status":"SUCCESS"}`, string(r.Body))
@@ -127,7 +127,7 @@ func TestTakeAnswerOnce(t *testing.T) {
 	require.True(t, ok, "a replay of the same request still gets it within ResultTTL")
 	require.Equal(t, r.Body, again.Body)
 
-	mb.publish("Q2", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{}`)})
+	mb.publish("Q2", mb.sending("Q2"), Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{}`)})
 	mb.Delivered("Q2")
 	_, st = mb.Take("Q2")
 	require.Equal(t, AnswerAlreadyGiven, st, "given in the answer to the POS's request")
@@ -142,8 +142,7 @@ func TestAnswerToAWaitingRequestIsNotGivenLate(t *testing.T) {
 	ch := make(chan Result, 1)
 	mb.a.waiters["Q1"] = []chan Result{ch}
 	mb.mu.Unlock()
-	mb.sending("Q1")
-	mb.publish("Q1", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{}`)})
+	mb.publish("Q1", mb.sending("Q1"), Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{}`)})
 	require.True(t, (<-ch).Answered)
 	_, st := mb.Take("Q1")
 	require.Equal(t, AnswerAlreadyGiven, st, "given to the request that waited, before it even wrote it")
@@ -153,10 +152,10 @@ func TestForgetKeepsWhatCameAfterTheMark(t *testing.T) {
 	t.Parallel()
 	mb := NewMailbox(MailboxConfig{}, zap.NewNop(), nil)
 	rejected := Result{State: "rejected", Answered: true, StatusCode: 400, Body: []byte(`{"status":"ERROR"}`)}
-	mb.publish("Q1", rejected)
-	mb.publish("Q2", rejected)
+	mb.publish("Q1", mb.sending("Q1"), rejected)
+	mb.publish("Q2", mb.sending("Q2"), rejected)
 	mark := mb.Mark()
-	mb.publish("Q2", Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
+	mb.publish("Q2", mb.sending("Q2"), Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
 	mb.Forget("Q1", mark)
 	mb.Forget("Q2", mark)
 	_, st := mb.Take("Q1")
@@ -167,4 +166,46 @@ func TestForgetKeepsWhatCameAfterTheMark(t *testing.T) {
 	n, size := mb.Held()
 	require.Equal(t, 1, n)
 	require.Equal(t, int64(len(`{"status":"SUCCESS"}`)+2+answerOverhead), size)
+}
+
+// putNew puts r as the answer of a new attempt for id.
+func putNew(a *answers, id string, r Result, now time.Time) []string {
+	return a.put(id, a.begin(id), r, now)
+}
+
+// TestForgetDropsAnAnswerPublishedAfterTheRetry: an attempt commits its
+// outcome before it publishes its answer, so an operator's retry can come
+// between the two. The refusal that comes after the retry is stale all the
+// same: the late-answer route must not give it, while the request that
+// waited for that attempt still gets it; the retry's own attempt's answer
+// is kept.
+func TestForgetDropsAnAnswerPublishedAfterTheRetry(t *testing.T) {
+	t.Parallel()
+	mb := NewMailbox(MailboxConfig{}, zap.NewNop(), nil)
+	rejected := Result{State: "rejected", Answered: true, StatusCode: 400, Body: []byte(`{"status":"ERROR"}`)}
+	began := mb.sending("Q1")
+	mb.mu.Lock()
+	waiter := make(chan Result, 1)
+	mb.a.waiters["Q1"] = []chan Result{waiter}
+	mb.mu.Unlock()
+
+	mark := mb.Mark() // the retry, after the refusal's commit
+	mb.Forget("Q1", mark)
+	mb.publish("Q1", began, rejected)
+	require.Equal(t, "rejected", string((<-waiter).State), "the request waiting for that attempt gets its answer")
+	_, st := mb.Take("Q1")
+	require.Equal(t, AnswerUnknown, st, "the refusal before the retry is no answer now")
+	n, _ := mb.Held()
+	require.Zero(t, n)
+
+	b := mb.sending("Q1")
+	_, st = mb.Take("Q1")
+	require.Equal(t, AnswerPending, st)
+	mb.publish("Q1", b, Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
+	r, st := mb.Take("Q1")
+	require.Equal(t, AnswerGiven, st, "the retry's own answer")
+	require.JSONEq(t, `{"status":"SUCCESS"}`, string(r.Body))
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	require.Empty(t, mb.a.forgot, "the stale attempt's mark goes with its answer")
 }

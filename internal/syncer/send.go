@@ -23,6 +23,7 @@ type attemptResult struct {
 	outcome       *queue.Outcome
 	nextAttemptAt time.Time
 	handoff       Result
+	began         uint64 // the attempt's mark in the mailbox (Mailbox.sending)
 	retryAfter    time.Duration
 	err           error
 }
@@ -56,7 +57,14 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 
 // attempt sends e once and decides what its answer means.
 func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
-	w.answers.sending(e.QueueID)
+	began := w.answers.sending(e.QueueID)
+	res := w.send(ctx, e)
+	res.began = began
+	return res
+}
+
+// send is attempt's request and the meaning of its answer.
+func (w *Worker) send(ctx context.Context, e queue.Entry) attemptResult {
 	// Never in parallel with receiptd's own sendData (posapi).
 	end, err := w.cfg.Limits.BeginSend(ctx)
 	if err != nil {
@@ -229,7 +237,7 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 	if err != nil {
 		log.Error("could not record the outcome before shutdown; the entry will count as ambiguous after a restart",
 			zap.String("result", string(res.attempt.Result)), zap.Error(err))
-		w.answers.publish(e.QueueID, Result{State: queue.StateSending})
+		w.answers.publish(e.QueueID, res.began, Result{State: queue.StateSending})
 		return queue.Entry{}, false
 	}
 	switch res.next {
@@ -250,7 +258,7 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 		}
 	}
 	res.handoff.State = res.next
-	w.answers.publish(e.QueueID, res.handoff)
+	w.answers.publish(e.QueueID, res.began, res.handoff)
 	if len(claimed) == 0 {
 		return queue.Entry{}, false
 	}
