@@ -2,14 +2,17 @@
 // opamp-go's server package and listening on 127.0.0.1:0, as a head
 // office would run one. It records what each agent reported (description,
 // health, effective config, remote config status), and sends a remote
-// config to the agents a test picks: at once over WebSocket, with the next
-// poll's answer over HTTP. Only tests import it.
+// config to the agents a test picks (by UID, or by a label of their
+// description: AttrIs): at once over WebSocket, with the next poll's
+// answer over HTTP. It keeps what it knows across Stop and Restart on the
+// same address, as a head office's database would. Only tests import it.
 package controltest
 
 import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -36,7 +39,13 @@ type Agent struct {
 	// Header is the HTTP header of the agent's last connection (WebSocket)
 	// or request (HTTP polling).
 	Header http.Header
+	// LastSeen is when the agent's last message arrived.
+	LastSeen time.Time
 }
+
+// WebSocket reports whether the agent's last message came over a
+// WebSocket connection; false: over HTTP polling.
+func (a Agent) WebSocket() bool { return strings.EqualFold(a.Header.Get("Upgrade"), "websocket") }
 
 // Attr returns the description's attribute key, identifying or not, or "".
 func (a Agent) Attr(key string) string {
@@ -49,6 +58,13 @@ func (a Agent) Attr(key string) string {
 		}
 	}
 	return ""
+}
+
+// AttrIs picks, for SetConfig and Count, the agents whose description
+// says key = value: a label of the till's [fleet.labels], such as its
+// shop.
+func AttrIs(key, value string) func(Agent) bool {
+	return func(a Agent) bool { return a.Attr(key) == value }
 }
 
 // Server is a running OpAMP server. Its methods are safe for concurrent
@@ -200,7 +216,7 @@ func (s *Server) onMessage(conn types.Connection, header http.Header, msg *proto
 		s.agents[uid] = a
 	}
 	a.Messages++
-	a.Header = header
+	a.Header, a.LastSeen = header, time.Now()
 	if msg.AgentDescription != nil {
 		a.Description = msg.AgentDescription
 	}
@@ -253,6 +269,54 @@ func (s *Server) Agent(uid string) (Agent, bool) {
 	return *a, true
 }
 
+// Count returns how many agents seen match.
+func (s *Server) Count(match func(Agent) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, a := range s.agents {
+		if match(*a) {
+			n++
+		}
+	}
+	return n
+}
+
+// ByAttr returns a copy of every agent seen by the value of its
+// description's attribute key, for a label each till has its own of
+// (till); of agents with the same value, one is kept.
+func (s *Server) ByAttr(key string) map[string]Agent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]Agent, len(s.agents))
+	for _, a := range s.agents {
+		out[a.Attr(key)] = *a
+	}
+	return out
+}
+
+// Summary is a line for every agent seen, sorted, for a test's failure
+// message: the values of the attributes keys, the transport, the last
+// remote config status and its message, when it was last seen.
+func (s *Server) Summary(keys ...string) string {
+	var lines []string
+	for _, a := range s.Agents() {
+		var b strings.Builder
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%s=%s ", k, a.Attr(k))
+		}
+		transport := "http"
+		if a.WebSocket() {
+			transport = "ws"
+		}
+		fmt.Fprintf(&b, "uid=%s %s %v %q seen %s", a.UID, transport, a.RemoteStatus.GetStatus(),
+			a.RemoteStatus.GetErrorMessage(), a.LastSeen.Format(time.StampMilli))
+		lines = append(lines, b.String())
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
 // SetConfig sets fragment as the remote config (config-map key
 // receiptd.toml) of every agent seen for which match is true, pushes it
 // at once to those on WebSocket, and returns the server's hash of it and
@@ -269,12 +333,17 @@ func (s *Server) SetConfig(match func(Agent) bool, fragment string) (hash []byte
 	var push []types.Connection
 	var uids [][]byte
 	for uid, a := range s.agents {
-		if match(*a) {
-			s.configs[uid] = rc
-			push = append(push, s.conns[uid])
+		if !match(*a) {
+			continue
+		}
+		s.configs[uid] = rc
+		n++
+		// None while stopped: the agent gets it with its first answer
+		// after Restart.
+		if conn := s.conns[uid]; conn != nil {
+			push = append(push, conn)
 			u := uuid.MustParse(uid)
 			uids = append(uids, u[:])
-			n++
 		}
 	}
 	s.mu.Unlock()

@@ -2,8 +2,8 @@
 // management channel ([control], docs/contract.md "Managing the fleet");
 // it has no code of its own besides this comment (tests only).
 //
-// Its test server is an OpAMP head office built on opamp-go's server
-// package, as a chain would build one (server_test.go): it remembers each
+// Its head office is control/controltest's OpAMP server, built on
+// opamp-go's server package as a chain would build one: it remembers each
 // till by instance UID across its own restarts, picks tills by the `shop`
 // label of their agent description, and hands them a remote config
 // (pushed over WebSocket, answered to the next poll over HTTP).

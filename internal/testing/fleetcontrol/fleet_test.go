@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/control/controltest"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/testing/harness"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
@@ -49,14 +50,13 @@ func (tl *till) proc() *harness.Process {
 func (tl *till) url() string { return tl.proc().URL() }
 
 // tillConfig is a till's own file: the simulator upstream, the head office
-// at hoAddr over its transport, its shop and till as [fleet.labels].
-func tillConfig(t *testing.T, tl *till, upstream, hoAddr string) config.Config {
+// ho over its transport, its shop and till as [fleet.labels].
+func tillConfig(t *testing.T, tl *till, upstream string, ho *controltest.Server) config.Config {
 	cfg := testkit.Config(t, upstream)
-	scheme := "http"
+	cfg.Control.OpAMPURL = ho.HTTPURL()
 	if tl.ws {
-		scheme = "ws"
+		cfg.Control.OpAMPURL = ho.WSURL()
 	}
-	cfg.Control.OpAMPURL = scheme + "://" + hoAddr + "/v1/opamp"
 	cfg.Control.PollEvery = config.Dur(pollEvery)
 	cfg.Control.RollbackAfter = config.Dur(rollbackAfter)
 	cfg.Fleet.Labels = map[string]string{"shop": tl.shop, "till": tl.name}
@@ -65,7 +65,7 @@ func tillConfig(t *testing.T, tl *till, upstream, hoAddr string) config.Config {
 }
 
 // startFleet starts the tills at once and stops them when the test ends.
-func startFleet(t *testing.T, upstream, hoAddr string) []*till {
+func startFleet(t *testing.T, upstream string, ho *controltest.Server) []*till {
 	bin := testkit.Binary(t)
 	tills := make([]*till, tillCount)
 	for i := range tills {
@@ -77,7 +77,7 @@ func startFleet(t *testing.T, upstream, hoAddr string) []*till {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tl.p, errs[i] = startTill(bin, t.TempDir(), tillConfig(t, tl, upstream, hoAddr))
+			tl.p, errs[i] = startTill(bin, t.TempDir(), tillConfig(t, tl, upstream, ho))
 		}()
 	}
 	wg.Wait()

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -81,19 +82,32 @@ func Build(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// FreeAddr returns "127.0.0.1:PORT" for a port that was free a moment ago.
-// Another program may take it before receiptd binds it; tests on loopback
-// accept that small race, and a refusal shows as ErrExited from WaitReady.
+// given is every address FreeAddr returned in this process. Linux hands a
+// port just closed out again soon (about 70 times in 1,000 calls), and two
+// tills started at once on one port made the second's WaitReady see the
+// first one ready while the second had exited, refused the port.
+var given sync.Map
+
+// FreeAddr returns "127.0.0.1:PORT" for a port that was free a moment ago
+// and that it never returned before in this process. Another program may
+// take it before receiptd binds it; tests on loopback accept that small
+// race, and a refusal shows as ErrExited from WaitReady.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+	const tries = 100
+	for range tries {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", fmt.Errorf("find a free port: %w", err)
+		}
+		addr := l.Addr().String()
+		if err := l.Close(); err != nil {
+			return "", fmt.Errorf("find a free port: %w", err)
+		}
+		if _, dup := given.LoadOrStore(addr, struct{}{}); !dup {
+			return addr, nil
+		}
 	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	return addr, nil
+	return "", fmt.Errorf("find a free port: %d tries gave only ports already handed out", tries)
 }
 
 // WriteConfig writes cfg as TOML to path (mode 0600), so that config.Load

@@ -31,6 +31,19 @@ func TestWriteConfigRoundTrips(t *testing.T) {
 	require.Equal(t, cfg, got)
 }
 
+// TestFreeAddrNeverTwice: the kernel hands a closed port out again soon;
+// FreeAddr does not, so tills started at once never share a port.
+func TestFreeAddrNeverTwice(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for range 1000 {
+		addr, err := harness.FreeAddr()
+		require.NoError(t, err)
+		require.False(t, seen[addr], "%s handed out twice", addr)
+		seen[addr] = true
+	}
+}
+
 func TestStartFileRefusesMissingConfig(t *testing.T) {
 	t.Parallel()
 	_, err := harness.StartFile(context.Background(), "/nonexistent/receiptd", filepath.Join(t.TempDir(), "none.toml"))
