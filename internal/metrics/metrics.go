@@ -70,6 +70,9 @@ type Metrics struct {
 
 	routesMu sync.Mutex
 	routes   map[string]struct{}
+	// httpSeries holds, by route and status code, the two series one
+	// request moves, so that a request does not hash its labels again.
+	httpSeries sync.Map // httpKey → httpPair
 }
 
 // New builds a Metrics with its own registry, holding receiptd's series and
@@ -241,9 +244,36 @@ func (m *Metrics) HTTPRequest(route string, code int, d time.Duration) {
 	if m == nil {
 		return
 	}
-	route = m.boundedRoute(labelValue(route))
-	m.httpRequests.WithLabelValues(route, strconv.Itoa(code)).Inc()
-	m.httpDuration.WithLabelValues(route).Observe(d.Seconds())
+	k := httpKey{route, code}
+	var pair httpPair
+	if p, ok := m.httpSeries.Load(k); ok {
+		pair = p.(httpPair)
+	} else {
+		bounded := m.boundedRoute(labelValue(route))
+		pair = httpPair{
+			requests: m.httpRequests.WithLabelValues(bounded, strconv.Itoa(code)),
+			duration: m.httpDuration.WithLabelValues(bounded),
+		}
+		if bounded == route { // a route past maxRoutes ("other") is not kept
+			m.httpSeries.Store(k, pair)
+		}
+	}
+	pair.requests.Inc()
+	pair.duration.Observe(d.Seconds())
+}
+
+// httpKey is a request's route pattern and status code, as HTTPRequest
+// is given them; httpPair the series they move. httpSeries keeps only
+// routes within maxRoutes, so it grows no further than they times the
+// status codes.
+type httpKey struct {
+	route string
+	code  int
+}
+
+type httpPair struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // AuthFailure counts one local API request refused for its bearer token;
