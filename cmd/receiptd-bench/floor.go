@@ -72,7 +72,9 @@ func (f floorLevel) ratios(i, j int) []float64 {
 	return out
 }
 
-func median(v []float64) float64 {
+// median is the middle of v, the mean of the two middle ones for an even
+// count.
+func median[T float64 | time.Duration](v []T) T {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	if len(s) == 0 {

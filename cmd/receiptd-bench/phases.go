@@ -332,20 +332,6 @@ func (p phases) print(w io.Writer) {
 		dbBusy += d.end.Sub(d.start)
 	}
 	fmt.Fprintf(w, "log fdatasync: median %.1f µs, mean %.1f µs; %d (%.1f%%) overlapped one of the database's %d fdatasyncs (%.0f ms busy)\n",
-		float64(medianDuration(durs))/1e3, float64(total)/float64(len(durs))/1e3,
+		float64(median(durs))/1e3, float64(total)/float64(len(durs))/1e3,
 		overlapped, 100*float64(overlapped)/float64(n), len(p.dbSyncs), float64(dbBusy)/1e6)
-}
-
-// medianDuration is the middle of ds, the mean of the two middle ones for
-// an even count (as Python's statistics.median, which phases.py used).
-func medianDuration(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
