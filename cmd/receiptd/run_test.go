@@ -144,7 +144,7 @@ func TestDemo(t *testing.T) {
 	testkit.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	demo := binCmd(ctx, t, "demo", "-listen", testkit.ClosedAddr(t))
+	demo := binCmd(ctx, t, "demo", "-listen", testkit.ClosedAddr(t), "-sim-listen", testkit.ClosedAddr(t))
 	stdout, err := demo.StdoutPipe()
 	require.NoError(t, err)
 	var stderr bytes.Buffer
@@ -187,7 +187,11 @@ func TestDemoOutage(t *testing.T) {
 	testkit.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	demo := binCmd(ctx, t, "demo", "-listen", testkit.ClosedAddr(t), "-outage", "2s", "-outage-after", "300ms")
+	// A simulator port of its own: during the outage the simulator's port
+	// is closed, and another demo started meanwhile on the default 7081
+	// took it, so the simulator never came back (CI, 2026-11-27).
+	demo := binCmd(ctx, t, "demo", "-listen", testkit.ClosedAddr(t), "-sim-listen", testkit.ClosedAddr(t),
+		"-outage", "2s", "-outage-after", "300ms")
 	stderr, err := demo.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, demo.Start())
