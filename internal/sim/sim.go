@@ -274,7 +274,14 @@ func (s *Sim) SetFaults(f Faults) error {
 	return nil
 }
 
-// endDown is the DownFor timer's callback.
+// relistenEvery is how often a sim whose outage ended tries its address
+// again while another program holds it.
+const relistenEvery = 250 * time.Millisecond
+
+// endDown is the DownFor timer's callback: the outage ends once the sim
+// listens on its address again. While another program holds the port
+// (taken during the outage) the sim stays down, as Faults says, and tries
+// again every relistenEvery until it can, or until SetFaults or Close.
 func (s *Sim) endDown() {
 	defer s.timers.Done()
 	s.srvMu.Lock()
@@ -284,9 +291,16 @@ func (s *Sim) endDown() {
 	}
 	s.upTimer = nil
 	s.mu.Lock()
+	down := s.faults
 	s.faults.Down, s.faults.DownFor = false, 0
 	s.mu.Unlock()
-	_ = s.relisten() // a port taken meanwhile leaves the sim down; Faults still says up
+	if err := s.relisten(); err != nil {
+		s.mu.Lock()
+		s.faults = down
+		s.mu.Unlock()
+		s.timers.Add(1)
+		s.upTimer = time.AfterFunc(relistenEvery, s.endDown)
+	}
 }
 
 // Faults returns the faults in force.

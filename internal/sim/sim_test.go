@@ -289,6 +289,27 @@ func TestFaultDownAndUp(t *testing.T) {
 	require.False(t, s.Faults().Down)
 }
 
+// TestDownForWaitsForItsPort: a port another program took during the
+// outage keeps the simulator down, and Faults says so, until the port is
+// free again; then the outage ends by itself (once, it ended with the
+// simulator silently gone and Faults saying it was up).
+func TestDownForWaitsForItsPort(t *testing.T) {
+	t.Parallel()
+	s := start(t, sim.Options{})
+	require.NoError(t, s.SetFaults(sim.Faults{Down: true, DownFor: 100 * time.Millisecond}))
+	thief, err := net.Listen("tcp", s.Addr())
+	require.NoError(t, err, "the port is free during the outage")
+	time.Sleep(400 * time.Millisecond)
+	require.True(t, s.Faults().Down, "still down while the port is taken")
+
+	require.NoError(t, thief.Close())
+	require.Eventually(t, func() bool {
+		code, _, _, err := do(t, "GET", s.URL()+"/rest/info", "")
+		return err == nil && code == 200
+	}, 5*time.Second, 20*time.Millisecond, "back once the port is free")
+	require.False(t, s.Faults().Down)
+}
+
 func TestFaultLatency(t *testing.T) {
 	t.Parallel()
 	s := start(t, sim.Options{})
