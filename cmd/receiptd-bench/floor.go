@@ -86,6 +86,11 @@ func median[T float64 | time.Duration](v []T) T {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// naive is the naive server's windows of the level, pooled: its p50 at 1
+// client is the floor of the accept table's latency row, its rate at 64
+// clients the reference of the throughput row.
+func (f floorLevel) naive() (sample, float64) { return pooled(f.servers[1].runs) }
+
 func pooled(rs []acceptResult) (s sample, rate float64) {
 	for _, r := range rs {
 		s = append(s, r.lat...)

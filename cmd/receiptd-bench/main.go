@@ -149,9 +149,7 @@ func run(ctx context.Context, o options) error {
 // results is everything measured.
 type results struct {
 	fsync     rawFsync
-	naive1    acceptResult // the naive durable server at 1 client: the floor
-	naive64   acceptResult // and at 64 clients
-	enqueue   sample       // queue.Enqueue without HTTP, one writer
+	enqueue   sample // queue.Enqueue without HTTP, one writer
 	accept    []acceptResult
 	drain     []drainResult
 	lookup    lookupResult
@@ -171,10 +169,6 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 	step := func(name string) { fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), name) }
 	step("raw fsync reference")
 	if r.fsync, err = measureFsync(b.dir, o.fsyncN); err != nil {
-		return r, err
-	}
-	step("naive durable server (append + fdatasync under a mutex) at 1 and 64 clients")
-	if r.naive1, r.naive64, err = runNaive(ctx, b.dir, o.acceptFor); err != nil {
 		return r, err
 	}
 	step("accept against the naive durable server at 1 and 64 clients, alternating windows")

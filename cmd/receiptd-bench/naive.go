@@ -37,13 +37,14 @@ import (
 // server with group commit reaches on this machine with these clients:
 // the ceiling against which receiptd's own work per receipt shows.
 type naiveServer struct {
-	mu  sync.Mutex
 	f   *os.File
 	srv *http.Server
 	url string
 
-	group    bool
-	gmu      sync.Mutex
+	group bool // the group-commit reference
+	// mu is held across the write and the fdatasync by the naive server,
+	// and guards the fields below it in the group-commit reference.
+	mu       sync.Mutex
 	pending  [][]byte      // bodies not yet taken by a flush
 	next     uint64        // number of the next body
 	durable  uint64        // bodies up to this number are on disk
@@ -104,8 +105,8 @@ func (n *naiveServer) append(body []byte) error {
 // groupAppend returns once body is on disk, flushed by this caller or by
 // the one whose flush took it.
 func (n *naiveServer) groupAppend(body []byte) error {
-	n.gmu.Lock()
-	defer n.gmu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	n.pending = append(n.pending, body)
 	n.next++
 	mine := n.next
@@ -115,17 +116,17 @@ func (n *naiveServer) groupAppend(body []byte) error {
 		}
 		if n.flushing {
 			ch := n.flushed
-			n.gmu.Unlock()
+			n.mu.Unlock()
 			<-ch
-			n.gmu.Lock()
+			n.mu.Lock()
 			continue
 		}
 		n.flushing = true
 		work, last := n.pending, n.next
 		n.pending = nil
-		n.gmu.Unlock()
+		n.mu.Unlock()
 		err := n.writeAll(work)
-		n.gmu.Lock()
+		n.mu.Lock()
 		n.flushing = false
 		close(n.flushed)
 		n.flushed = make(chan struct{})
@@ -246,26 +247,4 @@ func (n *naiveServer) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return errors.Join(n.srv.Shutdown(ctx), n.f.Close())
-}
-
-// runNaive measures the naive server at 1 and 64 clients, d each.
-func runNaive(ctx context.Context, dir string, d time.Duration) (one, many acceptResult, err error) {
-	n, err := startNaive(dir, false)
-	if err != nil {
-		return one, many, err
-	}
-	defer func() { err = errors.Join(err, n.close()) }()
-	c := newClient()
-	for _, lv := range []struct {
-		clients int
-		out     *acceptResult
-	}{{1, &one}, {64, &many}} {
-		if _, err := measureAccept(ctx, c, n.url, lv.clients, d/10, fmt.Sprintf("nwarm%d", lv.clients)); err != nil {
-			return one, many, err
-		}
-		if *lv.out, err = measureAccept(ctx, c, n.url, lv.clients, d, fmt.Sprintf("n%d", lv.clients)); err != nil {
-			return one, many, err
-		}
-	}
-	return one, many, nil
 }
