@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/google/uuid"
 	"github.com/open-telemetry/opamp-go/protobufs"
 	"github.com/stretchr/testify/require"
@@ -173,7 +174,7 @@ func TestClientReports(t *testing.T) {
 				require.NotContains(t, eff, secret)
 			}
 			var back config.Config
-			_, err = tomlDecode(eff, &back)
+			_, err = toml.Decode(eff, &back)
 			require.NoError(t, err, "the effective config is TOML")
 			require.Equal(t, tl.own.Fleet.Labels, back.Fleet.Labels)
 
