@@ -3,9 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/textproto"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -76,15 +76,12 @@ func parse(data []byte, environ []string) (Config, []*KeyError) {
 	return parseOnto(Default(), data, environ)
 }
 
-// parseOnto is parse over base instead of Default. base's maps are copied
-// first, so the file's headers and labels never write into the caller's.
+// parseOnto is parse over base instead of Default. Every map and list of
+// base is copied first (cloneRefs), so neither the file's headers and
+// labels nor the environment's write into the caller's.
 func parseOnto(base Config, data []byte, environ []string) (Config, []*KeyError) {
 	cfg := base
-	cfg.Upstream.Headers = maps.Clone(base.Upstream.Headers)
-	cfg.Upstream.LookupHeaders = maps.Clone(base.Upstream.LookupHeaders)
-	cfg.Fleet.Headers = maps.Clone(base.Fleet.Headers)
-	cfg.Fleet.Labels = maps.Clone(base.Fleet.Labels)
-	cfg.Auth.AllowedHosts = slices.Clone(base.Auth.AllowedHosts)
+	cloneRefs(reflect.ValueOf(&cfg).Elem())
 	lines, problems := decodeDoc(data, &cfg)
 	if len(problems) > 0 && problems[0].Key == "" {
 		return Config{}, problems
@@ -166,4 +163,33 @@ func setHeader(headers *map[string]string, envName, value string) {
 		}
 	}
 	(*headers)[name] = value
+}
+
+// cloneRefs replaces every map and slice in the struct v, and in the
+// structs within it, by a copy of its own. It walks the type rather than
+// naming fields, so a section added later (as [control] was, with its
+// headers) is copied without anyone remembering to list it.
+func cloneRefs(v reflect.Value) {
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if !f.CanSet() {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.Struct:
+			cloneRefs(f)
+		case reflect.Map:
+			if !f.IsNil() {
+				c := reflect.MakeMapWithSize(f.Type(), f.Len())
+				for it := f.MapRange(); it.Next(); {
+					c.SetMapIndex(it.Key(), it.Value())
+				}
+				f.Set(c)
+			}
+		case reflect.Slice:
+			if !f.IsNil() {
+				f.Set(reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()), f))
+			}
+		}
+	}
 }

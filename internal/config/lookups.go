@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 )
 
@@ -32,16 +31,33 @@ func IsLoopbackURL(raw string) bool {
 // config check, not a problem: the mix is only a surprise when base_url is
 // `receiptd sim`, which serves the lookups too.
 func (u Upstream) LiveLookups() []string {
+	var live []string
+	for _, l := range u.leaving() {
+		live = append(live, l.String())
+	}
+	return live
+}
+
+// leavingLookup is one lookup key that leaves this computer.
+type leavingLookup struct {
+	key, url string
+	atLive   bool // still at its live default
+}
+
+func (l leavingLookup) String() string { return fmt.Sprintf("%s (%s)", l.key, l.url) }
+
+// leaving is LiveLookups before it is put in words.
+func (u Upstream) leaving() []leavingLookup {
 	if !IsLoopbackURL(u.BaseURL) {
 		return nil
 	}
-	var live []string
+	var out []leavingLookup
 	for _, k := range lookupKeys {
 		if v := *k.get(&u); !IsLoopbackURL(v) {
-			live = append(live, fmt.Sprintf("%s (%s)", k.key, v))
+			out = append(out, leavingLookup{key: k.key, url: v, atLive: v == k.live})
 		}
 	}
-	return live
+	return out
 }
 
 // FollowBaseURL points every lookup key at base_url, for a base_url that is
@@ -96,17 +112,12 @@ func (u *Upstream) FollowAtLiveDefault() []string {
 // set to another non-loopback address is a mix made on purpose: a warning
 // naming it.
 func (u Upstream) LookupNote() []string {
-	live := u.LiveLookups()
-	if len(live) == 0 {
-		return nil
-	}
-	atDefault := u.AtLiveDefault()
 	var defaults, mixed []string
-	for _, l := range live {
-		if slices.Contains(atDefault, strings.Fields(l)[0]) {
-			defaults = append(defaults, l)
+	for _, l := range u.leaving() {
+		if l.atLive {
+			defaults = append(defaults, l.String())
 		} else {
-			mixed = append(mixed, l)
+			mixed = append(mixed, l.String())
 		}
 	}
 	var lines []string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -28,7 +29,7 @@ func URLProblem(raw string, schemes ...string) (*url.URL, string) {
 		return nil, "must be set, like " + strconv.Quote(example)
 	case !found:
 		return nil, fmt.Sprintf("%s, like %q, not %q", needs, example, raw)
-	case !hasScheme(schemes, strings.ToLower(scheme)):
+	case !slices.Contains(schemes, strings.ToLower(scheme)):
 		return nil, fmt.Sprintf("%s, not %q", needs, scheme+"://")
 	case strings.ContainsAny(raw, " \t\r\n"):
 		return nil, fmt.Sprintf("must not contain spaces or line breaks: %q", raw)
@@ -51,7 +52,7 @@ func URLProblem(raw string, schemes ...string) (*url.URL, string) {
 
 // hostPortProblem checks the part between "://" and the path.
 func hostPortProblem(hostport string) string {
-	if at := strings.LastIndex(hostport, "@"); at >= 0 {
+	if strings.Contains(hostport, "@") {
 		return "must not carry a user name or password; put credentials in a header instead"
 	}
 	host, port := hostport, ""
@@ -77,15 +78,6 @@ func hostPortProblem(hostport string) string {
 		return fmt.Sprintf("port %d is out of range: a port is a number from 1 to 65535", n)
 	}
 	return ""
-}
-
-func hasScheme(schemes []string, s string) bool {
-	for _, x := range schemes {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // schemeList is "http:// or https://", "http://, https:// or socks5://".

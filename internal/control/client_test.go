@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/google/uuid"
 	"github.com/open-telemetry/opamp-go/protobufs"
 	"github.com/stretchr/testify/require"
@@ -173,7 +174,7 @@ func TestClientReports(t *testing.T) {
 				require.NotContains(t, eff, secret)
 			}
 			var back config.Config
-			_, err = tomlDecode(eff, &back)
+			_, err = toml.Decode(eff, &back)
 			require.NoError(t, err, "the effective config is TOML")
 			require.Equal(t, tl.own.Fleet.Labels, back.Fleet.Labels)
 
@@ -211,6 +212,9 @@ func TestClientRemoteConfig(t *testing.T) {
 				return strings.Contains(string(a.Effective), `queued_answer = "error"`) && a.Attr("group") == "north"
 			}, 10*time.Second, 20*time.Millisecond, "the effective config and description follow")
 
+			requireKept(t, tl, "received.toml", good)
+			requireKept(t, tl, "good.toml", good)
+
 			restarted, err := control.StartConfig(tl.ownPath, tl.own)
 			require.NoError(t, err)
 			require.Equal(t, config.QueuedAnswerError, restarted.Config.Accept.QueuedAnswer, "a start uses the applied fragment")
@@ -228,6 +232,8 @@ func TestClientRemoteConfig(t *testing.T) {
 				require.Equal(t, control.StatusFailed, s.RemoteConfig.Status)
 				require.Contains(t, s.RemoteConfig.Message, bad.want)
 			}
+			requireKept(t, tl, "received.toml", "[accept]\nanswer_count = 7\n")
+			requireKept(t, tl, "good.toml", good)
 			require.Len(t, tl.applier.calls(), 2, "only the good fragment and the one the daemon refused reached the Applier")
 			require.EqualValues(t, 4, tl.client.Status().Failures)
 			kept, err := control.StartConfig(tl.ownPath, tl.own)
@@ -241,6 +247,16 @@ func TestClientRemoteConfig(t *testing.T) {
 			require.Equal(t, config.QueuedAnswer202, calls[len(calls)-1].Accept.QueuedAnswer, "an empty fragment is the own file")
 		})
 	}
+}
+
+// requireKept requires <data_dir>/control/name to hold want, as the
+// contract says: the fragment received in received.toml, refused or not;
+// the one applied last in good.toml.
+func requireKept(t *testing.T, tl *till, name, want string) {
+	t.Helper()
+	got, err := os.ReadFile(filepath.Join(tl.own.DataDir, control.Dir, name))
+	require.NoError(t, err)
+	require.Equal(t, want, string(got), name)
 }
 
 func waitStatus(t *testing.T, srv *controltest.Server, uid string, hash []byte, want protobufs.RemoteConfigStatuses) controltest.Agent {

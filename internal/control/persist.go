@@ -21,7 +21,7 @@ const Dir = "control"
 // Files in Dir.
 const (
 	uidFile      = "instance-uid"  // the UUIDv7, as text
-	receivedFile = "received.toml" // the last fragment received that merged
+	receivedFile = "received.toml" // the last fragment received, refused or not
 	goodFile     = "good.toml"     // the last fragment applied: what a start uses
 	statusFile   = "status.json"   // RemoteConfig of the last fragment
 )

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -63,17 +62,11 @@ func (s *Supervisor) runControl(ctx context.Context) <-chan struct{} {
 		close(done)
 		return done
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer close(done)
 		if err := s.control.Run(ctx); err != nil {
 			s.log.Error("the head office channel ([control]) could not start; the till runs on without it", zap.Error(err))
 		}
-	}()
-	go func() {
-		wg.Wait()
-		close(done)
 	}()
 	return done
 }
