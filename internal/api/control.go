@@ -17,6 +17,9 @@ type ControlStatus struct {
 	// not since start.
 	LastContact  *time.Time         `json:"lastContact"`
 	RemoteConfig RemoteConfigStatus `json:"remoteConfig"`
+	// Started is when the channel started, for the status page's "not
+	// reached since receiptd started".
+	Started time.Time `json:"-"`
 }
 
 // RemoteConfigStatus is what became of the head office's last
@@ -39,7 +42,7 @@ func (s *Server) controlStatus() ControlStatus {
 	}
 	c := s.d.Control()
 	rc := c.RemoteConfig
-	out := ControlStatus{URL: c.URL, Connected: c.Connected,
+	out := ControlStatus{URL: c.URL, Connected: c.Connected, Started: c.Started,
 		RemoteConfig: RemoteConfigStatus{Hash: rc.Hash, Status: rc.Status, Message: rc.Message}}
 	if !c.LastContact.IsZero() {
 		t := c.LastContact.UTC()
@@ -53,11 +56,11 @@ func (s *Server) controlStatus() ControlStatus {
 }
 
 // pageControl is the status page's view of the channel; nil when off.
-func (s *Server) pageControl(c ControlStatus) *statuspage.Control {
-	if c.URL == "" || s.d.Control == nil {
+func pageControl(c ControlStatus) *statuspage.Control {
+	if c.URL == "" {
 		return nil
 	}
-	out := &statuspage.Control{URL: c.URL, Started: s.d.Control().Started,
+	out := &statuspage.Control{URL: c.URL, Started: c.Started,
 		RemoteStatus: c.RemoteConfig.Status, RemoteMessage: c.RemoteConfig.Message}
 	if c.LastContact != nil {
 		out.LastContact = *c.LastContact

@@ -64,3 +64,15 @@ func TestStatusLine(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Needs attention: The head office's last configuration was not applied", line)
 }
+
+// TestStatusLineUnreachedSinceStart: the page's "not reached since
+// receiptd started" takes the channel's start from the same reading of
+// the channel as the rest of "control".
+func TestStatusLineUnreachedSinceStart(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true, control: func() control.Status {
+		return control.Status{URL: "wss://hq.example/v1/opamp", Started: time.Now().Add(-25 * time.Hour)}
+	}})
+	line, err := e.srv.StatusLine(context.Background())
+	require.NoError(t, err)
+	require.Contains(t, line, "The head office has not been reached since receiptd started")
+}

@@ -37,7 +37,7 @@ func (s *Server) pageOf(_ context.Context, st Status, withFailures bool) (status
 		Fleet:   pageFleet(st.Fleet),
 		LogFile: s.o.LogFile, LogTerminal: s.o.LogTerminal,
 	}
-	d.Control = s.pageControl(st.Control)
+	d.Control = pageControl(st.Control)
 	if st.LastSuccess != nil {
 		d.LastSuccess = *st.LastSuccess
 	}
