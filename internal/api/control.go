@@ -17,6 +17,9 @@ type ControlStatus struct {
 	// not since start.
 	LastContact  *time.Time         `json:"lastContact"`
 	RemoteConfig RemoteConfigStatus `json:"remoteConfig"`
+	// Started is when the channel started, for the status page's "not
+	// reached since receiptd started".
+	Started time.Time `json:"-"`
 }
 
 // RemoteConfigStatus is what became of the head office's last
@@ -39,7 +42,7 @@ func (s *Server) controlStatus() ControlStatus {
 	}
 	c := s.d.Control()
 	rc := c.RemoteConfig
-	out := ControlStatus{URL: c.URL, Connected: c.Connected,
+	out := ControlStatus{URL: c.URL, Connected: c.Connected, Started: c.Started,
 		RemoteConfig: RemoteConfigStatus{Hash: rc.Hash, Status: rc.Status, Message: rc.Message}}
 	if !c.LastContact.IsZero() {
 		t := c.LastContact.UTC()
@@ -53,11 +56,11 @@ func (s *Server) controlStatus() ControlStatus {
 }
 
 // pageControl is the status page's view of the channel; nil when off.
-func (s *Server) pageControl(c ControlStatus) *statuspage.Control {
-	if c.URL == "" || s.d.Control == nil {
+func pageControl(c ControlStatus) *statuspage.Control {
+	if c.URL == "" {
 		return nil
 	}
-	out := &statuspage.Control{URL: c.URL, Started: s.d.Control().Started,
+	out := &statuspage.Control{URL: c.URL, Started: c.Started,
 		RemoteStatus: c.RemoteConfig.Status, RemoteMessage: c.RemoteConfig.Message}
 	if c.LastContact != nil {
 		out.LastContact = *c.LastContact
@@ -66,11 +69,12 @@ func (s *Server) pageControl(c ControlStatus) *statuspage.Control {
 }
 
 // StatusLine is the status page's first line (statuspage.FirstLine), the
-// status text of the till's health for the head office.
+// status text of the till's health for the head office. The OpAMP client
+// asks every few seconds; the line needs none of the page's tables.
 func (s *Server) StatusLine(ctx context.Context) (string, error) {
-	d, err := s.pageData(ctx)
+	st, err := s.statusBase(ctx)
 	if err != nil {
 		return "", err
 	}
-	return statuspage.FirstLine(d), nil
+	return statuspage.FirstLine(s.pageOf(st)), nil
 }

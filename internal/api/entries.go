@@ -184,11 +184,7 @@ func (s *Server) StatusJSON(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	d, err := s.pageOf(ctx, st, false)
-	if err != nil {
-		return Status{}, err
-	}
-	st.Alert = statuspage.Alert(d)
+	st.Alert = statuspage.Alert(s.pageOf(st))
 	return st, nil
 }
 

@@ -3,11 +3,13 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/control"
 )
 
@@ -63,4 +65,33 @@ func TestStatusLine(t *testing.T) {
 	line, err := e.srv.StatusLine(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, "Needs attention: The head office's last configuration was not applied", line)
+}
+
+// TestStatusLineUnreachedSinceStart: the page's "not reached since
+// receiptd started" takes the channel's start from the same reading of
+// the channel as the rest of "control".
+func TestStatusLineUnreachedSinceStart(t *testing.T) {
+	e := newEnv(t, envOpts{noWorker: true, control: func() control.Status {
+		return control.Status{URL: "wss://hq.example/v1/opamp", Started: time.Now().Add(-25 * time.Hour)}
+	}})
+	line, err := e.srv.StatusLine(context.Background())
+	require.NoError(t, err)
+	require.Contains(t, line, "The head office has not been reached since receiptd started")
+}
+
+// TestStatusReadsNoPageTables: /receiptd/status and the health line read
+// none of what only the page's tables show (the warm set's readiness reads
+// the store); the page does.
+func TestStatusReadsNoPageTables(t *testing.T) {
+	var reads atomic.Int32
+	e := newEnv(t, envOpts{noWorker: true, warmth: func() cache.Warmth {
+		reads.Add(1)
+		return cache.Warmth{Wanted: 1}
+	}})
+	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/receiptd/status", "").code)
+	_, err := e.srv.StatusLine(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, reads.Load(), "neither the alert nor the first line needs the warm set")
+	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/", "").code)
+	require.Equal(t, int32(1), reads.Load(), "the page reads it once")
 }

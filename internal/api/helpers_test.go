@@ -40,6 +40,7 @@ type envOpts struct {
 	realCache bool // the lookup routes are served by the real lookup cache
 	metrics   bool // GET /metrics serves a real registry
 	control   func() control.Status
+	warmth    func() cache.Warmth
 }
 
 // env is the whole stack of the end-to-end tests: the simulator as the
@@ -89,7 +90,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.metrics {
 		deps.Metrics = metrics.New()
 	}
-	deps.Control = o.control
+	deps.Control, deps.Warmth = o.control, o.warmth
 	if o.realCache {
 		c, err := cache.New(context.Background(), st, cl, cache.Config{}, log, nil)
 		require.NoError(t, err)

@@ -14,19 +14,24 @@ import (
 // failures: each needs a person's attention.
 var failureStates = []queue.State{queue.StateRejected, queue.StateHeld, queue.StatePayment, queue.StateDeleteRejected}
 
-// pageData gathers what the status page at GET / shows.
+// pageData gathers what the status page at GET / shows: the cards'
+// data (pageOf) and the tables below them (addTables).
 func (s *Server) pageData(ctx context.Context) (statuspage.Data, error) {
 	st, err := s.statusBase(ctx)
 	if err != nil {
 		return statuspage.Data{}, err
 	}
-	return s.pageOf(ctx, st, true)
+	d := s.pageOf(st)
+	if err := s.addTables(&d); err != nil {
+		return statuspage.Data{}, err
+	}
+	return d, nil
 }
 
-// pageOf is the page's data for st (whose Alert is the unsent age's level);
-// withFailures reads the entries the failures table lists, which the
-// alert level does not need.
-func (s *Server) pageOf(_ context.Context, st Status, withFailures bool) (statuspage.Data, error) {
+// pageOf is the page's data for st (whose Alert is the unsent age's
+// level) without its tables: all that "Needs attention", the alert level
+// and the first line are made of.
+func (s *Server) pageOf(st Status) statuspage.Data {
 	d := statuspage.Data{
 		Version: st.Version, Now: s.o.Now(),
 		UpstreamUp: st.Upstream.State == "up", UpstreamSince: st.Upstream.Since, LastError: st.Upstream.LastError,
@@ -37,7 +42,7 @@ func (s *Server) pageOf(_ context.Context, st Status, withFailures bool) (status
 		Fleet:   pageFleet(st.Fleet),
 		LogFile: s.o.LogFile, LogTerminal: s.o.LogTerminal,
 	}
-	d.Control = s.pageControl(st.Control)
+	d.Control = pageControl(st.Control)
 	if st.LastSuccess != nil {
 		d.LastSuccess = *st.LastSuccess
 	}
@@ -54,13 +59,20 @@ func (s *Server) pageOf(_ context.Context, st Status, withFailures bool) (status
 	for state, n := range st.Counts {
 		d.Counts[string(state)] = n
 	}
-	if withFailures {
-		failures, err := s.failures()
-		if err != nil {
-			return statuspage.Data{}, err
-		}
-		d.Failures = failures
+	d.Backup = backupOf(st.Backup)
+	return d
+}
+
+// addTables adds what only the page's tables show: the failed entries
+// (read from the queue), the lookup cache's freshness and whether the
+// warm set is cached (read from the store). /receiptd/status's alert and
+// the head office's health line, asked every few seconds, need none of it.
+func (s *Server) addTables(d *statuspage.Data) error {
+	failures, err := s.failures()
+	if err != nil {
+		return err
 	}
+	d.Failures = failures
 	if s.d.Freshness != nil {
 		for _, k := range s.d.Freshness() {
 			d.Cache = append(d.Cache, statuspage.CacheKind{
@@ -69,12 +81,11 @@ func (s *Server) pageOf(_ context.Context, st Status, withFailures bool) (status
 			})
 		}
 	}
-	d.Backup = backupOf(st.Backup)
 	if s.d.Warmth != nil {
 		w := s.d.Warmth()
 		d.Offline = &statuspage.Offline{Wanted: w.Wanted, Missing: w.Missing, LastRun: w.LastRun, Kinds: w.Kinds}
 	}
-	return d, nil
+	return nil
 }
 
 // failures are the newest entries of each failure state, then the newest

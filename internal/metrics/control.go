@@ -18,19 +18,20 @@ func (m *Metrics) WatchControl(f ControlStats) error {
 	if m == nil {
 		return nil
 	}
-	m.controlOnce.Do(func() {
-		m.control = &controlCollector{
-			connected: prometheus.NewDesc(namespace+"_control_connected",
-				"1 when the head office's OpAMP server answered within three control.poll_every, else 0.", nil, nil),
-			lastContact: prometheus.NewDesc(namespace+"_control_last_contact_timestamp_seconds",
-				"When the head office's OpAMP server last answered (Unix seconds); 0 until it has since start.", nil, nil),
-			failures: prometheus.NewDesc(namespace+"_control_remote_config_failures_total",
-				"Remote configs refused (they did not validate, or set keys outside control.allow) or rolled back since start.", nil, nil),
-		}
-		m.controlErr = m.Register(m.control)
-	})
+	m.controlOnce.Do(func() { m.controlErr = m.Register(m.control) })
 	m.control.set(f)
 	return m.controlErr
+}
+
+func newControlCollector() *controlCollector {
+	return &controlCollector{
+		connected: prometheus.NewDesc(namespace+"_control_connected",
+			"1 when the head office's OpAMP server answered within three control.poll_every, else 0.", nil, nil),
+		lastContact: prometheus.NewDesc(namespace+"_control_last_contact_timestamp_seconds",
+			"When the head office's OpAMP server last answered (Unix seconds); 0 until it has since start.", nil, nil),
+		failures: prometheus.NewDesc(namespace+"_control_remote_config_failures_total",
+			"Remote configs refused (they did not validate, or set keys outside control.allow) or rolled back since start.", nil, nil),
+	}
 }
 
 type controlCollector struct {

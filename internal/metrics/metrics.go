@@ -123,6 +123,7 @@ func New() *Metrics {
 		posapi:  newPosAPICollector(),
 		backup:  newBackupCollector(),
 		fleet:   newFleetCollector(),
+		control: newControlCollector(),
 		answersDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "answers_dropped_total",
 			Help: "Upstream answers no POS had received yet, pushed out of memory by accept.answer_count or accept.answer_mb.",

@@ -22,9 +22,7 @@ func (m *Metrics) Unwatch() {
 	m.queue.set(nil)
 	m.store.set(nil)
 	m.answers.set(nil)
-	if m.control != nil {
-		m.control.set(nil)
-	}
+	m.control.set(nil)
 	if f := m.log.take(); f != nil {
 		flushes, records := f()
 		m.log.carried.add(func(b [2]uint64) [2]uint64 { return [2]uint64{b[0] + flushes, b[1] + records} })

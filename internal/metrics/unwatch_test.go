@@ -14,6 +14,7 @@ func watchDaemon(t *testing.T, m *Metrics, n uint64) {
 	m.WatchBackup(func() (Backup, bool) { return Backup{Snapshots: n, Failures: 2 * n}, true })
 	require.NoError(t, m.WatchFleet(func() (float64, uint64, uint64) { return 0, 0, n }))
 	m.WatchPosAPI(func() PosAPIStats { return PosAPIStats{PosAPI: "pos:1", SendDataOK: n, SendDataFailed: 3 * n} })
+	require.NoError(t, m.WatchControl(func() (bool, float64, uint64) { return true, 0, 0 }))
 	require.NoError(t, m.SetBuildInfo("v1"))
 }
 
@@ -28,6 +29,7 @@ func TestUnwatchCarriesComponentCounters(t *testing.T) {
 	fams := scrape(t, m.Handler())
 	require.Nil(t, fams["receiptd_log_records_total"], "the stopped daemon is no longer read")
 	require.Nil(t, fams["receiptd_backup_snapshots_total"])
+	require.Nil(t, fams["receiptd_control_connected"])
 
 	watchDaemon(t, m, 1) // the next daemon's components start from zero
 	fams = scrape(t, m.Handler())
@@ -51,4 +53,5 @@ func TestUnwatchCarriesComponentCounters(t *testing.T) {
 	require.Error(t, m.SetBuildInfo("v2"), "one version per process")
 	var nilM *Metrics
 	require.NotPanics(t, nilM.Unwatch)
+	require.NotPanics(t, New().Unwatch, "nothing watched yet")
 }

@@ -76,11 +76,17 @@ func (w *Watcher) readDueLocked(now time.Time) bool {
 	if w.recheck {
 		return true
 	}
-	last := w.info.tried
-	if w.info.at.After(last) {
-		last = w.info.at
-	}
+	last := w.lastReadLocked()
 	return last.IsZero() || now.Sub(last) >= w.readGapLocked(now) || now.Before(last)
+}
+
+// lastReadLocked is when /rest/info was last read or tried, whichever is
+// later (an answer ObserveInfo was given counts too); mu held.
+func (w *Watcher) lastReadLocked() time.Time {
+	if w.info.at.After(w.info.tried) {
+		return w.info.at
+	}
+	return w.info.tried
 }
 
 // nextWake is how long the watch loop may sleep: until the next read or
@@ -88,11 +94,7 @@ func (w *Watcher) readDueLocked(now time.Time) bool {
 func (w *Watcher) nextWake(now time.Time) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	last := w.info.tried
-	if w.info.at.After(last) {
-		last = w.info.at
-	}
-	d := min(last.Add(w.readGapLocked(now)).Sub(now), maxTick)
+	d := min(w.lastReadLocked().Add(w.readGapLocked(now)).Sub(now), maxTick)
 	if w.pending != nil {
 		d = min(d, w.pending.due.Sub(now))
 	}
@@ -109,10 +111,7 @@ func (w *Watcher) maybeSend(ctx context.Context) {
 	now := w.cfg.Now()
 	reason := w.sendDue(now)
 	w.mu.Lock()
-	alone := w.wide.alone(now)
-	w.mu.Unlock()
-	if reason == "" || w.cfg.SendSpread <= 0 || alone {
-		w.mu.Lock()
+	if reason == "" || w.cfg.SendSpread <= 0 || w.wide.alone(now) {
 		w.pending = nil
 		w.mu.Unlock()
 		if reason != "" {
@@ -120,7 +119,6 @@ func (w *Watcher) maybeSend(ctx context.Context) {
 		}
 		return
 	}
-	w.mu.Lock()
 	if w.pending == nil {
 		spread := w.cfg.SendSpread
 		if w.info.empty {
@@ -140,19 +138,27 @@ func (w *Watcher) maybeSend(ctx context.Context) {
 	p := *w.pending
 	w.pending = nil
 	w.mu.Unlock()
+	w.sendIfStillNeeded(ctx, p)
+}
+
+// sendIfStillNeeded reads /rest/info again once p's spread is over and
+// calls sendData only if nobody met the need meanwhile (lastSentDate
+// unmoved, the reserve not refilled) and it still holds.
+func (w *Watcher) sendIfStillNeeded(ctx context.Context, p pendingSend) {
 	w.readInfo(ctx)
 	if ctx.Err() != nil {
 		return
 	}
 	w.mu.Lock()
-	met := w.info.sentRaw != p.sentRaw || w.info.left > p.left
+	sentRaw := w.info.sentRaw
+	met := sentRaw != p.sentRaw || w.info.left > p.left
 	w.mu.Unlock()
 	if met {
 		w.log.Info("PosAPI's data was sent meanwhile (by another till or PosAPI itself): no sendData of ours needed",
-			zap.String("lastSentDate", w.Status().derefSent()))
+			zap.String("lastSentDate", sentRaw))
 		return
 	}
-	if reason = w.sendDue(w.cfg.Now()); reason != "" {
+	if reason := w.sendDue(w.cfg.Now()); reason != "" {
 		w.sendData(ctx, reason)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -99,15 +101,15 @@ func TestWidePace(t *testing.T) {
 }
 
 // watcherOn is a watcher of r's simulator with its own client, on r's
-// clock: another till on the same PosAPI.
-func watcherOn(t *testing.T, r *rig, cfg Config) *Watcher {
+// clock, logging to log: another till on the same PosAPI.
+func watcherOn(t *testing.T, r *rig, cfg Config, log *zap.Logger) *Watcher {
 	t.Helper()
 	var w *Watcher
 	c, err := client.New(client.Config{BaseURL: r.sim.URL(), Timeout: 5 * time.Second,
 		OnTiming: func(t client.Timing) { w.ObserveTiming(t) }})
 	require.NoError(t, err)
 	cfg.Now = r.clock.Now
-	w = New(c, cfg, nil, nil)
+	w = New(c, cfg, log, nil)
 	return w
 }
 
@@ -193,7 +195,7 @@ func TestQuietSharedPosAPIKeepsTheTillsOwnPace(t *testing.T) {
 func TestSpreadLetsOneTillSendForAll(t *testing.T) {
 	cfg := Config{AutoSendData: true, MinLotteries: 200, SendEvery: time.Hour, CheckEvery: 10 * time.Minute, SendSpread: 10 * time.Second}
 	r := newRig(t, 1000, cfg)
-	others := []*Watcher{watcherOn(t, r, cfg), watcherOn(t, r, cfg), watcherOn(t, r, cfg)}
+	others := []*Watcher{watcherOn(t, r, cfg, nil), watcherOn(t, r, cfg, nil), watcherOn(t, r, cfg, nil)}
 	all := append([]*Watcher{r.w}, others...)
 	r.sim.SetLeftLotteries(100)
 	ctx := context.Background()
@@ -206,7 +208,7 @@ func TestSpreadLetsOneTillSendForAll(t *testing.T) {
 		w.round(ctx)
 	}
 	require.Equal(t, 1, r.sim.SendDataCalls(), "the first re-read found the need and called; the others found it met")
-	require.Equal(t, 4, r.sim.Requests(sim.RouteSendData)+3)
+	require.Equal(t, 1, r.sim.Requests(sim.RouteSendData))
 	for _, w := range all {
 		require.Empty(t, w.Status().Need)
 	}
@@ -233,6 +235,28 @@ func TestSpreadLetsOneTillSendForAll(t *testing.T) {
 		w.round(ctx)
 	}
 	require.Equal(t, 2, r.sim.SendDataCalls())
+}
+
+// TestSpreadEndsBeforeTheNextRead: a till whose spread ends before its
+// next read is due still holds the need its last read gave; the read it
+// makes at the spread's end finds another till's sendData and makes none.
+func TestSpreadEndsBeforeTheNextRead(t *testing.T) {
+	cfg := Config{AutoSendData: true, MinLotteries: 200, SendEvery: time.Hour, CheckEvery: 10 * time.Minute, SendSpread: time.Second}
+	r := newRig(t, 1000, cfg)
+	core, logs := observer.New(zap.InfoLevel)
+	others := []*Watcher{watcherOn(t, r, cfg, zap.New(core)), watcherOn(t, r, cfg, zap.New(core))}
+	all := append([]*Watcher{r.w}, others...)
+	r.sim.SetLeftLotteries(100)
+	ctx := context.Background()
+	for _, w := range all {
+		w.round(ctx)
+	}
+	r.clock.Add(2 * time.Second) // every spread over, no read due (every 10 s while the pace is unknown)
+	for _, w := range all {
+		w.round(ctx)
+	}
+	require.Equal(t, 1, r.sim.SendDataCalls(), "the first till called; the others' reads at their spread's end found it done")
+	require.Equal(t, len(others), logs.FilterMessageSnippet("PosAPI's data was sent meanwhile").Len())
 }
 
 func TestALoneTillCallsAtOnceDespiteTheSpread(t *testing.T) {

@@ -147,11 +147,3 @@ func (w *Watcher) labelLocked() string {
 	}
 	return w.cfg.Upstream
 }
-
-// derefSent is LastSentDate, or "" while unknown (for the log).
-func (st Status) derefSent() string {
-	if st.LastSentDate == nil {
-		return ""
-	}
-	return *st.LastSentDate
-}

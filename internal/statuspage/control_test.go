@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -50,4 +51,20 @@ func TestFirstLine(t *testing.T) {
 	two.UpstreamUp = false
 	two.LastError = "dial tcp 127.0.0.1:7081: connect: connection refused"
 	require.Regexp(t, `^2 need attention; first: .*tax service`, FirstLine(two))
+}
+
+// TestFirstLineNeedsNoFailures: FirstLine, made without the failed
+// entries (the OpAMP health asks every few seconds), says what the page's
+// own "Needs attention" says with them.
+func TestFirstLineNeedsNoFailures(t *testing.T) {
+	d := emptyData()
+	d.Counts = map[string]int{"sent": 3, "held": 2, "rejected": 1}
+	d.Failures = []Failure{
+		{QueueID: "Q000000000001", Kind: "receipt", State: "held", At: now.Add(-time.Hour), Message: "answer lost", Attempts: 1},
+		{QueueID: "Q000000000002", Kind: "receipt", State: "held", At: now.Add(-time.Hour), Message: "answer lost", Attempts: 1},
+		{QueueID: "Q000000000003", Kind: "receipt", State: "rejected", At: now.Add(-time.Minute), Message: "bad TIN", Attempts: 1},
+	}
+	page := newView(d).Attention
+	require.Len(t, page, 2)
+	require.Equal(t, fmt.Sprintf("%d need attention; first: %s", len(page), page[0].Title), FirstLine(d))
 }

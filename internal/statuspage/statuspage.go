@@ -186,15 +186,16 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; im
 
 // FirstLine is the page's verdict in one line, as a head office reads it
 // beside the till's health ([control]): "Nothing needs attention", or how
-// many things do and the most urgent one's title.
+// many things do and the most urgent one's title. Like Alert it needs no
+// Failures: they only list examples under a card, never change its title.
 func FirstLine(d Data) string {
-	v := newView(d)
-	switch n := len(v.Attention); n {
+	items := attention(d, waitingOf(d), nil)
+	switch n := len(items); n {
 	case 0:
 		return "Nothing needs attention"
 	case 1:
-		return "Needs attention: " + v.Attention[0].Title
+		return "Needs attention: " + items[0].Title
 	default:
-		return fmt.Sprintf("%d need attention; first: %s", n, v.Attention[0].Title)
+		return fmt.Sprintf("%d need attention; first: %s", n, items[0].Title)
 	}
 }

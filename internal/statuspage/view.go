@@ -99,9 +99,7 @@ func newView(d Data) view {
 		Version: d.Version,
 		Updated: clock(d.Now, d.Now),
 		Counts:  countRows(d.Counts),
-	}
-	for _, s := range waitingStates {
-		v.Waiting += d.Counts[s]
+		Waiting: waitingOf(d),
 	}
 	for _, c := range v.Counts {
 		switch {
