@@ -50,10 +50,7 @@ func runConfigCheck(_ context.Context, env *cmdEnv, args []string) error {
 // over the file: the one named by -remote (refused as the daemon would
 // refuse it), or the last one applied (control.StartConfig).
 func checkRemote(env *cmdEnv, lc loadedConfig, remote string) error {
-	own := lc.path
-	if lc.defaulted {
-		own = ""
-	}
+	own := lc.ownPath()
 	var m config.Merged
 	var err error
 	if remote != "" {

@@ -183,6 +183,7 @@ func TestDemo(t *testing.T) {
 
 // TestDemoOutage runs the demo's outage script: a receipt posted while the
 // simulator is down is answered 202 and, once it is back, logged as sent.
+// Its -config sets auth.token, which the script's own requests carry.
 func TestDemoOutage(t *testing.T) {
 	testkit.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -190,7 +191,8 @@ func TestDemoOutage(t *testing.T) {
 	// A simulator port of its own: during the outage the simulator's port
 	// is closed, and another demo started meanwhile on the default 7081
 	// took it, so the simulator never came back (CI, 2026-11-27).
-	demo := binCmd(ctx, t, "demo", "-listen", testkit.ClosedAddr(t), "-sim-listen", testkit.ClosedAddr(t),
+	cfg := writeFile(t, "demo.toml", "[auth]\ntoken = \"demo-outage-token-0123\"\n")
+	demo := binCmd(ctx, t, "demo", "-config", cfg, "-listen", testkit.ClosedAddr(t), "-sim-listen", testkit.ClosedAddr(t),
 		"-outage", "2s", "-outage-after", "300ms")
 	stderr, err := demo.StderrPipe()
 	require.NoError(t, err)

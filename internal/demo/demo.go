@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/service"
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
@@ -100,7 +101,8 @@ func Run(ctx context.Context, out io.Writer, log *zap.Logger, o Options, start f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outageLoop(ctx, log.Named("demo"), s, d.URL(), o)
+			c := &service.Client{Base: d.URL(), Token: cfg.Auth.Token, HTTP: demoHTTP}
+			outageLoop(ctx, log.Named("demo"), s, c, o)
 		}()
 	}
 	if err := d.Run(ctx); err != nil {

@@ -19,9 +19,10 @@ import (
 
 // outageLoop is the demo's outage script: after o.OutageAfter the
 // simulator goes down for o.Outage; a receipt posted meanwhile is queued
-// (202), and once the simulator is back the log shows it sent. It returns
-// when done or when ctx ends.
-func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, api string, o Options) {
+// (202), and once the simulator is back the log shows it sent. It talks
+// to the daemon through c, which carries auth.token when one is in force.
+// It returns when done or when ctx ends.
+func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, c *service.Client, o Options) {
 	if !clock.Sleep(ctx, o.OutageAfter) {
 		return
 	}
@@ -34,13 +35,12 @@ func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, api string, o 
 		return
 	}
 	suffix := fmt.Sprintf("%06d", time.Now().Unix()%1000000)
-	code, id, err := postReceipt(ctx, api, SampleReceipt(suffix))
+	code, id, err := postReceipt(ctx, c, SampleReceipt(suffix))
 	if err != nil {
 		log.Error("outage: posting a receipt to receiptd failed", zap.Error(err))
 		return
 	}
 	log.Info("outage: receipt posted while the tax service is down", zap.Int("httpStatus", code), zap.String("queueId", id))
-	c := &service.Client{Base: api, HTTP: demoHTTP}
 	deadline := time.Now().Add(o.Outage + 30*time.Second)
 	for time.Now().Before(deadline) {
 		if !clock.Sleep(ctx, time.Second) {
@@ -61,15 +61,18 @@ func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, api string, o 
 
 var demoHTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}
 
-// postReceipt sends body to POST /rest/receipt; it returns the status code
-// and the X-Queue-Id header.
-func postReceipt(ctx context.Context, api string, body []byte) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", api+"/rest/receipt", bytes.NewReader(body))
+// postReceipt sends body to c's POST /rest/receipt; it returns the status
+// code and the X-Queue-Id header.
+func postReceipt(ctx context.Context, c *service.Client, body []byte) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", c.Base+"/rest/receipt", bytes.NewReader(body))
 	if err != nil {
 		return 0, "", fmt.Errorf("post receipt: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := demoHTTP.Do(req)
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return 0, "", fmt.Errorf("post receipt: %w", err)
 	}

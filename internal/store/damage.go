@@ -33,9 +33,10 @@ var pageDamage = []struct {
 // describeDamage turns what bbolt reported about a damaged file (its
 // consistency check's errors, or a recovered panic value) into words: the
 // first damaged page (the lowest it names) and what is wrong with it, and
-// how many problems there were. bbolt's own text is used only when it
-// names no page, and never with its "panic:" or "assertion failed:".
-func describeDamage(problems ...any) string {
+// how many problems there were: found, of which problems are those kept.
+// bbolt's own text is used only when it names no page, and never with its
+// "panic:" or "assertion failed:".
+func describeDamage(found int, problems ...any) string {
 	first, says, known := uint64(0), "", false
 	var other string
 	for _, p := range problems {
@@ -65,8 +66,8 @@ func describeDamage(problems ...any) string {
 	default:
 		out = "a page could not be read"
 	}
-	if len(problems) > 1 {
-		out += fmt.Sprintf(" (%d problems found)", len(problems))
+	if found > 1 {
+		out += fmt.Sprintf(" (%d problems found)", found)
 	}
 	return out
 }

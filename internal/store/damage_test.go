@@ -32,10 +32,18 @@ func TestDescribeDamage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := describeDamage(tc.problems...)
+			got := describeDamage(len(tc.problems), tc.problems...)
 			require.Equal(t, tc.want, got)
 			require.NotContains(t, got, "panic")
 			require.NotContains(t, got, "assertion")
 		})
 	}
+}
+
+// Check keeps the first 10 problems bbolt reports; the count says how many
+// it found in all.
+func TestDescribeDamageCountsEveryProblemFound(t *testing.T) {
+	t.Parallel()
+	got := describeDamage(25, errors.New("page 41: unreachable unfreed"), errors.New("page 40: unreachable unfreed"))
+	require.Equal(t, "the first damaged page is page 40: it is neither in use nor listed as free (25 problems found)", got)
 }

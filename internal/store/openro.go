@@ -16,7 +16,7 @@ import (
 func OpenReadOnly(path string) (s *Store, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("open database %s read-only: %w: %s", path, ErrCorrupt, describeDamage(r))
+			s, err = nil, fmt.Errorf("open database %s read-only: %w: %s", path, ErrCorrupt, describeDamage(1, r))
 		}
 	}()
 	if err := checkSize(path); err != nil {

@@ -121,7 +121,7 @@ func Open(path string, opts Options) (s *Store, err error) {
 	defer func() {
 		// A badly damaged file can make bbolt panic while reading pages.
 		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("open database %s: %w: %s", path, ErrCorrupt, describeDamage(r))
+			s, err = nil, fmt.Errorf("open database %s: %w: %s", path, ErrCorrupt, describeDamage(1, r))
 		}
 	}()
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
@@ -261,7 +261,7 @@ func (s *Store) TxID() uint64 { return s.lastTx.Load() }
 func (s *Store) View(fn func(tx *bbolt.Tx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("read %s: %w: %s", s.path, ErrCorrupt, describeDamage(r))
+			err = fmt.Errorf("read %s: %w: %s", s.path, ErrCorrupt, describeDamage(1, r))
 			s.Fail(err)
 		}
 	}()
@@ -279,12 +279,14 @@ func (s *Store) View(fn func(tx *bbolt.Tx) error) (err error) {
 func (s *Store) Check() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("check database %s: %w: %s", s.path, ErrCorrupt, describeDamage(r))
+			err = fmt.Errorf("check database %s: %w: %s", s.path, ErrCorrupt, describeDamage(1, r))
 		}
 	}()
-	var problems []any
+	var problems []any // the first 10 of found
+	found := 0
 	verr := s.db.View(func(tx *bbolt.Tx) error {
 		for e := range tx.Check() {
+			found++
 			if len(problems) < 10 {
 				problems = append(problems, e)
 			}
@@ -295,7 +297,7 @@ func (s *Store) Check() (err error) {
 		return fmt.Errorf("check database %s: %w", s.path, verr)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("check database %s: %w: %s", s.path, ErrCorrupt, describeDamage(problems...))
+		return fmt.Errorf("check database %s: %w: %s", s.path, ErrCorrupt, describeDamage(found, problems...))
 	}
 	return nil
 }
