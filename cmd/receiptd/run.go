@@ -43,7 +43,7 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, closeLog, err := newLogger(lc.cfg, false)
+	log, closeLog, err := newLogger(lc.cfg.Log, false)
 	if err != nil {
 		return usageError{err: err}
 	}
@@ -107,17 +107,17 @@ func loadConfig(path string) (loadedConfig, error) {
 // newLogger builds the logger log.* asks for. Format "auto" is console
 // output when standard error is a terminal and no log file is set, JSON
 // otherwise; asService forces JSON (the journal or a file reads it).
-func newLogger(cfg config.Config, asService bool) (*zap.Logger, func() error, error) {
+func newLogger(cfg config.Log, asService bool) (*zap.Logger, func() error, error) {
 	console := false
-	switch cfg.Log.Format {
+	switch cfg.Format {
 	case "console":
 		console = true
 	case "auto":
-		console = !asService && cfg.Log.File == "" && isTerminal(os.Stderr)
+		console = !asService && cfg.File == "" && isTerminal(os.Stderr)
 	}
 	log, closeLog, err := logging.New(logging.Options{
-		Level: cfg.Log.Level, File: cfg.Log.File,
-		MaxSizeMB: cfg.Log.MaxSizeMB, MaxFiles: cfg.Log.MaxFiles, Console: console,
+		Level: cfg.Level, File: cfg.File,
+		MaxSizeMB: cfg.MaxSizeMB, MaxFiles: cfg.MaxFiles, Console: console,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("log: %w", err)

@@ -60,7 +60,7 @@ func serviceAction(action string) func(context.Context, *cmdEnv, []string) error
 // runAsService runs the daemon under the service manager (service.Run),
 // logging as JSON to the journal or a file.
 func runAsService(ctx context.Context, lc loadedConfig) error {
-	log, closeLog, err := newLogger(serviceLogConfig(lc.cfg, runtime.GOOS), true)
+	log, closeLog, err := newLogger(serviceLog(lc.cfg.Log, runtime.GOOS), true)
 	if err != nil {
 		return usageError{err: err}
 	}
@@ -75,16 +75,17 @@ func runAsService(ctx context.Context, lc loadedConfig) error {
 	})
 }
 
-// serviceLogConfig is the config the service's logger is built from: on
+// serviceLog is the [log] section the service's logger is built from: on
 // Windows, log.file defaults to service.DefaultLogFile(). It is the
-// logger's alone: the daemon's config stays as the file says, so a head
+// logger's alone (it takes and returns the section, never the daemon's
+// config): the daemon's config stays as the file says, so a head
 // office's fragment, merged over that file, is compared with it like for
 // like (a default set in it made every fragment a change).
-func serviceLogConfig(cfg config.Config, goos string) config.Config {
-	if goos == "windows" && cfg.Log.File == "" {
-		cfg.Log.File = service.DefaultLogFile()
+func serviceLog(l config.Log, goos string) config.Log {
+	if goos == "windows" && l.File == "" {
+		l.File = service.DefaultLogFile()
 	}
-	return cfg
+	return l
 }
 
 // definition is the service's view of lc.

@@ -22,11 +22,9 @@ func TestServiceLogConfig(t *testing.T) {
 		{"linux, no log.file: the journal", "linux", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := cfg
-			in.Log.File = tc.file
-			got := serviceLogConfig(in, tc.goos)
-			require.Equal(t, tc.want, got.Log.File)
-			require.Equal(t, tc.file, in.Log.File, "the daemon's own config is left as it was")
+			in := cfg.Log
+			in.File = tc.file
+			require.Equal(t, tc.want, serviceLog(in, tc.goos).File)
 		})
 	}
 }
