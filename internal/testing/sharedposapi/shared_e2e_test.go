@@ -33,7 +33,7 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // own simulator and tills, run side by side to keep the step short).
 func TestSharedPosAPI(t *testing.T) {
 	if os.Getenv(EnvSharedPosAPI) != "1" {
-		t.Skipf("set %s=1 to run 40 receiptd processes on two simulated PosAPIs (about 3 minutes)", EnvSharedPosAPI)
+		t.Skipf("set %s=1 to run 40 receiptd processes on two simulated PosAPIs (about 2.5 minutes)", EnvSharedPosAPI)
 	}
 	testkit.Binary(t) // build once, before the phases race for it
 	t.Run("one need, one sendData", func(t *testing.T) {
