@@ -10,8 +10,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/receiptd/receiptd/internal/apiclient"
 	"github.com/receiptd/receiptd/internal/datadir"
-	"github.com/receiptd/receiptd/internal/service"
 )
 
 // daemonFlags are the flags of the commands that talk to a running daemon.
@@ -29,8 +29,8 @@ func (f *daemonFlags) register(fs *flag.FlagSet) {
 // (a wildcard host becomes loopback), else its Unix socket. The token is
 // -token, else the config's auth.token. The config is read only when
 // something is missing.
-func (f *daemonFlags) client() (c *service.Client, err error) {
-	c = &service.Client{Token: f.token, HTTP: &http.Client{Transport: &http.Transport{Proxy: nil}}}
+func (f *daemonFlags) client() (c *apiclient.Client, err error) {
+	c = &apiclient.Client{Token: f.token, HTTP: &http.Client{Transport: &http.Transport{Proxy: nil}}}
 	if f.addr != "" && f.token != "" && f.config == "" {
 		c.Base, err = baseURL(f.addr)
 		return c, err

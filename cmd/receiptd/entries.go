@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/apiclient"
 	"github.com/receiptd/receiptd/internal/queue"
-	"github.com/receiptd/receiptd/internal/service"
 )
 
 func init() {
@@ -31,7 +31,7 @@ type entryPage struct {
 
 // pager walks GET /receiptd/entries page by page.
 type pager struct {
-	c     *service.Client
+	c     *apiclient.Client
 	state string
 	limit int // per page
 	after string

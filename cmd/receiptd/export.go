@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/apiclient"
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/queue"
-	"github.com/receiptd/receiptd/internal/service"
 )
 
 func init() {
@@ -130,7 +130,7 @@ func parseDate(s string, loc *time.Location) (t time.Time, dateOnly bool, err er
 
 // export pages through every entry and writes those accepted in [from, to)
 // to w; it returns how many it wrote.
-func export(ctx context.Context, c *service.Client, w io.Writer, format string, from, to time.Time) (int, error) {
+func export(ctx context.Context, c *apiclient.Client, w io.Writer, format string, from, to time.Time) (int, error) {
 	bw := bufio.NewWriter(w)
 	var cw *csv.Writer
 	if format == "csv" {

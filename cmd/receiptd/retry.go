@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/receiptd/receiptd/internal/apiclient"
 	"github.com/receiptd/receiptd/internal/queue"
-	"github.com/receiptd/receiptd/internal/service"
 )
 
 func init() {
@@ -40,7 +40,7 @@ func runRetry(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	var e queue.Entry
 	if err := c.GetJSON(ctx, "POST", path, &e); err != nil {
-		var ae *service.AnswerError
+		var ae *apiclient.AnswerError
 		if errors.As(err, &ae) && ae.Code == http.StatusConflict && !*force {
 			// The daemon says what to check before a retry of a held entry.
 			return usagef("%s", ae.Message)

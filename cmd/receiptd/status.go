@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/receiptd/receiptd/internal/apiclient"
 	"github.com/receiptd/receiptd/internal/service"
 )
 
@@ -15,7 +16,7 @@ func init() {
 
 // runStatus asks both views: the daemon through its API (found and
 // authenticated like entries: -addr, -token, the config;
-// service.PrintDaemonStatus), and the service manager. It fails (exit 1)
+// apiclient.PrintDaemonStatus), and the service manager. It fails (exit 1)
 // only when neither knows of a receiptd.
 func runStatus(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, "status", "status [-addr URL] [-token T] [-config FILE]")
@@ -26,7 +27,7 @@ func runStatus(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	c, daemonErr := df.client()
 	if daemonErr == nil {
-		daemonErr = service.PrintDaemonStatus(ctx, env.stdout, c)
+		daemonErr = apiclient.PrintDaemonStatus(ctx, env.stdout, c)
 	}
 	if daemonErr != nil {
 		fmt.Fprintf(env.stdout, "daemon: %v\n", daemonErr)

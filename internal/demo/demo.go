@@ -22,8 +22,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/apiclient"
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/service"
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
@@ -101,7 +101,7 @@ func Run(ctx context.Context, out io.Writer, log *zap.Logger, o Options, start f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &service.Client{Base: d.URL(), Token: cfg.Auth.Token, HTTP: demoHTTP}
+			c := &apiclient.Client{Base: d.URL(), Token: cfg.Auth.Token, HTTP: demoHTTP}
 			outageLoop(ctx, log.Named("demo"), s, c, o)
 		}()
 	}

@@ -11,9 +11,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/apiclient"
 	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/queue"
-	"github.com/receiptd/receiptd/internal/service"
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
@@ -22,7 +22,7 @@ import (
 // (202), and once the simulator is back the log shows it sent. It talks
 // to the daemon through c, which carries auth.token when one is in force.
 // It returns when done or when ctx ends.
-func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, c *service.Client, o Options) {
+func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, c *apiclient.Client, o Options) {
 	if !clock.Sleep(ctx, o.OutageAfter) {
 		return
 	}
@@ -63,7 +63,7 @@ var demoHTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transpor
 
 // postReceipt sends body to c's POST /rest/receipt; it returns the status
 // code and the X-Queue-Id header.
-func postReceipt(ctx context.Context, c *service.Client, body []byte) (int, string, error) {
+func postReceipt(ctx context.Context, c *apiclient.Client, body []byte) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", c.Base+"/rest/receipt", bytes.NewReader(body))
 	if err != nil {
 		return 0, "", fmt.Errorf("post receipt: %w", err)
@@ -85,7 +85,7 @@ func postReceipt(ctx context.Context, c *service.Client, body []byte) (int, stri
 }
 
 // entryState reads an entry's state and upstream id.
-func entryState(ctx context.Context, c *service.Client, id string) (queue.State, string, error) {
+func entryState(ctx context.Context, c *apiclient.Client, id string) (queue.State, string, error) {
 	var e queue.Entry
 	if err := c.GetJSON(ctx, http.MethodGet, "/receiptd/entries/"+url.PathEscape(id), &e); err != nil {
 		return "", "", err

@@ -1,4 +1,9 @@
-package service
+// Package apiclient is the client of a running daemon's local API that
+// the operator commands (status, entries, retry, export, backup) and the
+// demo's outage script share: requests with the bearer token, the daemon's
+// refusals as *AnswerError, and "is receiptd running?" when it cannot be
+// reached. It imports nothing of ours.
+package apiclient
 
 import (
 	"context"
