@@ -150,3 +150,7 @@ func FileEntries(st *store.Store) (n int, err error) {
 	})
 	return n, err
 }
+
+// ApplySoon is how many records waiting make ApplyLoop apply without
+// waiting for Options.ApplyDelay.
+const ApplySoon = applySoon

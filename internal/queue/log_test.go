@@ -205,6 +205,32 @@ func TestEnqueueAfterClose(t *testing.T) {
 // receipts, not back to back (each commit fdatasyncs the file, on the
 // disk the log's flush waits for), and still applies every record,
 // including those that arrive while it commits.
+// TestApplyLoopAppliesAFullBatchAtOnce: once ApplySoon records wait,
+// ApplyLoop applies them without waiting out ApplyDelay (an hour here), so
+// a busy till's log is trimmed before it needs its next segment. Twice
+// ApplySoon are posted: the loop may take the first few early (it may
+// start after the first record's wake-up), and then ApplySoon more wait.
+func TestApplyLoopAppliesAFullBatchAtOnce(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	st, err := store.Open(path, store.Options{})
+	require.NoError(t, err)
+	q, err := queue.Open(ctx, st, queue.Options{LogDir: path + ".wal", ApplyDelay: time.Hour,
+		Now: func() time.Time { return t0.Add(time.Hour) }})
+	require.NoError(t, err)
+	loopCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- q.ApplyLoop(loopCtx) }()
+	for i := 1; i <= 2*queue.ApplySoon; i++ {
+		enqueue(t, q, i)
+	}
+	require.Eventually(t, func() bool { return fileEntries(t, st) >= queue.ApplySoon }, 30*time.Second, 10*time.Millisecond,
+		"a full batch reaches the file without waiting out ApplyDelay")
+	stop()
+	require.NoError(t, <-done)
+	closeLogged(t, q, st)
+}
+
 func TestApplyLoopCommitsOncePerDelay(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "receiptd.db")
