@@ -79,10 +79,13 @@ func TestDemoConfigRefusalIsAUsageError(t *testing.T) {
 	}
 }
 
-// The README's walkthroughs post examples/demo/receipt.json: it is the
-// demo's own sample receipt, byte for byte.
+// The README's walkthroughs post examples/demo/receipt.json and
+// receipt-2.json: each is the demo's own sample receipt, byte for byte,
+// under its own bill.
 func TestWalkthroughReceiptIsTheDemosSample(t *testing.T) {
-	b, err := os.ReadFile("../../examples/demo/receipt.json")
-	require.NoError(t, err)
-	require.Equal(t, string(SampleReceipt("000001")), string(b))
+	for file, bill := range map[string]string{"receipt.json": "000001", "receipt-2.json": "000002"} {
+		b, err := os.ReadFile("../../examples/demo/" + file)
+		require.NoError(t, err)
+		require.Equal(t, string(SampleReceipt(bill)), string(b), file)
+	}
 }
