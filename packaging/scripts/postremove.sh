@@ -2,7 +2,7 @@
 # receiptd postremove: reload systemd after the unit file is gone. On a deb
 # purge, remove the configuration and logs, but never the database: receipts
 # that were not sent yet, and the audit trail, stay in /var/lib/receiptd
-# until an operator removes them (see README.md, "Uninstall"). The system
+# until an operator removes them (see packaging/README.md, "Debian and Ubuntu"). The system
 # user stays too (files may still belong to it). Both are said on removal.
 set -e
 
