@@ -1,0 +1,23 @@
+// Package update decides whether a release offered to this till may run
+// here, before anything of it runs: the file must match the SHA-256 the
+// offer names, carry a minisign signature by one of the till's own
+// trusted keys (`update.trusted_keys`, from the till's file only), and
+// that signature's trusted comment must be exactly
+//
+//	receiptd <version> <goos>/<goarch>
+//
+// naming the version offered and this till's platform. A version older
+// than the running one is refused unless `update.allow_downgrade`; a file
+// whose hash was rolled back on this till before is refused for good.
+//
+// Every refusal is a *RefusedError with a Reason, so the head office reads
+// why (`INSTALL_FAILED` and the message) and a test can hold each check.
+// Verification reads the file once, streaming: the SHA-256 and minisign's
+// BLAKE2b prehash are taken together, and nothing of the file is executed
+// or even kept open afterwards.
+//
+// What is not here yet (issue 39): downloading an offer over OpAMP,
+// keeping versions in the data directory, the switch between sales,
+// probation and rollback. This package is the part every one of them
+// relies on: a file that fails Check never runs.
+package update
