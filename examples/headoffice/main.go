@@ -1,0 +1,121 @@
+// Command headoffice is a small OpAMP server for trying receiptd's
+// management channel ([control]) without writing Go: it lists the tills
+// that connect to it and pushes a configuration fragment to the tills a
+// label picks. It is an example built on opamp-go's server package, not a
+// product: it keeps what it knows in memory only, and a chain runs a real
+// server (Grafana Fleet Management, BindPlane, or its own on the same
+// package: packaging/README.md, "Managing many tills").
+//
+//	headoffice [-listen 127.0.0.1:4320] [-admin 127.0.0.1:4321] [-cert FILE -key FILE]
+//
+// Tills connect to ws://LISTEN/v1/opamp (wss:// with -cert and -key;
+// receiptd refuses plain ws:// off loopback). The admin address answers:
+//
+//	GET  /tills                 every till seen, as JSON
+//	GET  /                      the same as a table, for a person
+//	PUT  /config?shop=017       the body (a TOML fragment) becomes the config of
+//	                            every till whose labels match the query (none: all),
+//	                            now and when it connects later
+//	DELETE /config?shop=017     that rule goes; its tills keep what they applied
+//
+// Releases (update offers) are not here yet: receiptd does not take them.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/open-telemetry/opamp-go/server"
+	"github.com/open-telemetry/opamp-go/server/types"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "headoffice:", err)
+		os.Exit(1)
+	}
+}
+
+// maxFragment bounds a pushed fragment: receiptd refuses more than 1 MiB.
+const maxFragment = 1 << 20
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("headoffice", flag.ContinueOnError)
+	fs.SetOutput(out)
+	listen := fs.String("listen", "127.0.0.1:4320", "the OpAMP server's address (tills connect here)")
+	admin := fs.String("admin", "127.0.0.1:4321", "the admin address: the list of tills and the config pushes")
+	cert := fs.String("cert", "", "TLS certificate file (PEM): wss:// instead of ws://")
+	key := fs.String("key", "", "TLS key file (PEM), with -cert")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if (*cert == "") != (*key == "") {
+		return errors.New("-cert and -key go together")
+	}
+	h := newOffice(log.New(out, "headoffice: ", log.LstdFlags))
+	var tlsConfig *tls.Config
+	scheme := "ws"
+	if *cert != "" {
+		pair, err := tls.LoadX509KeyPair(*cert, *key)
+		if err != nil {
+			return fmt.Errorf("load -cert and -key: %w", err)
+		}
+		tlsConfig, scheme = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, "wss"
+	}
+	srv := server.New(nil)
+	err := srv.Start(server.StartSettings{
+		ListenEndpoint: *listen,
+		TLSConfig:      tlsConfig,
+		Settings: server.Settings{Callbacks: types.Callbacks{
+			OnConnecting: func(*http.Request) types.ConnectionResponse {
+				return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
+					OnMessage:         h.onMessage,
+					OnConnectionClose: h.onClose,
+				}}
+			},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("start the OpAMP server on %s: %w", *listen, err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Stop(sctx)
+	}()
+	ln, err := net.Listen("tcp", *admin)
+	if err != nil {
+		return fmt.Errorf("listen on -admin %s: %w", *admin, err)
+	}
+	web := &http.Server{Handler: h.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = web.Serve(ln) }()
+	defer web.Close()
+	fmt.Fprintf(out, "headoffice: tills connect to %s://%s/v1/opamp; the tills and config pushes at http://%s/\n",
+		scheme, srv.Addr(), ln.Addr())
+	<-ctx.Done()
+	return nil
+}
+
+// fragmentHash is the hash a pushed fragment is known by, as the tills
+// report it back (hex of its SHA-256).
+func fragmentHash(body []byte) []byte {
+	sum := sha256.Sum256(body)
+	return sum[:]
+}
+
+func hexOf(b []byte) string { return hex.EncodeToString(b) }
