@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -64,6 +65,31 @@ func TestKilledBackupLeavesNoPartialCopy(t *testing.T) {
 			code, _, stderr := runCLI(t, "backup", "-addr", next.addr, "-token", "t", out)
 			require.Equal(t, next.code, code, stderr)
 			require.NoFileExists(t, datadir.PartialName(out))
+		})
+	}
+}
+
+// TestBackupOfAnOlderSchemaIsKeptAsSent: `receiptd backup` checks the copy
+// read-only (backup.WriteChecked), so a copy a daemon of an older release
+// sends is written byte for byte; opening it read-write for the check
+// migrated the copy to this release's schema before it was renamed.
+func TestBackupOfAnOlderSchemaIsKeptAsSent(t *testing.T) {
+	t.Parallel()
+	for _, fx := range upgradeFixtures[:2] { // schema 1 and 2
+		t.Run(fx.release, func(t *testing.T) {
+			db, err := os.ReadFile(filepath.Join(fixtureDir(t, fx.release), store.DBFile))
+			require.NoError(t, err)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(db) }))
+			defer srv.Close()
+			out := filepath.Join(t.TempDir(), "backup.db")
+			code, stdout, stderr := runCLI(t, "backup", "-addr", srv.URL, "-token", "t", out)
+			require.Equal(t, exitOK, code, stderr)
+			require.Contains(t, stdout, "backup written and checked")
+			got, err := os.ReadFile(out)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(db, got), "the copy is what the daemon sent")
+			version, _ := fileSchema(t, out)
+			require.Equal(t, fx.schema, version)
 		})
 	}
 }

@@ -96,7 +96,7 @@ func runBackup(ctx context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := datadir.Backup(path, func() (io.ReadCloser, error) {
+	n, err := datadir.Backup(ctx, path, func() (io.ReadCloser, error) {
 		resp, err := c.Do(ctx, "GET", "/receiptd/backup")
 		if err != nil {
 			return nil, err

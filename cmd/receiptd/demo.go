@@ -27,7 +27,7 @@ func runDemo(ctx context.Context, env *cmdEnv, args []string) error {
 	fs.DurationVar(&o.OutageAfter, "outage-after", 15*time.Second, "when the outage starts")
 	fs.StringVar(&o.Config, "config", "", "a config file: its [fleet], [posapi], [backup] and other sections apply; "+
 		"the simulator, the data directory, listen and the upstream URLs stay the demo's own")
-	fs.StringVar(&o.Sim.Listen, "sim-listen", "127.0.0.1:7081", "loopback address of the demo's simulator, for its /sim control API (a free port if this one is busy)")
+	fs.StringVar(&o.Sim.Listen, "sim-listen", "127.0.0.1:7081", "loopback address of the demo's simulator, for its /sim/ API (a free port if this one is busy)")
 	fs.IntVar(&o.Sim.Lotteries, "lotteries", sim.DefaultLotteries, "the simulated PosAPI's lottery reserve; later: PUT /sim/lotteries {\"left\":N}")
 	fs.BoolVar(&o.Sim.SendDataFail, "send-data-fail", false, "the simulated PosAPI's sendData fails; later: PUT /sim/faults {\"sendDataFail\":false}")
 	fs.DurationVar(&o.Sim.ClockSkew, "clock-skew", 0, "shift the simulated tax service's clock, e.g. -5m; later: PUT /sim/faults {\"clockSkew\":\"0s\"}")

@@ -206,7 +206,7 @@ func TestPortTextsAgree(t *testing.T) {
 }
 
 // TestSimHelpDocumentsRejection: `receiptd sim -h` says how to make the
-// simulator refuse receipts, at start and later through its control API.
+// simulator refuse receipts, at start and later through its /sim/ API.
 func TestSimHelpDocumentsRejection(t *testing.T) {
 	t.Parallel()
 	code, _, stderr := runCLI(t, "sim", "-h")

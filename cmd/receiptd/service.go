@@ -46,14 +46,14 @@ func runInstall(_ context.Context, env *cmdEnv, args []string) error {
 	return service.Install(env.stdout, lc.definition())
 }
 
-// serviceAction runs one service command (service.Control).
+// serviceAction runs one service command (service.Manage).
 func serviceAction(action string) func(context.Context, *cmdEnv, []string) error {
 	return func(_ context.Context, env *cmdEnv, args []string) error {
 		fs := newFlagSet(env, action, action)
 		if err := parseFlags(fs, args, 0); err != nil {
 			return err
 		}
-		return service.Control(env.stdout, action)
+		return service.Manage(env.stdout, action)
 	}
 }
 

@@ -57,10 +57,10 @@ func printSimHelp(env *cmdEnv, base string, seed int64) {
 point receiptd at it: upstream.base_url = "%[1]s"
   (lookup_base_url and stock_base_url left at their defaults follow it: receiptd sees at start that it is this simulator)
 
-control API (never faulted):
+the simulator's own API under /sim/ (never faulted):
   curl -s %[1]s/sim/faults                 the faults in force
   curl -s -X PUT %[1]s/sim/faults -d '{"down":true,"downFor":"30s"}'
-                                           refuse connections for 30s (give downFor: the control API goes down too)
+                                           refuse connections for 30s (give downFor: the /sim/ API goes down too)
   curl -s -X PUT %[1]s/sim/faults -d '{"latency":"2s","errorRate":0.2,"dropRate":0.1}'
                                            slow answers, 20%% 503s, 10%% answers lost after processing
   curl -s -X PUT %[1]s/sim/faults -d '{"rejectNext":2,"rejectMessage":"districtCode is wrong"}'

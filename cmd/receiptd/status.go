@@ -33,7 +33,7 @@ func runStatus(ctx context.Context, env *cmdEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "daemon: %v\n", daemonErr)
 	}
 	var svc strings.Builder
-	svcErr := service.Control(&svc, "status")
+	svcErr := service.Manage(&svc, "status")
 	if svcErr != nil {
 		fmt.Fprintf(env.stdout, "system service: %v\n", svcErr)
 	} else {

@@ -1,16 +1,20 @@
 // Package backup owns receiptd's scheduled snapshots ([backup]): every
 // Config.Every, a consistent copy of the database, with every acknowledged
 // receipt applied, is written to Config.Dir as receiptd-<UTC time>.db and
-// checked; the newest Config.Keep are kept.
+// checked; the newest Config.Keep are kept. It owns the one way a copy of
+// the database is written and checked (WriteChecked), which `receiptd
+// backup` shares.
 //
 // # Promises
 //
 //   - A file named receiptd-<UTC time>.db in Dir is a complete copy that
-//     passed its check: it is written as <name>.tmp, fsynced, renamed, the
-//     directory fsynced, then opened read-only, walked page by page
-//     (bbolt's consistency check) and its entries counted against the count
-//     taken while it was copied. One that fails is deleted, and the failure
-//     is reported (Status, the error of Take).
+//     passed its check: it is written as <name>.tmp, fsynced, opened
+//     read-only, walked page by page (bbolt's consistency check) and its
+//     entries counted against the count taken while it was copied, and
+//     only then renamed and the directory fsynced (WriteChecked, which
+//     `receiptd backup` uses too). One that fails is deleted before it
+//     ever has the name, and the failure is reported (Status, the error of
+//     Take).
 //   - Pruning removes only files whose names match the snapshot pattern
 //     (and their leftover .tmp files); nothing else in Dir is touched.
 //   - A snapshot holds no lock of the queue while it copies (see
@@ -38,7 +42,6 @@ import (
 	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/queue"
-	"github.com/receiptd/receiptd/internal/store"
 )
 
 // Config is [backup] as the loop needs it.
@@ -194,37 +197,26 @@ func (s *Scheduler) CheckDir() error {
 	return nil
 }
 
-// write makes the snapshot named for start and checks it.
+// write makes the snapshot named for start and checks it (WriteChecked).
 func (s *Scheduler) write(ctx context.Context, start time.Time) (Result, error) {
 	if err := fileutil.MkdirSynced(s.cfg.Dir); err != nil {
 		return Result{}, fmt.Errorf("snapshot: create %s: %w", s.cfg.Dir, err)
 	}
 	final := filepath.Join(s.cfg.Dir, Name(start))
 	var c queue.Copy
-	err := fileutil.Replace(final, func(f *os.File) error {
+	err := WriteChecked(ctx, final, "", func(f *os.File) (int, error) {
 		var err error
 		c, err = s.writeCopy(ctx, f)
-		return err
-	}, fileutil.ReplaceOptions{DirSyncOptional: true})
+		return c.Entries, err
+	})
 	if err != nil {
-		return Result{}, fmt.Errorf("snapshot: write %s: %w", final, err)
-	}
-	// The check walks the whole copy and does not watch ctx: skip it at
-	// shutdown rather than hold the stop up.
-	err = ctx.Err()
-	if err == nil {
-		err = check(final, c.Entries)
-	}
-	if err != nil {
-		_ = os.Remove(final)
-		_ = fileutil.SyncDir(s.cfg.Dir)
-		return Result{}, err
+		return Result{}, fmt.Errorf("snapshot %s: %w", final, err)
 	}
 	return Result{Path: final, Bytes: c.Bytes, Entries: c.Entries}, nil
 }
 
-// writeCopy writes the copy to f (fileutil.Replace's temporary file,
-// which it fsyncs at the end), fsyncing every syncEvery bytes on the way.
+// writeCopy writes the copy to f (WriteChecked's temporary file, which
+// it fsyncs at the end), fsyncing every syncEvery bytes on the way.
 func (s *Scheduler) writeCopy(ctx context.Context, f *os.File) (queue.Copy, error) {
 	bw := bufio.NewWriterSize(&syncingWriter{f: f}, 1<<20)
 	c, err := s.src.WriteCopy(ctx, bw)
@@ -232,26 +224,6 @@ func (s *Scheduler) writeCopy(ctx context.Context, f *os.File) (queue.Copy, erro
 		err = bw.Flush()
 	}
 	return c, err
-}
-
-// check opens the snapshot at path read-only, walks every page, and counts
-// its entries against want.
-func check(path string, want int) error {
-	st, err := store.OpenReadOnly(path)
-	if err != nil {
-		return fmt.Errorf("snapshot: check: %w", err)
-	}
-	err = st.Check()
-	if err == nil {
-		err = queue.CheckCopy(st, want)
-	}
-	if cerr := st.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("snapshot: check %s: %w", path, err)
-	}
-	return nil
 }
 
 // list returns the snapshots in Dir, oldest first.

@@ -127,6 +127,31 @@ func TestASnapshotThatFailsItsCheckIsDeleted(t *testing.T) {
 	require.Contains(t, s.Status().LastError, "5 were copied")
 }
 
+// TestASnapshotThatFailsItsCheckNeverHasItsName: the copy is checked under
+// its temporary name and renamed only once it passed, so a copy that fails
+// never appears under the snapshot's name. A file already under that name
+// (a snapshot of the same second put back by hand) stays as it was, where
+// renaming before checking replaced it and then deleted the failed copy.
+func TestASnapshotThatFailsItsCheckNeverHasItsName(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 28, 14, 0, 0, 0, time.UTC)
+	final := filepath.Join(dir, backup.Name(at))
+	const there = "the snapshot already under this name"
+	require.NoError(t, os.WriteFile(final, []byte(there), 0o600))
+	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, lying{openQueue(t, 3)}, zap.NewNop())
+	backup.SetNow(s, func() time.Time { return at })
+
+	_, err := s.Take(ctx)
+	require.ErrorIs(t, err, store.ErrCorrupt)
+	require.ErrorContains(t, err, "holds 3 entries, its counters say 3, and 4 were copied")
+	got, err := os.ReadFile(final)
+	require.NoError(t, err, "the failed copy took the name and was deleted with it")
+	require.Equal(t, there, string(got), "the failed copy was renamed over the file under its name")
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, left, 1, "the failed copy is removed")
+}
+
 // TestLoopTakesSnapshotsAndStops: with a short interval the loop writes
 // snapshots, prunes them to keep, and ends with its context.
 func TestLoopTakesSnapshotsAndStops(t *testing.T) {

@@ -223,7 +223,8 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	posTr, err := newTransport(cfg, http.ProxyFromEnvironment)
+	posTr, err := NewTransport(TransportOptions{CAFile: cfg.CAFile, MaxIdleConns: 16, MaxIdleConnsPerHost: 4,
+		IdleConnTimeout: 90 * time.Second, ExpectContinueTimeout: time.Second, MaxResponseHeaderBytes: 1 << 20})
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +329,7 @@ func cleanBase(what, raw string) (string, error) {
 
 // ProxyFunc returns an http.Transport's proxy: raw (an http, https or
 // socks5 URL), or the environment's (HTTPS_PROXY, HTTP_PROXY) when raw is
-// empty. A bad URL is ErrConfig. The lookup transport and the fleet push
+// empty. A bad URL is ErrConfig. NewTransport and the lookup transport
 // use it.
 func ProxyFunc(raw string) (func(*http.Request) (*url.URL, error), error) {
 	if raw == "" {
@@ -341,14 +342,39 @@ func ProxyFunc(raw string) (func(*http.Request) (*url.URL, error), error) {
 	return http.ProxyURL(pu), nil
 }
 
-func newTransport(cfg Config, proxy func(*http.Request) (*url.URL, error)) (*http.Transport, error) {
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cfg.CAFile != "" {
-		pool, err := LoadCAs(cfg.CAFile)
-		if err != nil {
-			return nil, err
-		}
-		tlsCfg.RootCAs = pool
+// TransportOptions are what differs between the transports NewTransport
+// builds. Each limit's zero value is that of http.Transport's field of the
+// same name: no limit, no timeout, net/http's header limit.
+type TransportOptions struct {
+	// CAFile is a PEM bundle trusted besides the system's roots (TLSConfig);
+	// empty: the system's roots alone.
+	CAFile string
+	// Proxy is an http, https or socks5 URL (ProxyFunc); empty: the
+	// environment's.
+	Proxy string
+	// The idle connections kept, and for how long.
+	MaxIdleConns, MaxIdleConnsPerHost int
+	IdleConnTimeout                   time.Duration
+	// ExpectContinueTimeout: how long a body waits for 100 Continue.
+	ExpectContinueTimeout time.Duration
+	// MaxResponseHeaderBytes bounds an answer's head.
+	MaxResponseHeaderBytes int64
+}
+
+// NewTransport builds the transport to a remote service over a network we
+// do not own: TLS always verified (TLSConfig), a dial given 10 s and its
+// connection kept alive every 30 s, a TLS handshake given 10 s, HTTP/2
+// when the server offers it. The tax service's transports and the fleet
+// push's are built by it, each with its own limits. A bad proxy URL or CA
+// file is ErrConfig.
+func NewTransport(o TransportOptions) (*http.Transport, error) {
+	proxy, err := ProxyFunc(o.Proxy)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := TLSConfig(o.CAFile)
+	if err != nil {
+		return nil, err
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
@@ -356,13 +382,30 @@ func newTransport(cfg Config, proxy func(*http.Request) (*url.URL, error)) (*htt
 		DialContext:            dialer.DialContext,
 		TLSClientConfig:        tlsCfg,
 		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           16,
-		MaxIdleConnsPerHost:    4,
-		IdleConnTimeout:        90 * time.Second,
+		MaxIdleConns:           o.MaxIdleConns,
+		MaxIdleConnsPerHost:    o.MaxIdleConnsPerHost,
+		IdleConnTimeout:        o.IdleConnTimeout,
 		TLSHandshakeTimeout:    10 * time.Second,
-		ExpectContinueTimeout:  time.Second,
-		MaxResponseHeaderBytes: 1 << 20,
+		ExpectContinueTimeout:  o.ExpectContinueTimeout,
+		MaxResponseHeaderBytes: o.MaxResponseHeaderBytes,
 	}, nil
+}
+
+// TLSConfig is the client side of TLS to a remote service: TLS 1.2 or
+// later, the server's certificate always verified against the system's
+// roots and, when caFile is set, the PEM certificates in it (LoadCAs).
+// NewTransport and the OpAMP channel (control.ca_file) use it.
+func TLSConfig(caFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		return cfg, nil
+	}
+	pool, err := LoadCAs(caFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
 }
 
 // LoadCAs returns the system's certificate pool with the PEM certificates

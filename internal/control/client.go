@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/open-telemetry/opamp-go/protobufs"
 	"go.uber.org/zap"
 
+	taxclient "github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/config"
 )
 
@@ -212,27 +212,16 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 	}, nil
 }
 
-// tlsConfig trusts the system's CAs and control.ca_file's.
+// tlsConfig trusts the system's CAs and control.ca_file's, as every
+// connection to a remote service does (taxclient.TLSConfig).
 func (c *Client) tlsConfig(scheme string) (*tls.Config, error) {
 	if scheme != "wss" && scheme != "https" {
 		return nil, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if c.ctl.CAFile == "" {
-		return cfg, nil
-	}
-	pem, err := os.ReadFile(c.ctl.CAFile)
+	cfg, err := taxclient.TLSConfig(c.ctl.CAFile)
 	if err != nil {
 		return nil, fmt.Errorf("control: control.ca_file: %w", err)
 	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("control: control.ca_file: no PEM certificate in %s", c.ctl.CAFile)
-	}
-	cfg.RootCAs = pool
 	return cfg, nil
 }
 

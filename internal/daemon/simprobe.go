@@ -47,7 +47,7 @@ func (a *simAnswers) isSimulator(ctx context.Context, base string) bool {
 
 // followSimulator keeps a tryout on this computer: when upstream.base_url
 // is loopback, a lookup URL is still at its live default, and base_url
-// answers as receiptd's own simulator (its control API, GET /sim/faults,
+// answers as receiptd's own simulator (its /sim/ API, GET /sim/faults,
 // which no PosAPI has), those lookup URLs follow base_url, which the
 // simulator serves too. A till's PosAPI does not answer that route, so a
 // till keeps its lookups on the public API; a base_url that does not

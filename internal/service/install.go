@@ -79,7 +79,7 @@ func Install(out io.Writer, def Definition) error {
 
 // refuseReinstall stops install from overwriting a service that exists.
 func refuseReinstall(s kservice.Service) error {
-	st, err := controlFor(s).status()
+	st, err := managerFor(s).status()
 	if err != nil || st.state == svcNotInstalled {
 		// A service manager that cannot answer fails the install itself,
 		// with its own words.
@@ -91,19 +91,19 @@ func refuseReinstall(s kservice.Service) error {
 	return fmt.Errorf("service %s is already installed; to install it again, first: receiptd uninstall", Name)
 }
 
-// controlFor is the service manager that runs s: systemd on Linux, else
+// managerFor is the service manager that runs s: systemd on Linux, else
 // kardianos/service.
-func controlFor(s kservice.Service) serviceControl {
+func managerFor(s kservice.Service) manager {
 	if runtime.GOOS == "linux" {
-		return newSystemdControl(s.Uninstall)
+		return newSystemdManager(s.Uninstall)
 	}
-	return newKardianosControl(s)
+	return newKardianosManager(s)
 }
 
-// Control runs one service command (uninstall, start, stop, restart,
+// Manage runs one service command (uninstall, start, stop, restart,
 // status) and says what it found: "not installed", "installed but
 // stopped", or "failed to start" with the daemon's reason.
-func Control(out io.Writer, action string) error {
+func Manage(out io.Writer, action string) error {
 	if runtime.GOOS == "linux" {
 		if why := systemdMissing(); why != "" {
 			return withoutServiceManager(out, action, why, "/etc")
@@ -114,7 +114,7 @@ func Control(out io.Writer, action string) error {
 	if err != nil {
 		return err
 	}
-	return controlAction(out, controlFor(s), action)
+	return manage(out, managerFor(s), action)
 }
 
 func newService(lc Definition) (kservice.Service, error) {

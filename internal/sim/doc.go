@@ -20,7 +20,7 @@
 // code is an ERROR.
 //
 // It is a test tool: it keeps lottery numbers and QR data in memory and
-// shows them on its control API under /sim/. Randomness comes from
+// shows them on its own API under /sim/. Randomness comes from
 // Options.Seed, so a run is reproducible given the same requests in the
 // same order. A Sim is safe for concurrent use. It imports nothing of
 // receiptd's.

@@ -14,7 +14,7 @@ type Faults struct {
 	// Down closes the listener: connections are refused.
 	Down bool
 	// DownFor, with Down, ends the outage by itself after this long (so an
-	// outage started through the control API can end without it).
+	// outage started through the /sim/ API can end without it).
 	DownFor time.Duration
 	// Latency delays every answer.
 	Latency time.Duration
@@ -142,11 +142,11 @@ func (f *Faults) UnmarshalJSON(b []byte) error {
 }
 
 // serve applies the Down and latency faults, then routes; the error rate is
-// applied per route (serveRoute). The control API is never faulted.
+// applied per route (serveRoute). The /sim/ API is never faulted.
 func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 	s.inflight.enter()
 	defer s.inflight.leave()
-	if isControl(r.URL.Path) {
+	if isSimAPI(r.URL.Path) {
 		s.mux.ServeHTTP(w, r)
 		return
 	}

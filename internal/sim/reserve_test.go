@@ -118,7 +118,7 @@ func TestClockSkewFault(t *testing.T) {
 
 	_, h, _, err = do(t, "GET", s.URL()+"/sim/faults", "")
 	require.NoError(t, err)
-	require.NotEqual(t, "Sun, 01 Mar 2026 01:55:00 GMT", h.Get("Date"), "the control API is not skewed")
+	require.NotEqual(t, "Sun, 01 Mar 2026 01:55:00 GMT", h.Get("Date"), "the /sim/ API is not skewed")
 }
 
 func TestFaultsJSONRoundTrip(t *testing.T) {
@@ -144,7 +144,7 @@ func TestFaultsJSONRoundTrip(t *testing.T) {
 	}
 }
 
-func TestControlLotteriesAndFaults(t *testing.T) {
+func TestSimAPILotteriesAndFaults(t *testing.T) {
 	s := start(t, sim.Options{Seed: 6})
 	code, _, body, err := do(t, "PUT", s.URL()+"/sim/lotteries", `{"left":0}`)
 	require.NoError(t, err)

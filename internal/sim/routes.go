@@ -27,7 +27,7 @@ func (s *Sim) routes() *http.ServeMux {
 	handle(RouteClassification, s.classification, RouteClassification+"/")
 	handle(RouteStockQr, s.stockQr)
 	handle(RouteSaveMerchants, s.saveOprMerchants)
-	s.controlRoutes(mux)
+	s.simAPIRoutes(mux)
 	return mux
 }
 
@@ -43,7 +43,7 @@ func (s *Sim) serveRoute(w http.ResponseWriter, r *http.Request, route string, h
 	h(w, r)
 }
 
-func isControl(path string) bool { return strings.HasPrefix(path, "/sim/") }
+func isSimAPI(path string) bool { return strings.HasPrefix(path, "/sim/") }
 
 // failureBody is a simulated failure in the shape of the route's upstream.
 func failureBody(path, msg string) any {

@@ -151,7 +151,7 @@ func New(opts Options) *Sim {
 }
 
 // Handler returns the simulator's handler: every receipt and lookup route,
-// and the control API under /sim/. Used without Start (in an httptest
+// and its own API under /sim/. Used without Start (in an httptest
 // server, say), Faults.Down makes it close each connection unanswered.
 func (s *Sim) Handler() http.Handler { return http.HandlerFunc(s.serve) }
 

@@ -324,7 +324,7 @@ func TestFaultLatency(t *testing.T) {
 	require.Error(t, s.SetFaults(sim.Faults{Latency: -1}))
 }
 
-func TestControlAPI(t *testing.T) {
+func TestSimAPI(t *testing.T) {
 	t.Parallel()
 	s := start(t, sim.Options{})
 	code, _, body, err := do(t, "PUT", s.URL()+"/sim/faults", `{"latency":"1ms","errorRate":0.25,"dropRate":0.5}`)
@@ -483,7 +483,7 @@ func TestStagingRefusal(t *testing.T) {
 
 // TestFaultRejectNext: the next N creates are refused with the message
 // given, nothing issued; then creates are issued again. Set through the
-// control API as `receiptd sim -h` documents it.
+// /sim/ API as `receiptd sim -h` documents it.
 func TestFaultRejectNext(t *testing.T) {
 	t.Parallel()
 	s := start(t, sim.Options{})

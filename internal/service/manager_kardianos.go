@@ -11,26 +11,26 @@ import (
 	kservice "github.com/kardianos/service"
 )
 
-// kardianosControl is the Windows service manager through
+// kardianosManager is the Windows service manager through
 // kardianos/service. It cannot tell a failed service from a stopped one,
 // so a stopped service's reason is the end of the daemon's log file.
-type kardianosControl struct {
+type kardianosManager struct {
 	s       kservice.Service
 	logFile string // where the service logs by default
 }
 
-func newKardianosControl(s kservice.Service) *kardianosControl {
-	return &kardianosControl{s: s, logFile: DefaultLogFile()}
+func newKardianosManager(s kservice.Service) *kardianosManager {
+	return &kardianosManager{s: s, logFile: DefaultLogFile()}
 }
 
-func (c *kardianosControl) where() string {
-	return strings.TrimSuffix(c.s.Platform(), "-service") + " service " + Name
+func (m *kardianosManager) where() string {
+	return strings.TrimSuffix(m.s.Platform(), "-service") + " service " + Name
 }
 
-func (c *kardianosControl) settle() time.Duration { return defaultSettle }
+func (m *kardianosManager) settle() time.Duration { return defaultSettle }
 
-func (c *kardianosControl) status() (svcStatus, error) {
-	st, err := c.s.Status()
+func (m *kardianosManager) status() (svcStatus, error) {
+	st, err := m.s.Status()
 	switch {
 	case errors.Is(err, kservice.ErrNotInstalled):
 		return svcStatus{state: svcNotInstalled}, nil
@@ -39,27 +39,27 @@ func (c *kardianosControl) status() (svcStatus, error) {
 	case st == kservice.StatusRunning:
 		return svcStatus{state: svcRunning}, nil
 	case st == kservice.StatusStopped:
-		return svcStatus{state: svcStopped, reason: logTail(c.logFile, 6)}, nil
+		return svcStatus{state: svcStopped, reason: logTail(m.logFile, 6)}, nil
 	}
 	return svcStatus{state: svcStarting}, nil
 }
 
-func (c *kardianosControl) start() error {
-	if err := c.s.Start(); err != nil {
+func (m *kardianosManager) start() error {
+	if err := m.s.Start(); err != nil {
 		return fmt.Errorf("start service %s: %w", Name, err)
 	}
 	return nil
 }
 
-func (c *kardianosControl) stop() error {
-	if err := c.s.Stop(); err != nil {
+func (m *kardianosManager) stop() error {
+	if err := m.s.Stop(); err != nil {
 		return fmt.Errorf("stop service %s: %w", Name, err)
 	}
 	return nil
 }
 
-func (c *kardianosControl) uninstall() error {
-	if err := c.s.Uninstall(); err != nil {
+func (m *kardianosManager) uninstall() error {
+	if err := m.s.Uninstall(); err != nil {
 		return fmt.Errorf("uninstall service %s: %w", Name, err)
 	}
 	return nil

@@ -6,8 +6,8 @@ import (
 	"net/http"
 )
 
-// controlRoutes is the test tool's API, so `receiptd sim` can be driven
-// with curl:
+// simAPIRoutes is the test tool's own API under /sim/, so `receiptd sim`
+// can be driven with curl:
 //
 //	GET  /sim/faults    the faults in force
 //	PUT  /sim/faults    replace them: {"down":true,"downFor":"30s","latency":"2s","errorRate":0.2,"dropRate":0.1,
@@ -21,7 +21,7 @@ import (
 //	POST /sim/reset     forget receipts, deletes and counts
 //
 // A Down set through PUT closes this API's listener too: give it a downFor.
-func (s *Sim) controlRoutes(mux *http.ServeMux) {
+func (s *Sim) simAPIRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /sim/faults", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, s.Faults())
 	})

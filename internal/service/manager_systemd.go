@@ -15,10 +15,10 @@ import (
 // sd_booted(3) makes).
 const systemdRunDir = "/run/systemd/system"
 
-// systemdControl runs receiptd.service through systemctl, and reads why it
+// systemdManager runs receiptd.service through systemctl, and reads why it
 // failed from journalctl: the service manager's own answers, never a bare
 // exit status.
-type systemdControl struct {
+type systemdManager struct {
 	unit       string // "receiptd.service"
 	systemctl  string // command names or paths
 	journalctl string
@@ -30,23 +30,23 @@ type systemdControl struct {
 	settleFor time.Duration
 }
 
-func newSystemdControl(uninstall func() error) *systemdControl {
-	return &systemdControl{unit: Name + ".service", systemctl: "systemctl", journalctl: "journalctl",
+func newSystemdManager(uninstall func() error) *systemdManager {
+	return &systemdManager{unit: Name + ".service", systemctl: "systemctl", journalctl: "journalctl",
 		uninstallUnit: uninstall}
 }
 
-func (c *systemdControl) where() string { return "systemd unit " + c.unit }
+func (m *systemdManager) where() string { return "systemd unit " + m.unit }
 
-func (c *systemdControl) settle() time.Duration {
-	if c.settleFor > 0 {
-		return c.settleFor
+func (m *systemdManager) settle() time.Duration {
+	if m.settleFor > 0 {
+		return m.settleFor
 	}
 	return defaultSettle
 }
 
 // command runs name with args and returns its output; a failure carries
 // what the command printed, not only its exit status.
-func (c *systemdControl) command(name string, args ...string) (string, error) {
+func (m *systemdManager) command(name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
@@ -61,8 +61,8 @@ func (c *systemdControl) command(name string, args ...string) (string, error) {
 }
 
 // show returns the unit's properties as systemctl show prints them.
-func (c *systemdControl) show() (map[string]string, error) {
-	out, err := c.command(c.systemctl, "show", c.unit, "--no-pager",
+func (m *systemdManager) show() (map[string]string, error) {
+	out, err := m.command(m.systemctl, "show", m.unit, "--no-pager",
 		"-p", "LoadState", "-p", "ActiveState", "-p", "SubState", "-p", "Result",
 		"-p", "ExecMainStatus", "-p", "FragmentPath", "-p", "InvocationID")
 	if err != nil {
@@ -78,8 +78,8 @@ func (c *systemdControl) show() (map[string]string, error) {
 	return props, nil
 }
 
-func (c *systemdControl) status() (svcStatus, error) {
-	p, err := c.show()
+func (m *systemdManager) status() (svcStatus, error) {
+	p, err := m.show()
 	if err != nil {
 		return svcStatus{}, err
 	}
@@ -100,19 +100,19 @@ func (c *systemdControl) status() (svcStatus, error) {
 		st.state = svcStopped
 	}
 	if st.state == svcFailed {
-		st.reason = c.reason(p)
+		st.reason = m.reason(p)
 	}
 	return st, nil
 }
 
 // reason is what the daemon wrote in its last run (journalctl, that run's
 // lines only), without its routine info lines; or else systemd's verdict.
-func (c *systemdControl) reason(p map[string]string) string {
-	args := []string{"-u", c.unit}
+func (m *systemdManager) reason(p map[string]string) string {
+	args := []string{"-u", m.unit}
 	if id := p["InvocationID"]; id != "" {
 		args = []string{"_SYSTEMD_INVOCATION_ID=" + id}
 	}
-	out, err := c.command(c.journalctl, append(args, "-o", "cat", "--no-pager", "-n", "40")...)
+	out, err := m.command(m.journalctl, append(args, "-o", "cat", "--no-pager", "-n", "40")...)
 	var lines []string
 	if err == nil {
 		lines = reasonLines(out, 8)
@@ -121,7 +121,7 @@ func (c *systemdControl) reason(p map[string]string) string {
 		return strings.Join(lines, "\n")
 	}
 	if r := p["Result"]; r != "" && r != "success" {
-		return fmt.Sprintf("systemd reports %s, exit status %s; see: journalctl -u %s", r, p["ExecMainStatus"], c.unit)
+		return fmt.Sprintf("systemd reports %s, exit status %s; see: journalctl -u %s", r, p["ExecMainStatus"], m.unit)
 	}
 	return ""
 }
@@ -154,17 +154,17 @@ func reasonLines(out string, max int) []string {
 	return keep
 }
 
-func (c *systemdControl) start() error {
-	_, err := c.command(c.systemctl, "start", c.unit)
+func (m *systemdManager) start() error {
+	_, err := m.command(m.systemctl, "start", m.unit)
 	return err
 }
 
-func (c *systemdControl) stop() error {
-	_, err := c.command(c.systemctl, "stop", c.unit)
+func (m *systemdManager) stop() error {
+	_, err := m.command(m.systemctl, "stop", m.unit)
 	return err
 }
 
-func (c *systemdControl) uninstall() error { return c.uninstallUnit() }
+func (m *systemdManager) uninstall() error { return m.uninstallUnit() }
 
 // systemdMissing explains why there is no service on a Linux system whose
 // init is not systemd, or "" when systemd runs.

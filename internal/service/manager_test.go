@@ -17,10 +17,10 @@ import (
 // directory: "show" prints the file show, start and stop record the call
 // and move to the state in after-start / after-stop, start fails with the
 // text of start-fails when that file exists; journalctl prints journal and
-// records its arguments. systemdControl runs them as it runs the real ones.
+// records its arguments. systemdManager runs them as it runs the real ones.
 type fakeSystemctl struct {
 	dir string
-	c   *systemdControl
+	c   *systemdManager
 }
 
 const fakeSystemctlScript = `#!/bin/sh
@@ -50,7 +50,7 @@ func newFakeSystemctl(t *testing.T) *fakeSystemctl {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "systemctl"), []byte(fakeSystemctlScript), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "journalctl"), []byte(fakeJournalctlScript), 0o755))
 	f := &fakeSystemctl{dir: dir}
-	f.c = &systemdControl{unit: "receiptd.service", systemctl: filepath.Join(dir, "systemctl"),
+	f.c = &systemdManager{unit: "receiptd.service", systemctl: filepath.Join(dir, "systemctl"),
 		journalctl: filepath.Join(dir, "journalctl"), uninstallUnit: func() error {
 			f.write(t, "show", unitNotFound)
 			return nil
@@ -78,7 +78,7 @@ func (f *fakeSystemctl) read(t *testing.T, name string) string {
 // run is one service command against the fake.
 func (f *fakeSystemctl) run(action string) (stdout string, err error) {
 	var out bytes.Buffer
-	err = controlAction(&out, f.c, action)
+	err = manage(&out, f.c, action)
 	return out.String(), err
 }
 

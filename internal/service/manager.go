@@ -29,10 +29,10 @@ type svcStatus struct {
 	packaged bool
 }
 
-// serviceControl is what the service commands ask of the system's service
+// manager is what the service commands ask of the system's service
 // manager: systemd on Linux (systemctl and journalctl), the Windows service
 // manager elsewhere.
-type serviceControl interface {
+type manager interface {
 	status() (svcStatus, error)
 	start() error
 	stop() error
@@ -77,12 +77,12 @@ func indentLines(s string) string {
 }
 
 // waitStarted watches a service just started until it has run for
-// c.settle() without failing, or failed.
-func waitStarted(c serviceControl) error {
-	settle := c.settle()
+// m.settle() without failing, or failed.
+func waitStarted(m manager) error {
+	settle := m.settle()
 	deadline := time.Now().Add(settle)
 	for {
-		st, err := c.status()
+		st, err := m.status()
 		if err != nil {
 			return err
 		}
@@ -104,10 +104,10 @@ func waitStarted(c serviceControl) error {
 	}
 }
 
-// controlAction carries out action (status, start, stop, restart,
-// uninstall) on the service c runs, and tells the truth about it.
-func controlAction(out io.Writer, c serviceControl, action string) error {
-	st, err := c.status()
+// manage carries out action (status, start, stop, restart,
+// uninstall) on the service m runs, and tells the truth about it.
+func manage(out io.Writer, m manager, action string) error {
+	st, err := m.status()
 	if err != nil {
 		return err
 	}
@@ -126,26 +126,26 @@ func controlAction(out io.Writer, c serviceControl, action string) error {
 			fmt.Fprintf(out, "%s: already running\n", Name)
 			return nil
 		}
-		return startAndWatch(out, c, "started")
+		return startAndWatch(out, m, "started")
 	case "stop":
 		if st.state == svcStopped {
 			fmt.Fprintf(out, "%s: already stopped\n", Name)
 			return nil
 		}
-		if err := c.stop(); err != nil {
+		if err := m.stop(); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s: stopped\n", Name)
 		return nil
 	case "restart":
 		if st.state != svcStopped {
-			if err := c.stop(); err != nil {
+			if err := m.stop(); err != nil {
 				return err
 			}
 		}
-		return startAndWatch(out, c, "restarted")
+		return startAndWatch(out, m, "restarted")
 	case "uninstall":
-		return uninstallService(out, c, st)
+		return uninstallService(out, m, st)
 	}
 	return fmt.Errorf("unknown service action %q", action)
 }
@@ -163,21 +163,21 @@ func reportStatus(out io.Writer, st svcStatus) error {
 	return failedError(st)
 }
 
-func startAndWatch(out io.Writer, c serviceControl, done string) error {
-	if err := c.start(); err != nil {
-		if st, serr := c.status(); serr == nil && st.reason != "" {
+func startAndWatch(out io.Writer, m manager, done string) error {
+	if err := m.start(); err != nil {
+		if st, serr := m.status(); serr == nil && st.reason != "" {
 			return fmt.Errorf("%w\n  %s", err, indentLines(st.reason))
 		}
 		return err
 	}
-	if err := waitStarted(c); err != nil {
+	if err := waitStarted(m); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s: %s, running\n", Name, done)
 	return nil
 }
 
-func uninstallService(out io.Writer, c serviceControl, st svcStatus) error {
+func uninstallService(out io.Writer, m manager, st svcStatus) error {
 	if st.packaged {
 		return fmt.Errorf("service %s is installed by the receiptd package; remove the package instead "+
 			"(apt remove receiptd, or dnf remove receiptd)", Name)
@@ -185,14 +185,14 @@ func uninstallService(out io.Writer, c serviceControl, st svcStatus) error {
 	// A running service would keep running, unmanaged, after its
 	// definition is gone.
 	if st.state != svcStopped {
-		if err := c.stop(); err != nil {
+		if err := m.stop(); err != nil {
 			return fmt.Errorf("stop before uninstalling: %w", err)
 		}
 	}
-	if err := c.uninstall(); err != nil {
+	if err := m.uninstall(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s: uninstalled (%s removed)\n", Name, c.where())
+	fmt.Fprintf(out, "%s: uninstalled (%s removed)\n", Name, m.where())
 	return nil
 }
 
