@@ -8,6 +8,7 @@
 //	go run ./cmd/receiptd-bench          # the full run, a few minutes
 //	go run ./cmd/receiptd-bench -quick   # under a minute, noisier
 //	go run ./cmd/receiptd-bench -floor-only   # accept against the naive and group-commit servers alone, about 2.5 minutes
+//	go run ./cmd/receiptd-bench -online-only   # the online sale against a forwarding server, and where its time goes
 //	go run ./cmd/receiptd-bench -floor-profile DIR   # CPU profiles and traces of one client
 //	go run ./cmd/receiptd-bench -phases DIR/trace-receiptd.out   # where each µs of a receipt goes
 //
@@ -70,9 +71,22 @@ func main() {
 	if dir := os.Getenv(naiveEnv); dir != "" {
 		serveNaiveProcess(dir) // naive.go: this process is the naive server
 	}
+	if os.Getenv(simEnv) == "1" {
+		serveSimProcess() // online.go: this process is the simulator
+	}
+	if dir := os.Getenv(forwardEnv); dir != "" {
+		serveForwardProcess(dir, os.Getenv(forwardToEnv)) // online.go: the forwarding reference
+	}
 	o := parseFlags()
 	if *phasesFile != "" { // phases.go: a trace's table, nothing built or run
 		if err := printPhasesFile(os.Stdout, *phasesFile, floorRules); err != nil {
+			fmt.Fprintln(os.Stderr, "receiptd-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *onlinePhasesFile != "" { // onlinephases.go: an online trace's table
+		if err := printOnlinePhasesFile(os.Stdout, *onlinePhasesFile, 0); err != nil {
 			fmt.Fprintln(os.Stderr, "receiptd-bench:", err)
 			os.Exit(1)
 		}
@@ -120,6 +134,9 @@ func run(ctx context.Context, o options) error {
 	if *floorOnly {
 		return b.floorOnlyRun(ctx, o) // floor.go: accept against the naive server, alternating windows
 	}
+	if *onlineOnly {
+		return b.onlineOnlyRun(ctx, o) // online.go: the online sale against a forwarding server, and its phases
+	}
 	if *yearN > 0 {
 		return b.yearStep(ctx, o) // year.go: the year on a till, alone
 	}
@@ -141,6 +158,11 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Println(res.syncKinds.report())
 	fmt.Println()
+	fmt.Println("The online sale: receiptd against a durable forwarding server and the simulator, alternating windows:")
+	for _, l := range res.online {
+		fmt.Println(l.report())
+	}
+	fmt.Println()
 	fmt.Print(res.fleet.report(res))
 	fmt.Print(res.control.report(res))
 	return nil
@@ -159,8 +181,9 @@ type results struct {
 	snap      snapshotResult
 	fleet     fleetResult
 	control   controlResult
-	floor     []floorLevel // accept against the naive server, alternating windows
-	syncKinds syncKinds    // fdatasync after an append and over a file made beforehand
+	floor     []floorLevel  // accept against the naive server, alternating windows
+	online    []onlineLevel // the online sale against the forwarding server
+	syncKinds syncKinds     // fdatasync after an append and over a file made beforehand
 }
 
 func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
@@ -173,6 +196,10 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 	}
 	step("accept against the naive durable server at 1 and 64 clients, alternating windows")
 	if r.floor, r.syncKinds, err = b.runFloor(ctx, o); err != nil {
+		return r, err
+	}
+	step("the online sale against a durable forwarding server and the simulator, alternating windows")
+	if r.online, err = b.runOnline(ctx, o); err != nil {
 		return r, err
 	}
 	step("queue.Enqueue reference")

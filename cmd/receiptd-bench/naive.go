@@ -167,26 +167,36 @@ type naiveProcess struct {
 // group-commit reference) as a process of its own, with GOMAXPROCS as
 // receiptd's, and returns once it listens.
 func startNaiveProcess(ctx context.Context, dir string, group bool) (*naiveProcess, error) {
+	env := []string{naiveEnv + "=" + dir}
+	if group {
+		env = append(env, naiveGroupEnv+"=1")
+	}
+	return startHelperProcess(ctx, "naive server", env)
+}
+
+// startHelperProcess starts this program again with env added, as one of
+// the servers it measures against (the naive server, the forwarding
+// reference, the simulator: online.go), and returns once the process has
+// printed the URL it listens on. The process ends at an interrupt, or
+// when its standard input ends (this process went away).
+func startHelperProcess(ctx context.Context, what string, env []string) (*naiveProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("naive server: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), naiveEnv+"="+dir)
-	if group {
-		cmd.Env = append(cmd.Env, naiveGroupEnv+"=1")
-	}
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("naive server: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("naive server: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("naive server: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	_ = stdin // closed by Wait after the process exits; the process ends when it reads EOF
 	line := make(chan string, 1)
@@ -208,7 +218,7 @@ func startNaiveProcess(ctx context.Context, dir string, group bool) (*naiveProce
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	return nil, errors.New("naive server: its process did not print its address")
+	return nil, fmt.Errorf("%s: its process did not print its address", what)
 }
 
 func (p *naiveProcess) close() error {
@@ -232,11 +242,17 @@ func serveNaiveProcess(dir string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Println(n.url)
+	serveUntilParentGoes(n.url, n.close)
+}
+
+// serveUntilParentGoes prints url, waits for an interrupt or the end of
+// standard input, closes and exits.
+func serveUntilParentGoes(url string, closeFn func() error) {
+	fmt.Println(url)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }()
 	<-ctx.Done()
-	if err := n.close(); err != nil {
+	if err := closeFn(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -55,6 +55,7 @@ type accepted struct {
 }
 
 func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
+	syncer.TracePhase("request", "")
 	if s.storeBroken(w, "create") {
 		return
 	}
@@ -83,6 +84,7 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "create", err)
 		return
 	}
+	syncer.TracePhase("enqueued", e.QueueID)
 	s.d.Metrics.ReceiptAccepted(replayed)
 	// One line per receipt at debug level only: at info it cost about a
 	// tenth of the daemon's CPU per receipt under load; the counts are in
@@ -263,7 +265,9 @@ func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue
 	}
 	res, ok := s.await(r.Context(), e.QueueID, wait)
 	if ok {
+		syncer.TracePhase("awaited", e.QueueID)
 		s.writeAnswer(w, e.QueueID, res)
+		syncer.TracePhase("answered", e.QueueID)
 		return
 	}
 	if res.State != "" {

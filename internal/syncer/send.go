@@ -51,14 +51,17 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 		if !ok {
 			return
 		}
+		TracePhase("claimed", next.QueueID)
 		e = next
 	}
 }
 
 // attempt sends e once and decides what its answer means.
 func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
+	TracePhase("send", e.QueueID)
 	began := w.answers.sending(e.QueueID)
 	res := w.send(ctx, e)
+	TracePhase("answer", e.QueueID)
 	res.began = began
 	return res
 }
@@ -234,6 +237,7 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 	}
 	log := w.log.With(zap.String("queueId", e.QueueID), zap.String("kind", kind))
 	claimed, err := w.finish(ctx, log, e, res, claim)
+	TracePhase("recorded", e.QueueID)
 	if err != nil {
 		log.Error("could not record the outcome before shutdown; the entry will count as ambiguous after a restart",
 			zap.String("result", string(res.attempt.Result)), zap.Error(err))
@@ -259,6 +263,7 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 	}
 	res.handoff.State = res.next
 	w.answers.publish(e.QueueID, res.began, res.handoff)
+	TracePhase("published", e.QueueID)
 	if len(claimed) == 0 {
 		return queue.Entry{}, false
 	}

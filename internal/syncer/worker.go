@@ -288,6 +288,7 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, sends *sync.WaitGroup) b
 		return false
 	}
 	for _, e := range entries {
+		TracePhase("claimed", e.QueueID)
 		w.slots <- struct{}{}
 		sends.Add(1)
 		go func() {

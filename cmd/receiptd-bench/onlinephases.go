@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/exp/trace"
+
+	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/syncer"
+)
+
+// Where each microsecond of an online sale goes. The API and the sync
+// worker mark each step of a sale in an execution trace
+// (syncer.TracePhase); a trace of one client's online sales is read
+// with golang.org/x/exp/trace, and each sale's time between one mark and
+// the next goes to the phase that ends at the later mark. The time
+// outside the handler (the client's write, net/http reading the request
+// before the handler, flushing the answer after it, the client's read)
+// is the client's mean latency less the handler's mean span.
+
+var onlinePhasesFile = flag.String("online-phases", "", "print where each microsecond of an online sale goes, from an execution trace "+
+	"written by -online-only (`TRACEFILE`: its trace-online.out), then stop")
+
+// onlinePoints are the marks of a sale in their order, each with the
+// phase that ends at it. A mark a build does not make is skipped: its
+// time goes to the next phase.
+var onlinePoints = []struct{ mark, phase string }{
+	{"request", ""},
+	{"enqueued", "accept: parse, check, idempotency, the log record and its fdatasync"},
+	{"claimed", "hand-off to the sync worker: its wake-up and the claim (a database commit)"},
+	{"send", "the send's goroutine starting"},
+	{"answer", "the send: sendData gate, a fresh connection, the request, the tax service, its answer"},
+	{"recorded", "recording the outcome (a database commit)"},
+	{"published", "handing the answer to the mailbox"},
+	{"awaited", "hand-back: the waiting request wakes"},
+	{"answered", "the answer: the upstream's body into the response"},
+}
+
+// onlinePhases is what a trace says about its sales.
+type onlinePhases struct {
+	sales   int
+	phase   map[string]time.Duration // sums over the complete sales
+	handler time.Duration            // request to answered, summed
+}
+
+// readOnlinePhases reads the sale marks of an execution trace.
+func readOnlinePhases(r io.Reader) (onlinePhases, error) {
+	tr, err := trace.NewReader(r)
+	if err != nil {
+		return onlinePhases{}, fmt.Errorf("read trace: %w", err)
+	}
+	request := map[trace.GoID]trace.Time{}      // a handler's request mark, until its enqueued mark
+	marks := map[string]map[string]trace.Time{} // queueId → mark → time
+	var order []string
+	for {
+		ev, err := tr.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return onlinePhases{}, fmt.Errorf("read trace: %w", err)
+		}
+		if ev.Kind() != trace.EventLog || ev.Log().Category != syncer.TraceCategory {
+			continue
+		}
+		mark, id, _ := strings.Cut(ev.Log().Message, " ")
+		if mark == "request" {
+			request[ev.Goroutine()] = ev.Time()
+			continue
+		}
+		m := marks[id]
+		if m == nil {
+			m = map[string]trace.Time{}
+			marks[id] = m
+			order = append(order, id)
+		}
+		if _, seen := m[mark]; seen {
+			continue // a second attempt: the first one's marks stand
+		}
+		m[mark] = ev.Time()
+		if mark == "enqueued" {
+			if t, ok := request[ev.Goroutine()]; ok {
+				m["request"] = t
+				delete(request, ev.Goroutine())
+			}
+		}
+	}
+	p := onlinePhases{phase: map[string]time.Duration{}}
+	for _, id := range order {
+		m := marks[id]
+		first, okF := m["request"]
+		last, okL := m["answered"]
+		if !okF || !okL {
+			continue // not a whole sale within the trace, or not answered with the upstream's answer
+		}
+		p.sales++
+		p.handler += last.Sub(first)
+		prev := first
+		for _, pt := range onlinePoints[1:] {
+			t, ok := m[pt.mark]
+			if !ok {
+				continue
+			}
+			p.phase[pt.phase] += t.Sub(prev)
+			prev = t
+		}
+	}
+	return p, nil
+}
+
+// print writes the table: each phase's mean per sale in the order of a
+// sale; clientMean, when known, adds the time outside the handler.
+func (p onlinePhases) print(w io.Writer, clientMean time.Duration) {
+	n := float64(max(p.sales, 1))
+	us := func(d time.Duration) string { return fmt.Sprintf("%8.1f µs", float64(d)/n/1e3) }
+	fmt.Fprintf(w, "sales (request to answer, all marks in the trace): %d\n", p.sales)
+	if p.sales == 0 {
+		fmt.Fprintln(w, "no whole sale in this trace: was it written by receiptd-bench -online-only?")
+		return
+	}
+	for _, pt := range onlinePoints[1:] {
+		if d, ok := p.phase[pt.phase]; ok {
+			fmt.Fprintf(w, "  %-90s %s\n", pt.phase, us(d))
+		}
+	}
+	fmt.Fprintf(w, "  %-90s %s\n", "the handler, request to answer", us(p.handler))
+	if clientMean > 0 {
+		outside := clientMean - time.Duration(float64(p.handler)/n)
+		fmt.Fprintf(w, "  %-90s %8.1f µs\n", "outside the handler: the client's write and read, net/http before and after the handler", float64(outside)/1e3)
+		fmt.Fprintf(w, "  %-90s %8.1f µs\n", "the client's mean latency", float64(clientMean)/1e3)
+	}
+}
+
+// printOnlinePhasesFile prints the table of the trace in file.
+func printOnlinePhasesFile(w io.Writer, file string, clientMean time.Duration) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return fmt.Errorf("online phases: %w", err)
+	}
+	defer f.Close()
+	p, err := readOnlinePhases(f)
+	if err != nil {
+		return fmt.Errorf("online phases of %s: %w", file, err)
+	}
+	p.print(w, clientMean)
+	return nil
+}
+
+// profileOnline runs receiptd in this process (daemon.New and Run, as
+// cmd/receiptd does, logging off) on the simulator in a process of its
+// own at 0 ms latency, traces one client's online sales for o.acceptFor
+// into the scratch directory (trace-online.out, cpu-online.pprof, kept
+// with -keep) and prints where each microsecond goes.
+func (b *bench) profileOnline(ctx context.Context, o options) (err error) {
+	simP, err := startHelperProcess(ctx, "simulator", []string{simEnv + "=1"})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, simP.close()) }()
+	cfg, _, err := b.config(simP.url, 2)
+	if err != nil {
+		return err
+	}
+	d, err := daemon.New(cfg, zap.NewNop(), "bench")
+	if err != nil {
+		return fmt.Errorf("online profile: %w", err)
+	}
+	rctx, stopDaemon := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(rctx) }()
+	defer func() {
+		stopDaemon()
+		err = errors.Join(err, <-done)
+	}()
+	c := newClient()
+	if _, err := measureOnline(ctx, c, d.URL(), time.Second, "prof-owarm"); err != nil {
+		return err
+	}
+	var r onlineRound
+	_, err = profiled(filepath.Join(b.dir, "online"), func() (acceptResult, error) {
+		r, err = measureOnline(ctx, c, d.URL(), o.acceptFor, "prof-online")
+		return acceptResult{}, err
+	})
+	if err != nil {
+		return err
+	}
+	var sum time.Duration
+	for _, l := range r.lat {
+		sum += l
+	}
+	mean := sum / time.Duration(max(1, len(r.lat)))
+	file := filepath.Join(b.dir, "trace-online.out")
+	fmt.Printf("\nWhere each microsecond of an online sale goes, receiptd in this process, simulator at 0 ms, 1 client, %d sales in %s "+
+		"(p50 %s, mean %s, tracer on; receiptd-bench -online-phases %s):\n", len(r.lat), o.acceptFor, ms(r.lat.p50()), ms(mean), file)
+	return printOnlinePhasesFile(os.Stdout, file, mean)
+}
