@@ -79,12 +79,29 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(nr.IdemKey, receipt.DefaultKeyPrefix) {
 		nr.EarlierKey, nr.EarlierSince = s.neighbourDayKey(c, now)
 	}
+	// While the tax service answers and a send slot is free, the accept
+	// carries the claim: the record says sending, and the slot sends it
+	// as soon as it is durable.
+	var slot *syncer.Slot
+	if s.d.Worker != nil {
+		slot = s.d.Worker.TakeSlot()
+	}
+	nr.Sending = slot != nil
 	e, replayed, err := s.d.Queue.Enqueue(r.Context(), nr)
+	if err == nil {
+		syncer.TracePhase("enqueued", e.QueueID)
+	}
+	if slot != nil {
+		if err == nil && !replayed && e.State == queue.StateSending {
+			slot.Send(e)
+		} else {
+			slot.Release()
+		}
+	}
 	if err != nil {
 		s.fail(w, "create", err)
 		return
 	}
-	syncer.TracePhase("enqueued", e.QueueID)
 	s.d.Metrics.ReceiptAccepted(replayed)
 	// One line per receipt at debug level only: at info it cost about a
 	// tenth of the daemon's CPU per receipt under load; the counts are in

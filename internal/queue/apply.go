@@ -44,8 +44,11 @@ func (b bkts) logMark() uint64 {
 }
 
 // applyTx applies up to limit durable records after the file's mark and
-// returns the new mark. A record is a new queued receipt: its entry joins
-// the unindexed tail with the next seq, and its idempotency row is written.
+// returns the new mark. A record is a new receipt with the next seq and
+// its idempotency row: a queued one joins the unindexed tail; one in
+// sending (the accept carried its claim) gets its index rows, after the
+// tail before it gets its own, so the tail stays the newest queued
+// receipts.
 func (q *Queue) applyTx(b bkts, limit int) (uint64, error) {
 	mark := b.logMark()
 	recs := q.ov.after(mark, q.log.Durable(), limit)
@@ -59,11 +62,21 @@ func (q *Queue) applyTx(b bkts, limit int) (uint64, error) {
 		case b.idem.Get([]byte(r.e.IdemKey)) != nil:
 			return 0, fmt.Errorf("%w: log record %d: idempotency key %q already has a row", store.ErrCorrupt, r.lsn, r.e.IdemKey)
 		}
+		if r.e.State == StateSending {
+			if err := b.indexTail(0); err != nil {
+				return 0, err
+			}
+		}
 		if err := b.entries.SetSequence(r.seq); err != nil {
 			return 0, err
 		}
 		if err := b.entries.Put(seqKey(r.seq), r.enc); err != nil {
 			return 0, err
+		}
+		if r.e.State == StateSending {
+			if err := b.indexSending(r.seq); err != nil {
+				return 0, err
+			}
 		}
 		if err := b.putIdem(r.e.IdemKey, r.seq, r.e.BodyHash); err != nil {
 			return 0, err

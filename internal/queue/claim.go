@@ -44,8 +44,13 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 func (q *Queue) nothingToClaim(max int, now time.Time) (bool, error) {
 	var idle bool
 	err := q.view(func(b bkts, pend []*logRec) error {
+		for _, r := range pend {
+			if r.e.State == StateQueued { // a receipt claimed at its accept is not to claim
+				return nil
+			}
+		}
 		lo, hi, err := b.tail()
-		if err != nil || lo <= hi || len(pend) > 0 {
+		if err != nil || lo <= hi {
 			return err
 		}
 		picked, err := pickClaimable(b, max, now)
@@ -56,6 +61,15 @@ func (q *Queue) nothingToClaim(max int, now time.Time) (bool, error) {
 		return false, fmt.Errorf("claim: %w", err)
 	}
 	return idle, nil
+}
+
+// NothingClaimable reports that a claim at now would take nothing: no
+// queued receipt in the log or the unindexed tail, and no due pending
+// row to send. The API asks it before a new receipt's accept carries its
+// claim (NewReceipt.Sending), so that a new sale does not go ahead of
+// receipts waiting to be sent.
+func (q *Queue) NothingClaimable(now time.Time) (bool, error) {
+	return q.nothingToClaim(1, now)
 }
 
 // claimTx is Claim inside a write transaction.

@@ -34,6 +34,16 @@ type NewReceipt struct {
 	// runs receipt.ParseCreate on every create); Enqueue then does not
 	// check it again. False: Enqueue refuses a body that is not JSON.
 	BodyParsed bool
+	// Sending asks that a new receipt be stored already claimed: in state
+	// sending, its first attempt begun, for a send slot the caller holds
+	// (the accept carries the claim, so no commit of the database comes
+	// between the receipt's record and its send). The record is durable
+	// before Enqueue returns, even when ctx ends meanwhile, so the caller
+	// always knows whether to send it. Only with a log: a replay, a
+	// correction, or a receipt too large for a log record is stored (or
+	// returned) as without it, so the caller sends only an entry returned
+	// new in state sending, and gives its slot back otherwise.
+	Sending bool
 }
 
 // Enqueue stores a receipt durably and returns its entry. The same IdemKey
@@ -222,6 +232,9 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 	}
 	seq := q.nextSeq
 	e := newReceiptEntry(seq, r, now)
+	if r.Sending {
+		e.State = StateSending
+	}
 	rec, err := encodeTo([]byte{recEnqueue}, &e)
 	if err == nil {
 		// The record ends with the body: the entry keeps that copy (the
@@ -241,7 +254,13 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 	q.lastLSN = lsn
 	waiting := q.ov.add(&logRec{lsn: lsn, seq: seq, e: e, enc: rec[1:]})
 	q.walMu.Unlock()
-	if err := q.log.Sync(ctx, lsn); err != nil {
+	syncCtx := ctx
+	if r.Sending {
+		// A claimed record abandoned by a cancelled wait could still
+		// become durable, in sending, with no send to finish it.
+		syncCtx = context.WithoutCancel(ctx)
+	}
+	if err := q.log.Sync(syncCtx, lsn); err != nil {
 		return Entry{}, false, q.logError(err)
 	}
 	// ApplyLoop waits for the first record of a batch, then for
@@ -252,7 +271,9 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 		default:
 		}
 	}
-	q.signal()
+	if !r.Sending { // a claimed receipt is the caller's to send, nothing for the worker to claim
+		q.signal()
+	}
 	return e, false, nil
 }
 

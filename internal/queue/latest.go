@@ -15,10 +15,14 @@ func (q *Queue) Latest(s State, n int) ([]Entry, error) {
 	}
 	var out []Entry
 	err := q.view(func(b bkts, pend []*logRec) error {
-		if s == StateQueued { // the log, then the tail, hold the newest queued receipts
-			for i := len(pend) - 1; i >= 0 && len(out) < n; i-- {
+		// The log holds the newest receipts, queued or (their accept
+		// carried the claim) sending; then the tail the newest queued.
+		for i := len(pend) - 1; i >= 0 && len(out) < n; i-- {
+			if pend[i].e.State == s {
 				out = append(out, pend[i].e)
 			}
+		}
+		if s == StateQueued {
 			var seqs []uint64
 			var err error
 			if len(out) < n { // tailSeqs takes limit 0 as all

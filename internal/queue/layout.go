@@ -309,6 +309,22 @@ func (b bkts) indexTail(limit int) error {
 	return b.root.Put(keyIndexed, seqKey(hi))
 }
 
+// indexSending gives the entry just written at seq, the newest and the
+// only one of the tail, in state sending (its claim made by the accept),
+// its index rows, and moves the mark to it.
+func (b bkts) indexSending(seq uint64) error {
+	if lo, hi, err := b.tail(); err != nil || lo != seq || hi != seq {
+		return fmt.Errorf("index %s: unindexed entries %d–%d are in the way (%v)", FormatID(seq), lo, hi, err)
+	}
+	if err := b.bystate.Put(stateKey(StateSending, seq), nil); err != nil {
+		return err
+	}
+	if err := b.addCount(StateSending, 1); err != nil {
+		return err
+	}
+	return b.root.Put(keyIndexed, seqKey(seq))
+}
+
 // insert stores a new entry with its index rows. seq must be the only
 // member of the tail, so callers run indexTail before NextSequence.
 func (b bkts) insert(seq uint64, e *Entry) error {

@@ -22,7 +22,8 @@ var (
 )
 
 // recEnqueue is the type byte of an enqueue record: the entry as encode
-// writes it follows.
+// writes it follows, a receipt in state queued, or in state sending when
+// the accept carried the claim (NewReceipt.Sending).
 const recEnqueue = 1
 
 // applyBatch bounds the records one transaction applies.
@@ -219,8 +220,8 @@ func decodeLogRec(r wal.Record) (*logRec, error) {
 		return nil, err
 	}
 	seq, ok := ParseID(e.QueueID)
-	if !ok || e.State != StateQueued || e.Kind != KindReceipt || e.IdemKey == "" {
-		return nil, fmt.Errorf("not a queued receipt (%s %s %s)", e.QueueID, e.Kind, e.State)
+	if !ok || (e.State != StateQueued && e.State != StateSending) || e.Kind != KindReceipt || e.IdemKey == "" {
+		return nil, fmt.Errorf("not a new receipt (%s %s %s)", e.QueueID, e.Kind, e.State)
 	}
 	return &logRec{lsn: r.LSN, seq: seq, e: e, enc: enc}, nil
 }

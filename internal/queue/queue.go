@@ -284,6 +284,21 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 			return nil, fmt.Errorf("open queue: %w", err)
 		}
 	}
+	if replayed > 0 {
+		// The log's records may hold receipts whose accept carried the
+		// claim (NewReceipt.Sending): now in the file in sending, their
+		// attempt interrupted like any other.
+		var n int
+		err := q.update(ctx, func(b bkts) (err error) {
+			n, err = recoverSending(b, q.now().UTC(), q.maxAmbig)
+			return err
+		})
+		if err != nil {
+			_ = q.log.Close()
+			return nil, fmt.Errorf("open queue: %w", err)
+		}
+		q.recovered += n
+	}
 	if q.recovered > 0 || replayed > 0 {
 		q.signal()
 	}

@@ -61,11 +61,9 @@ func (q *Queue) List(o ListOptions) ([]Entry, string, error) {
 		if err := b.each(seqs, func(e *Entry) error { out = append(out, *e); return nil }); err != nil {
 			return err
 		}
-		if o.State == "" || o.State == StateQueued { // the log's records come after the file's
-			for _, r := range pend {
-				if r.seq > after && len(out) <= limit {
-					out = append(out, r.e)
-				}
+		for _, r := range pend { // the log's records come after the file's
+			if r.seq > after && len(out) <= limit && (o.State == "" || o.State == r.e.State) {
+				out = append(out, r.e)
 			}
 		}
 		if len(out) > limit {
@@ -109,7 +107,9 @@ func (q *Queue) Counts() (map[State]int, error) {
 		if lo <= hi {
 			out[StateQueued] += int(hi - lo + 1)
 		}
-		out[StateQueued] += len(pend) // the log's records not yet applied
+		for _, r := range pend { // the log's records not yet applied
+			out[r.e.State]++
+		}
 		return err
 	})
 	if err != nil {
@@ -131,7 +131,7 @@ func (q *Queue) ClaimableAhead(queueID string, now time.Time, limit int) (int, e
 	n := 0
 	err := q.view(func(b bkts, pend []*logRec) error {
 		for _, r := range pend {
-			if r.seq < seq {
+			if r.seq < seq && r.e.State == StateQueued {
 				n++
 			}
 		}

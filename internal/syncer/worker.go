@@ -32,6 +32,7 @@ type Queue interface {
 	FinishAndClaim(ctx context.Context, f queue.Finishing, max int, now time.Time) (queue.Entry, []queue.Entry, error)
 	Latest(s queue.State, n int) ([]queue.Entry, error)
 	OldestUnsent() (time.Time, bool, error)
+	NothingClaimable(now time.Time) (bool, error)
 	Notify() <-chan struct{}
 }
 
@@ -109,6 +110,7 @@ type Worker struct {
 	claimErr claimErrLog // drainLoop's goroutine only
 
 	mu      sync.Mutex
+	run     *runState // while Run drains: for TakeSlot (slot.go)
 	link    linkState
 	alert   alertState
 	answers *Mailbox // Config.Answers; its own lock
@@ -169,7 +171,13 @@ func (w *Worker) Run(ctx context.Context) {
 		defer loops.Done()
 		w.alertLoop(ctx)
 	}()
+	w.mu.Lock()
+	w.run = &runState{loopCtx: ctx, sendCtx: sendCtx, sends: &sends}
+	w.mu.Unlock()
 	w.drainLoop(ctx, sendCtx, &sends)
+	w.mu.Lock()
+	w.run = nil // no slot is taken from here on; those taken are in sends
+	w.mu.Unlock()
 	loops.Wait()
 	sends.Wait()
 }

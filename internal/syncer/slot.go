@@ -1,0 +1,79 @@
+package syncer
+
+import (
+	"context"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/receiptd/receiptd/internal/queue"
+)
+
+// runState is what a running worker lends a Slot: the contexts and the
+// wait group of its sends. Run sets it and clears it, under Worker.mu,
+// before it waits for its sends.
+type runState struct {
+	loopCtx, sendCtx context.Context
+	sends            *sync.WaitGroup
+}
+
+// Slot is a send slot the API holds for a new receipt whose accept carries
+// its claim (queue.NewReceipt.Sending): the receipt's record says sending
+// when it becomes durable, and the slot's Send starts its attempt at
+// once, with no claim commit between the record and the request. A Slot
+// is used once: Send or Release, and only one of them.
+type Slot struct {
+	w   *Worker
+	run runState
+}
+
+// TakeSlot takes a free send slot for a new receipt, or returns nil when
+// none is to be had: the worker is not running, the upstream is down or
+// asked for a pause, every slot is busy, or receipts already wait to be
+// claimed (a new sale does not go ahead of them). The caller must Send or
+// Release it: Run waits for it before it returns.
+func (w *Worker) TakeSlot() *Slot {
+	w.mu.Lock()
+	if w.run == nil || w.run.loopCtx.Err() != nil || w.link.down || w.link.pauseUntil.After(w.now()) {
+		w.mu.Unlock()
+		return nil
+	}
+	select {
+	case w.slots <- struct{}{}:
+	default:
+		w.mu.Unlock()
+		return nil
+	}
+	w.run.sends.Add(1) // before Run can stop waiting: it clears run under mu first
+	s := &Slot{w: w, run: *w.run}
+	w.mu.Unlock()
+	idle, err := w.q.NothingClaimable(w.wall())
+	if err != nil || !idle {
+		if err != nil {
+			w.log.Debug("reading the queue before a new receipt's claim", zap.Error(err))
+		}
+		s.Release()
+		return nil
+	}
+	return s
+}
+
+// Send starts the attempt on e, which the queue returned new in state
+// sending for this slot. The attempt goes on as any other: its outcome
+// recorded, its answer handed to the waiting request, and, while the
+// upstream answers, the slot goes on to the next claimable entry.
+func (s *Slot) Send(e queue.Entry) {
+	TracePhase("claimed", e.QueueID)
+	go func() {
+		defer s.run.sends.Done()
+		s.w.sendLoop(s.run.loopCtx, s.run.sendCtx, e, true)
+	}()
+}
+
+// Release gives the slot back unused: the receipt was a replay, or was
+// stored queued, or not at all.
+func (s *Slot) Release() {
+	<-s.w.slots
+	s.w.signal()
+	s.run.sends.Done()
+}
