@@ -59,9 +59,13 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 // attempt sends e once and decides what its answer means.
 func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
 	TracePhase("send", e.QueueID)
+	crashPoint("sending") // durably sending, the request not written
 	began := w.answers.sending(e.QueueID)
 	res := w.send(ctx, e)
 	TracePhase("answer", e.QueueID)
+	if res.handoff.Answered {
+		crashPoint("answered") // the tax service answered, nothing recorded
+	}
 	res.began = began
 	return res
 }
@@ -262,6 +266,7 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 		}
 	}
 	res.handoff.State = res.next
+	crashPoint("recorded") // the outcome durable, the answer not handed over
 	w.answers.publish(e.QueueID, res.began, res.handoff)
 	TracePhase("published", e.QueueID)
 	if len(claimed) == 0 {

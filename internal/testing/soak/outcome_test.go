@@ -1,0 +1,179 @@
+package soak_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/harness"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
+)
+
+// TestKillAroundTheOutcome kills receiptd at the moments of an online sale
+// around its outcome, many rounds each, and finds every receipt issued
+// once. A binary built with receiptd_crashpoints_unsafe kills itself
+// there (internal/syncer's crashPoint): a kill from outside lands there
+// only by chance. One POS posts new sales without Prefer, as an unmodified
+// POS does, and posts the same body again after a failed request, as
+// docs/pos-integration.md asks; after the kill receiptd starts again
+// without the crash point. The points:
+//
+//   - sending: the sale's record says sending (the accept carried the
+//     claim) and is durable, its request not written. After the restart
+//     the attempt counts as interrupted (ambiguous) and the sale is sent:
+//     once, since the first request never left.
+//   - recorded: the tax service's answer is received and its outcome
+//     durable, the answer not yet handed to the waiting request. After
+//     the restart the entry is sent, with the tax service's id, and is
+//     never sent again; the POS's repeat is answered from the outcome.
+//
+// Between the tax service's answer and the outcome's record (the point
+// "answered") no kill can keep that promise: nothing on disk says the
+// sale was issued, so the attempt is interrupted and sent again, which
+// the ambiguity rules count (limits.md) and TestSoak allows; the POS
+// never got an answer for the first issue. This test does not run it.
+//
+// RECEIPTD_CRASHPOINT_ROUNDS sets the rounds per point (default 8).
+func TestKillAroundTheOutcome(t *testing.T) {
+	rounds := 8
+	if n, err := strconv.Atoi(os.Getenv("RECEIPTD_CRASHPOINT_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin, err := harness.BuildTagged(ctx, t.TempDir(), "receiptd-crashpoints", "receiptd_crashpoints_unsafe")
+	require.NoError(t, err)
+	for _, point := range []string{"sending", "recorded"} {
+		t.Run(point, func(t *testing.T) { killAroundTheOutcome(ctx, t, bin, point, rounds) })
+	}
+}
+
+// saleAnswer is what the POS finally got for one sale.
+type saleAnswer struct {
+	status int
+	id     string // the receipt id in the answer (200), or the outcome's (202 of a sent entry)
+}
+
+func killAroundTheOutcome(ctx context.Context, t *testing.T, bin, point string, rounds int) {
+	s := sim.New(sim.Options{Seed: 1})
+	require.NoError(t, s.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = s.Close() })
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = s.URL(), s.URL()
+	cfg.Sync.MinBackoff, cfg.Sync.MaxBackoff = config.Dur(20*time.Millisecond), config.Dur(200*time.Millisecond)
+	cfg.Sync.MaxAmbiguous = 100 // interrupted attempts are sent again, never held, so every sale ends sent
+	cfg.Log.Level = "warn"
+	addr, err := harness.FreeAddr()
+	require.NoError(t, err)
+	cfg.Listen = addr // the same address at every start
+	cfgPath := filepath.Join(t.TempDir(), "receiptd.toml")
+	require.NoError(t, harness.WriteConfig(cfgPath, cfg))
+	start := func() *harness.Process {
+		p, err := harness.StartFile(ctx, bin, cfgPath)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Kill() })
+		require.NoError(t, p.WaitReady(ctx))
+		return p
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	c := &http.Client{Timeout: 10 * time.Second}
+	answers := map[string]saleAnswer{}
+	sale := 0
+	for round := range rounds {
+		after := 1 + rng.IntN(4)
+		t.Setenv("RECEIPTD_CRASH_AT", point)
+		t.Setenv("RECEIPTD_CRASH_AFTER", strconv.Itoa(after))
+		p := start()
+		// Sales until the crash point kills it.
+		var cut string
+		for cut == "" {
+			sale++
+			suffix := fmt.Sprintf("%s-%03d", point, sale)
+			a, err := postOnce(ctx, c, p.URL(), suffix)
+			if err != nil {
+				cut = suffix
+				break
+			}
+			answers[suffix] = a
+			require.Less(t, sale, 1000, "round %d: the crash point was never reached", round)
+		}
+		select {
+		case <-p.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the request for %s failed but receiptd is still running", round, cut)
+		}
+		// Again without the crash point; the POS sends the same sale again.
+		t.Setenv("RECEIPTD_CRASH_AT", "")
+		p = start()
+		var a saleAnswer
+		require.Eventually(t, func() bool {
+			a, err = postOnce(ctx, c, p.URL(), cut)
+			return err == nil && (a.status == http.StatusOK || a.id != "")
+		}, 20*time.Second, 50*time.Millisecond, "round %d: the repeat of %s gets its receipt (%v, %+v)", round, cut, err, a)
+		answers[cut] = a
+		stopCtx, stop := context.WithTimeout(ctx, 20*time.Second)
+		require.NoError(t, p.Stop(stopCtx))
+		stop()
+		t.Logf("round %d: killed at %s (the %d-th time), %s repeated: HTTP %d", round+1, point, after, cut, a.status)
+	}
+
+	issued := map[string][]string{}
+	for _, r := range s.Receipts() {
+		issued[r.BillIDSuffix] = append(issued[r.BillIDSuffix], r.ID)
+	}
+	for suffix, a := range answers {
+		require.Len(t, issued[suffix], 1, "%s issued once", suffix)
+		require.Equal(t, issued[suffix][0], a.id, "%s: the POS got the tax service's own receipt", suffix)
+	}
+	require.Len(t, issued, len(answers), "nothing issued that the POS did not post")
+	t.Logf("%s: %d rounds, %d sales, each issued once", point, rounds, len(answers))
+}
+
+// postOnce posts one sale as an unmodified POS does (no Prefer, no
+// Idempotency-Key) and reads the receipt id it was given: the answer's
+// own on a 200, the outcome's on a 202 of an entry already sent. A
+// transport error (receiptd killed meanwhile) is returned as is.
+func postOnce(ctx context.Context, c *http.Client, base, suffix string) (saleAnswer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/rest/receipt", bytes.NewReader([]byte(testkit.Receipt(suffix))))
+	if err != nil {
+		return saleAnswer{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return saleAnswer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return saleAnswer{}, err
+	}
+	var body struct {
+		ID      string `json:"id"`
+		State   string `json:"state"`
+		Outcome *struct {
+			ID string `json:"id"`
+		} `json:"outcome"`
+	}
+	_ = json.Unmarshal(b, &body)
+	a := saleAnswer{status: resp.StatusCode, id: body.ID}
+	if resp.StatusCode == http.StatusAccepted && body.State == "sent" && body.Outcome != nil {
+		a.id = body.Outcome.ID
+	}
+	return a, nil
+}
