@@ -36,10 +36,10 @@ var onlinePhasesFile = flag.String("online-phases", "", "print where each micros
 var onlinePoints = []struct{ mark, phase string }{
 	{"request", ""},
 	{"enqueued", "accept: parse, check, idempotency, the log record and its fdatasync"},
-	{"claimed", "hand-off to the sync worker: its wake-up and the claim (a database commit)"},
+	{"claimed", "hand-off to the sync worker (the accept carries the claim; else its wake-up and the claim's commit)"},
 	{"send", "the send's goroutine starting"},
 	{"answer", "the send: sendData gate, a fresh connection, the request, the tax service, its answer"},
-	{"recorded", "recording the outcome (a database commit)"},
+	{"recorded", "recording the outcome (a log record and its fdatasync)"},
 	{"published", "handing the answer to the mailbox"},
 	{"awaited", "hand-back: the waiting request wakes"},
 	{"answered", "the answer: the upstream's body into the response"},

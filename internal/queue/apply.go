@@ -53,6 +53,16 @@ func (q *Queue) applyTx(b bkts, limit int) (uint64, error) {
 	mark := b.logMark()
 	recs := q.ov.after(mark, q.log.Durable(), limit)
 	for _, r := range recs {
+		if r.lsn != mark+1 {
+			return 0, fmt.Errorf("%w: log record %d comes after applied record %d", store.ErrCorrupt, r.lsn, mark)
+		}
+		if r.fin {
+			if err := applyFinish(b, r); err != nil {
+				return 0, fmt.Errorf("log record %d: %w", r.lsn, err)
+			}
+			mark = r.lsn
+			continue
+		}
 		switch {
 		case r.lsn != mark+1:
 			return 0, fmt.Errorf("%w: log record %d comes after applied record %d", store.ErrCorrupt, r.lsn, mark)
@@ -91,10 +101,34 @@ func (q *Queue) applyTx(b bkts, limit int) (uint64, error) {
 	return mark, nil
 }
 
+// applyFinish applies an outcome record: the entry, in sending in the
+// file, moves to the record's state with every index row, and takes the
+// record's attempts and outcome, as finishTx would have written them.
+func applyFinish(b bkts, r *logRec) error {
+	cur, err := b.load(r.seq)
+	if err != nil {
+		return fmt.Errorf("%w: the outcome of %s: %w", store.ErrCorrupt, r.e.QueueID, err)
+	}
+	if cur.State != StateSending {
+		return fmt.Errorf("%w: the outcome of %s comes for an entry in %s", store.ErrCorrupt, r.e.QueueID, cur.State)
+	}
+	e := r.e
+	e.State = StateSending
+	if err := b.setState(&e, r.e.State, r.e.UpdatedAt); err != nil {
+		return err
+	}
+	if e.Kind == KindReceipt && (e.State == StateSent || e.State == StatePayment) && e.Outcome != nil && e.Outcome.ID != "" {
+		return b.upstream.Put([]byte(e.Outcome.ID), seqKey(r.seq))
+	}
+	return nil
+}
+
 // applied is told, after a commit, that the file holds every record up to
 // mark: they leave memory, and segments that hold nothing newer go.
 func (q *Queue) applied(mark uint64) {
-	q.ov.drop(mark)
+	if q.ov.drop(mark) {
+		q.signal() // an outcome applied: a delete may wait for that receipt
+	}
 	// A segment that cannot be removed now is tried again at the next
 	// commit; nothing depends on it being gone.
 	_ = q.log.Trim(mark)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -43,10 +45,20 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 // again.
 func (q *Queue) nothingToClaim(max int, now time.Time) (bool, error) {
 	var idle bool
-	err := q.view(func(b bkts, pend []*logRec) error {
-		for _, r := range pend {
+	err := q.view(func(b bkts, pend pending) error {
+		for _, r := range pend.news {
 			if r.e.State == StateQueued { // a receipt claimed at its accept is not to claim
 				return nil
+			}
+		}
+		for _, r := range pend.upd {
+			if claimable(r.e.State) && due(pendingRow(r.e.NextAttemptAt, r.e.UpdatedAt), now) { // back in the queue and due: the claim applies it first
+				return nil
+			}
+		}
+		for _, r := range append(slices.Collect(maps.Values(pend.upd)), pend.news...) {
+			if r.fin && r.e.Kind == KindReceipt && b.deletes.Get([]byte(r.e.QueueID)) != nil {
+				return nil // a delete waits for this receipt's outcome: the claim applies it first
 			}
 		}
 		lo, hi, err := b.tail()

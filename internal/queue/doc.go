@@ -5,8 +5,9 @@
 // # Promises
 //
 //   - Every change (enqueue, claim, finish, retry, delete, prune) is one
-//     transaction of package store: atomic, and durable (fsynced) before the
-//     method returns nil. Concurrent callers share commits (group commit).
+//     transaction of package store, or with a log one record of it (an
+//     enqueue, a finish): atomic, and durable (fsynced) before the method
+//     returns nil. Concurrent callers share commits (group commit).
 //   - Every state change goes through one table of legal transitions
 //     (transitions in layout.go); anything else is ErrIllegalTransition.
 //   - An idempotency key maps to its first entry for as long as the entry is
@@ -51,7 +52,10 @@
 // With Options.LogDir, an enqueue of a new receipt is one record in the
 // write-ahead log (package wal): durable with one fdatasync, shared by
 // every enqueue of the same moment, and the bbolt file is not written on
-// the POS's path. The records are applied to the bbolt file later, in
+// the POS's path. So is an attempt's outcome (FinishAndClaim: the entry
+// as the attempt left it), and a new receipt may be logged already in
+// sending (NewReceipt.Sending: its accept carries the claim). Open
+// applies the log before it recovers what is left in sending. The records are applied to the bbolt file later, in
 // batches: by ApplyLoop, and at the start of every other write
 // transaction of the queue (a claim, a finish, a delete request), so every
 // transaction sees every durable receipt. Applying a record writes what

@@ -2,8 +2,15 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/wal"
 )
 
 // Finishing says how an attempt on an entry in sending ended, for Finish
@@ -20,6 +27,11 @@ type Finishing struct {
 	// NextAttemptAt is when a queued or delete_queued entry may be claimed
 	// again; zero: at once.
 	NextAttemptAt time.Time
+	// Recorded, when not nil, is called once the outcome is durable and
+	// before anything is claimed: the worker hands the answer to the
+	// waiting request there, so that the claim's commit is not on its
+	// path.
+	Recorded func()
 }
 
 // Finish records the end of an attempt on an entry in sending and moves it
@@ -32,7 +44,32 @@ func (q *Queue) Finish(ctx context.Context, f Finishing) (Entry, error) {
 // FinishAndClaim is Finish followed, in the same commit, by Claim(max,
 // now): a sender that goes straight on to the next entry pays one commit
 // per entry instead of two. With max 0 nothing is claimed.
+//
+// With a log the outcome is a record of the log (finishLogged): durable
+// with one fdatasync, shared with the receipts and outcomes of the
+// moment, and applied to the file with the next write; the claim is then
+// a commit of its own, whose failure leaves the outcome recorded (the
+// claim is not returned, and the worker's drain loop claims again).
 func (q *Queue) FinishAndClaim(ctx context.Context, f Finishing, max int, now time.Time) (Entry, []Entry, error) {
+	if q.log != nil {
+		e, logged, err := q.finishLogged(ctx, f)
+		if err != nil {
+			return Entry{}, nil, fmt.Errorf("finish %s: %w", f.QueueID, err)
+		}
+		if logged {
+			if f.Recorded != nil {
+				f.Recorded()
+			}
+			if max == 0 {
+				return e, nil, nil
+			}
+			claimed, err := q.Claim(ctx, max, now)
+			if err != nil {
+				return e, nil, nil
+			}
+			return e, claimed, nil
+		}
+	}
 	var (
 		e         Entry
 		claimed   []Entry
@@ -51,10 +88,81 @@ func (q *Queue) FinishAndClaim(ctx context.Context, f Finishing, max int, now ti
 	if err != nil {
 		return Entry{}, nil, fmt.Errorf("finish %s: %w", f.QueueID, err)
 	}
+	if f.Recorded != nil {
+		f.Recorded()
+	}
 	if wakeCheck && e.State != StateQueued {
 		q.signal() // a delete waiting for this receipt may be claimable now
 	}
 	return e, claimed, nil
+}
+
+// finishLogged records the end of an attempt as a record of the log: the
+// entry as finishTx would leave it, from its newest version (the log's or
+// the file's), durable before it returns even when ctx ends meanwhile
+// (an outcome abandoned in the log would be applied later all the same).
+// logged false: the record is too large for a log segment, nothing was
+// written, and the caller commits the outcome to the file instead.
+func (q *Queue) finishLogged(ctx context.Context, f Finishing) (e Entry, logged bool, err error) {
+	seq, ok := ParseID(f.QueueID)
+	if !ok {
+		return Entry{}, false, fmt.Errorf("%w: %q", ErrNotFound, f.QueueID)
+	}
+	if err := q.st.Writable(); err != nil {
+		return Entry{}, false, err
+	}
+	q.walMu.Lock()
+	if q.closed {
+		q.walMu.Unlock()
+		return Entry{}, false, fmt.Errorf("%w: the queue is closed", store.ErrClosed)
+	}
+	if r := q.ov.entry(seq); r != nil {
+		e = r.e
+	} else if err := q.st.View(func(tx *bbolt.Tx) (err error) { e, err = buckets(tx).load(seq); return err }); err != nil {
+		q.walMu.Unlock()
+		return Entry{}, false, err
+	}
+	if e.State != StateSending || !Legal(e.Kind, StateSending, f.Next) {
+		q.walMu.Unlock()
+		return Entry{}, false, illegal(&e, f.Next)
+	}
+	e.Attempts = slices.Clone(e.Attempts) // the overlay's copy stays as it was
+	q.addAttempt(&e, f.Attempt)
+	if f.Outcome != nil {
+		oc := *f.Outcome
+		e.Outcome = &oc
+	}
+	e.NextAttemptAt = time.Time{}
+	if claimable(f.Next) {
+		e.NextAttemptAt = f.NextAttemptAt.UTC()
+	}
+	e.State, e.UpdatedAt = f.Next, q.now().UTC()
+	rec, err := encodeTo([]byte{recFinish}, &e)
+	var lsn uint64
+	if err == nil {
+		lsn, err = q.log.Append(rec)
+	}
+	if errors.Is(err, wal.ErrTooLarge) {
+		q.walMu.Unlock()
+		return Entry{}, false, nil
+	}
+	if err != nil {
+		q.walMu.Unlock()
+		return Entry{}, false, q.logError(err)
+	}
+	q.lastLSN = lsn
+	waiting := q.ov.add(&logRec{lsn: lsn, seq: seq, e: e, enc: rec[1:], fin: true})
+	q.walMu.Unlock()
+	if err := q.log.Sync(context.WithoutCancel(ctx), lsn); err != nil {
+		return Entry{}, false, q.logError(err)
+	}
+	if waiting == 1 || waiting >= applySoon {
+		select {
+		case q.applyCh <- struct{}{}:
+		default:
+		}
+	}
+	return e, true, nil
 }
 
 // finishTx is Finish inside a write transaction. wakeCheck reports that a

@@ -14,12 +14,13 @@ func (q *Queue) Latest(s State, n int) ([]Entry, error) {
 		return nil, nil
 	}
 	var out []Entry
-	err := q.view(func(b bkts, pend []*logRec) error {
-		// The log holds the newest receipts, queued or (their accept
-		// carried the claim) sending; then the tail the newest queued.
-		for i := len(pend) - 1; i >= 0 && len(out) < n; i-- {
-			if pend[i].e.State == s {
-				out = append(out, pend[i].e)
+	err := q.view(func(b bkts, pend pending) error {
+		// The log holds the newest receipts, in any state; then the tail
+		// the newest queued. (An entry of the file whose outcome is only
+		// in the log shows in its old state's list until it is applied.)
+		for i := len(pend.news) - 1; i >= 0 && len(out) < n; i-- {
+			if pend.news[i].e.State == s {
+				out = append(out, pend.news[i].e)
 			}
 		}
 		if s == StateQueued {
@@ -50,6 +51,9 @@ func (q *Queue) Latest(s State, n int) ([]Entry, error) {
 			e, err := b.load(binary.BigEndian.Uint64(k[len(prefix):]))
 			if err != nil {
 				return err
+			}
+			if e = pend.latest(e); e.State != s {
+				continue // its outcome, in the log, moved it
 			}
 			out = append(out, e)
 		}

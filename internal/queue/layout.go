@@ -210,14 +210,16 @@ func (b bkts) addCount(s State, d int64) error {
 // (unix ns, 8 bytes), then, when there is one, the time it was set (8
 // more). due reads both.
 func (b bkts) putPending(seq uint64, at, setAt time.Time) error {
-	var v []byte
+	return b.pending.Put(seqKey(seq), pendingRow(at, setAt))
+}
+
+// pendingRow is the pending index's row of an entry due at at, set at setAt.
+func pendingRow(at, setAt time.Time) []byte {
 	if at.IsZero() {
-		v = make([]byte, 8)
-	} else {
-		v = binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano()))
-		v = binary.BigEndian.AppendUint64(v, uint64(setAt.UnixNano()))
+		return make([]byte, 8)
 	}
-	return b.pending.Put(seqKey(seq), v)
+	v := binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano()))
+	return binary.BigEndian.AppendUint64(v, uint64(setAt.UnixNano()))
 }
 
 // due reports whether a pending row lets its entry be claimed at now: its

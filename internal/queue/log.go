@@ -26,6 +26,11 @@ var (
 // the accept carried the claim (NewReceipt.Sending).
 const recEnqueue = 1
 
+// recFinish is the type byte of an outcome record (finishLogged): the
+// entry as encode writes it follows, as the attempt's end left it, out of
+// sending.
+const recFinish = 2
+
 // applyBatch bounds the records one transaction applies.
 const applyBatch = 4096
 
@@ -36,19 +41,24 @@ const applyBatch = 4096
 const applySoon = 512
 
 // logRec is a record not yet applied: the entry, and its encoding as it
-// goes into the entries bucket.
+// goes into the entries bucket. fin marks an outcome record: the entry
+// as its attempt's end left it, which replaces the entry in sending.
 type logRec struct {
 	lsn, seq uint64
 	e        Entry
 	enc      []byte
+	fin      bool
 }
 
 // overlay holds the records appended and not yet applied and committed,
-// oldest first. LSNs and seqs both rise by one from record to record.
+// oldest first. LSNs rise by one from record to record, and so do the
+// seqs of the new receipts among them. byKey and bySeq point at the
+// newest record of an idempotency key and of an entry.
 type overlay struct {
 	mu    sync.RWMutex
 	recs  []*logRec
 	byKey map[string]*logRec
+	bySeq map[uint64]*logRec
 }
 
 // add appends r and returns how many records the overlay holds now.
@@ -56,15 +66,25 @@ func (o *overlay) add(r *logRec) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.recs = append(o.recs, r)
-	o.byKey[r.e.IdemKey] = r
+	if r.e.IdemKey != "" {
+		o.byKey[r.e.IdemKey] = r
+	}
+	o.bySeq[r.seq] = r
 	return len(o.recs)
 }
 
-// key returns the record holding an idempotency key, if any.
+// key returns the newest record of an entry holding an idempotency key, if any.
 func (o *overlay) key(k string) *logRec {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	return o.byKey[k]
+}
+
+// entry returns the newest record of the entry seq, if any.
+func (o *overlay) entry(seq uint64) *logRec {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.bySeq[seq]
 }
 
 // after returns up to limit records after LSN mark, up to durable.
@@ -97,13 +117,21 @@ func (o *overlay) upTo(durable uint64) int {
 // snapshot returns the records up to durable.
 func (o *overlay) snapshot(durable uint64) []*logRec { return o.after(0, durable, -1) }
 
-// drop forgets the records up to LSN applied.
-func (o *overlay) drop(applied uint64) {
+// drop forgets the records up to LSN applied, and reports whether an
+// outcome record was among them.
+func (o *overlay) drop(applied uint64) (fins bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := 0
 	for n < len(o.recs) && o.recs[n].lsn <= applied {
-		delete(o.byKey, o.recs[n].e.IdemKey)
+		r := o.recs[n]
+		if o.byKey[r.e.IdemKey] == r {
+			delete(o.byKey, r.e.IdemKey)
+		}
+		if o.bySeq[r.seq] == r {
+			delete(o.bySeq, r.seq)
+		}
+		fins = fins || r.fin
 		o.recs[n] = nil
 		n++
 	}
@@ -111,6 +139,7 @@ func (o *overlay) drop(applied uint64) {
 	if len(o.recs) == 0 {
 		o.recs = nil // let the array go
 	}
+	return fins
 }
 
 func (o *overlay) len() int {
@@ -165,8 +194,14 @@ func (q *Queue) openLog(ctx context.Context, dir string, segSize int64) (replaye
 	}()
 	err = q.st.Update(ctx, func(tx *bbolt.Tx) error {
 		b := buckets(tx)
-		q.nextSeq = b.entries.Sequence() + 1 + uint64(len(recs)) // the records follow the file's entries
-		return b.root.Delete(keyLogClean)                        // records may wait in the log from now on
+		news := 0
+		for _, r := range recs {
+			if len(r.Data) > 0 && r.Data[0] == recEnqueue {
+				news++
+			}
+		}
+		q.nextSeq = b.entries.Sequence() + 1 + uint64(news) // the new receipts follow the file's entries
+		return b.root.Delete(keyLogClean)                   // records may wait in the log from now on
 	})
 	if err != nil {
 		return 0, fmt.Errorf("open write-ahead log %s: %w", dir, err)
@@ -211,42 +246,79 @@ func newLogID() []byte {
 }
 
 func decodeLogRec(r wal.Record) (*logRec, error) {
-	if len(r.Data) == 0 || r.Data[0] != recEnqueue {
+	if len(r.Data) == 0 || (r.Data[0] != recEnqueue && r.Data[0] != recFinish) {
 		return nil, errors.New("unknown record type")
 	}
+	fin := r.Data[0] == recFinish
 	enc := bytes.Clone(r.Data[1:])
 	e, err := decode(enc)
 	if err != nil {
 		return nil, err
 	}
 	seq, ok := ParseID(e.QueueID)
-	if !ok || (e.State != StateQueued && e.State != StateSending) || e.Kind != KindReceipt || e.IdemKey == "" {
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("bad queueId %q", e.QueueID)
+	case fin && (e.State == StateSending || !Legal(e.Kind, StateSending, e.State)):
+		return nil, fmt.Errorf("not an outcome (%s %s %s)", e.QueueID, e.Kind, e.State)
+	case !fin && ((e.State != StateQueued && e.State != StateSending) || e.Kind != KindReceipt || e.IdemKey == ""):
 		return nil, fmt.Errorf("not a new receipt (%s %s %s)", e.QueueID, e.Kind, e.State)
 	}
-	return &logRec{lsn: r.LSN, seq: seq, e: e, enc: enc}, nil
+	return &logRec{lsn: r.LSN, seq: seq, e: e, enc: enc, fin: fin}, nil
+}
+
+// pending is what the write-ahead log holds that the file does not yet:
+// news, the new receipts, oldest first, each in its newest version (an
+// outcome record replaces its receipt's record); upd, the newest outcome
+// record of entries the file holds in sending.
+type pending struct {
+	news []*logRec
+	upd  map[uint64]*logRec
+}
+
+// latest returns e, or the outcome record's entry that replaces it.
+func (p pending) latest(e Entry) Entry {
+	if seq, ok := ParseID(e.QueueID); ok && p.upd[seq] != nil {
+		return p.upd[seq].e
+	}
+	return e
 }
 
 // view runs fn in a read transaction, with the durable records the file
-// has not applied yet (oldest first; none without a log). The overlay is
-// read before the transaction begins, so a record applied meanwhile is in
-// the file fn reads, and left out of pend by the file's mark.
-func (q *Queue) view(fn func(b bkts, pend []*logRec) error) error {
+// has not applied yet (none without a log). The overlay is read before
+// the transaction begins, so a record applied meanwhile is in the file
+// fn reads, and left out of pend by the file's mark.
+func (q *Queue) view(fn func(b bkts, pend pending) error) error {
 	var snap []*logRec
 	if q.log != nil {
 		snap = q.ov.snapshot(q.log.Durable())
 	}
 	return q.st.View(func(tx *bbolt.Tx) error {
 		b := buckets(tx)
-		pend := snap
+		var p pending
 		if len(snap) > 0 {
 			mark := b.logMark()
-			i := 0
-			for i < len(snap) && snap[i].lsn <= mark {
-				i++
+			idx := map[uint64]int{}
+			for _, r := range snap {
+				if r.lsn <= mark {
+					continue
+				}
+				if !r.fin {
+					idx[r.seq] = len(p.news)
+					p.news = append(p.news, r)
+					continue
+				}
+				if i, ok := idx[r.seq]; ok {
+					p.news[i] = r
+					continue
+				}
+				if p.upd == nil {
+					p.upd = map[uint64]*logRec{}
+				}
+				p.upd[r.seq] = r
 			}
-			pend = snap[i:]
 		}
-		return fn(b, pend)
+		return fn(b, p)
 	})
 }
 

@@ -228,7 +228,7 @@ type Queue struct {
 // records the file has not (log.go).
 func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 	q := &Queue{st: st, now: opts.Now, maxAttempts: opts.MaxAttempts, notify: make(chan struct{}, 1),
-		applyCh: make(chan struct{}, 1), ov: overlay{byKey: map[string]*logRec{}}}
+		applyCh: make(chan struct{}, 1), ov: overlay{byKey: map[string]*logRec{}, bySeq: map[uint64]*logRec{}}}
 	if q.now == nil {
 		q.now = time.Now
 	}
@@ -271,6 +271,9 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 			return fmt.Errorf("%w: %s: the queue's index mark %d is past its last entry %d (%v)",
 				store.ErrCorrupt, st.Path(), lo-1, hi, err)
 		}
+		if opts.LogDir != "" {
+			return nil // after the log's outcomes are applied: below
+		}
 		n, err := recoverSending(b, q.now().UTC(), q.maxAmbig)
 		q.recovered = n
 		return err
@@ -284,25 +287,42 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 			return nil, fmt.Errorf("open queue: %w", err)
 		}
 	}
-	if replayed > 0 {
-		// The log's records may hold receipts whose accept carried the
-		// claim (NewReceipt.Sending): now in the file in sending, their
-		// attempt interrupted like any other.
-		var n int
-		err := q.update(ctx, func(b bkts) (err error) {
-			n, err = recoverSending(b, q.now().UTC(), q.maxAmbig)
-			return err
-		})
+	if opts.LogDir != "" {
+		// Recovery comes after the log's records are applied: they may
+		// hold the outcome of an entry the file has in sending (it is
+		// finished, not interrupted), and receipts whose accept carried
+		// the claim (interrupted like any other).
+		n, err := q.recoverAfterLog(ctx)
 		if err != nil {
 			_ = q.log.Close()
 			return nil, fmt.Errorf("open queue: %w", err)
 		}
-		q.recovered += n
+		q.recovered = n
 	}
 	if q.recovered > 0 || replayed > 0 {
 		q.signal()
 	}
 	return q, nil
+}
+
+// recoverAfterLog is recoverSending once the log is applied, in a commit
+// of its own only when an entry is in sending.
+func (q *Queue) recoverAfterLog(ctx context.Context) (int, error) {
+	var any bool
+	err := q.view(func(b bkts, _ pending) error {
+		seqs, err := b.seqsInState(StateSending, 0, 1)
+		any = len(seqs) > 0
+		return err
+	})
+	if err != nil || !any {
+		return 0, err
+	}
+	var n int
+	err = q.update(ctx, func(b bkts) (err error) {
+		n, err = recoverSending(b, q.now().UTC(), q.maxAmbig)
+		return err
+	})
+	return n, err
 }
 
 // Recovered is how many entries Open moved out of sending.

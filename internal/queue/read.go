@@ -5,21 +5,26 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
 // Get returns one entry, or ErrNotFound.
 func (q *Queue) Get(queueID string) (Entry, error) {
 	var e Entry
-	err := q.view(func(b bkts, pend []*logRec) error {
+	err := q.view(func(b bkts, pend pending) error {
 		var err error
 		e, _, err = b.loadID(queueID)
 		if seq, ok := ParseID(queueID); ok && errors.Is(err, ErrNotFound) {
-			for _, r := range pend {
+			for _, r := range pend.news {
 				if r.seq == seq {
 					e, err = r.e, nil
 				}
 			}
+		}
+		if err == nil {
+			e = pend.latest(e)
 		}
 		return err
 	})
@@ -53,15 +58,23 @@ func (q *Queue) List(o ListOptions) ([]Entry, string, error) {
 	}
 	var out []Entry
 	var next string
-	err := q.view(func(b bkts, pend []*logRec) error {
+	err := q.view(func(b bkts, pend pending) error {
 		seqs, err := listSeqs(b, o.State, after, limit+1)
 		if err != nil {
 			return err
 		}
-		if err := b.each(seqs, func(e *Entry) error { out = append(out, *e); return nil }); err != nil {
+		err = b.each(seqs, func(e *Entry) error {
+			// An outcome only in the log shows; an entry it moved out of
+			// o.State drops out (one it moved in shows once applied).
+			if l := pend.latest(*e); o.State == "" || l.State == o.State {
+				out = append(out, l)
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		for _, r := range pend { // the log's records come after the file's
+		for _, r := range pend.news { // the log's records come after the file's
 			if r.seq > after && len(out) <= limit && (o.State == "" || o.State == r.e.State) {
 				out = append(out, r.e)
 			}
@@ -95,7 +108,7 @@ func listSeqs(b bkts, s State, after uint64, n int) ([]uint64, error) {
 // and the write-ahead log's records not yet applied.
 func (q *Queue) Counts() (map[State]int, error) {
 	out := make(map[State]int, len(AllStates))
-	err := q.view(func(b bkts, pend []*logRec) error {
+	err := q.view(func(b bkts, pend pending) error {
 		for _, s := range AllStates {
 			if v := b.counts.Get([]byte(s)); len(v) == 8 {
 				out[s] = int(binary.BigEndian.Uint64(v))
@@ -107,7 +120,11 @@ func (q *Queue) Counts() (map[State]int, error) {
 		if lo <= hi {
 			out[StateQueued] += int(hi - lo + 1)
 		}
-		for _, r := range pend { // the log's records not yet applied
+		for _, r := range pend.news { // the log's records not yet applied
+			out[r.e.State]++
+		}
+		for _, r := range pend.upd { // outcomes of the file's entries in sending
+			out[StateSending]--
 			out[r.e.State]++
 		}
 		return err
@@ -129,9 +146,11 @@ func (q *Queue) ClaimableAhead(queueID string, now time.Time, limit int) (int, e
 		return 0, fmt.Errorf("claimable ahead: %w: %q", ErrNotFound, queueID)
 	}
 	n := 0
-	err := q.view(func(b bkts, pend []*logRec) error {
-		for _, r := range pend {
-			if r.seq < seq && r.e.State == StateQueued {
+	err := q.view(func(b bkts, pend pending) error {
+		// The log's new receipts, and entries an outcome only in the log
+		// put back in the queue.
+		for _, r := range append(slices.Collect(maps.Values(pend.upd)), pend.news...) {
+			if r.seq < seq && r.e.State == StateQueued && due(pendingRow(r.e.NextAttemptAt, r.e.UpdatedAt), now) {
 				n++
 			}
 		}
@@ -176,20 +195,33 @@ var unsentStates = []State{StateQueued, StateSending, StateHeld, StateDeleteQueu
 func (q *Queue) OldestUnsent() (time.Time, bool, error) {
 	var oldest time.Time
 	var found bool
-	err := q.view(func(b bkts, pend []*logRec) error {
+	err := q.view(func(b bkts, pend pending) error {
 		var first uint64
 		for _, s := range unsentStates {
-			seqs, err := b.seqsInState(s, 0, 1)
-			if err != nil {
-				return err
-			}
-			if len(seqs) == 1 && (first == 0 || seqs[0] < first) {
-				first = seqs[0]
+			for after := uint64(0); ; {
+				seqs, err := b.seqsInState(s, after, 1)
+				if err != nil {
+					return err
+				}
+				if len(seqs) == 0 {
+					break
+				}
+				if r := pend.upd[seqs[0]]; r != nil && !slices.Contains(unsentStates, r.e.State) {
+					after = seqs[0] // finished by an outcome only in the log
+					continue
+				}
+				if first == 0 || seqs[0] < first {
+					first = seqs[0]
+				}
+				break
 			}
 		}
 		if first == 0 {
-			if len(pend) > 0 { // the log's records are newer than the file's
-				oldest, found = pend[0].e.AcceptedAt, true
+			for _, r := range pend.news { // the log's records are newer than the file's
+				if slices.Contains(unsentStates, r.e.State) {
+					oldest, found = r.e.AcceptedAt, true
+					break
+				}
 			}
 			return nil
 		}

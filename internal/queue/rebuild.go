@@ -15,7 +15,9 @@ import (
 func DecodeRecord(v []byte) (Entry, error) { return decode(v) }
 
 // DecodeLogRecord decodes a record of the write-ahead log (log.go): a new
-// queued receipt.
+// receipt (queued, or sending when its accept carried the claim), or an
+// entry as an attempt's outcome left it (an outcome record), which
+// replaces the entry in sending it finished.
 func DecodeLogRecord(r wal.Record) (Entry, error) {
 	lr, err := decodeLogRec(r)
 	if err != nil {

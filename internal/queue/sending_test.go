@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -117,5 +118,70 @@ func TestClaimedAcceptInterruptedByAKill(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"Q000000000001", "Q000000000002", "Q000000000003"}, ids(claimed), "in their order")
 	require.NoError(t, queue.CheckIndexes(st))
+	closeLogged(t, q, st)
+}
+
+// An attempt's outcome is a record of the log: the answer may go to the
+// waiting request as soon as the record is durable (Finishing.Recorded,
+// called once, before any claim), every read sees the outcome before it
+// is applied, a kill before it is applied loses nothing (the next open
+// applies it: the entry is finished, not interrupted), and it reaches the
+// file's indexes (the upstream id a delete names).
+func TestOutcomeIsALogRecord(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	q, st := openLogged(t, path, 0)
+	now := t0.Add(time.Hour)
+	first, _, err := q.Enqueue(ctx, sendingReceipt(1))
+	require.NoError(t, err)
+	require.NoError(t, q.ApplyAll(ctx)) // in the file, in sending
+	second, _, err := q.Enqueue(ctx, sendingReceipt(2))
+	require.NoError(t, err) // in the log only
+	for i, e := range []queue.Entry{first, second} {
+		recorded := 0
+		fin := queue.Finishing{QueueID: e.QueueID, Next: queue.StateSent, Recorded: func() { recorded++ },
+			Outcome: &queue.Outcome{Status: "SUCCESS", ID: fmt.Sprintf("U%d", i+1)},
+			Attempt: queue.Attempt{At: now, Result: queue.ResultSuccess}}
+		done, claimed, err := q.FinishAndClaim(ctx, fin, 1, now)
+		require.NoError(t, err)
+		require.Empty(t, claimed)
+		require.Equal(t, queue.StateSent, done.State)
+		require.Equal(t, 1, recorded, "Recorded called once")
+	}
+	require.Equal(t, 1, fileEntries(t, st), "the outcomes are not in the file yet")
+	check := func(when string) {
+		for i, id := range []string{first.QueueID, second.QueueID} {
+			e, err := q.Get(id)
+			require.NoError(t, err)
+			require.Equal(t, queue.StateSent, e.State, when)
+			require.Equal(t, fmt.Sprintf("U%d", i+1), e.Outcome.ID, when)
+			require.Len(t, e.Attempts, 1, when)
+			require.Zero(t, e.Ambiguous, when)
+		}
+		c := counts(t, q)
+		require.Equal(t, 2, c[queue.StateSent], when)
+		require.Zero(t, c[queue.StateSending], when)
+		_, unsent, err := q.OldestUnsent()
+		require.NoError(t, err)
+		require.False(t, unsent, when)
+		page, _, err := q.List(queue.ListOptions{State: queue.StateSending})
+		require.NoError(t, err)
+		require.Empty(t, page, when)
+		e, replayed, err := q.Enqueue(ctx, sendingReceipt(1))
+		require.NoError(t, err)
+		require.True(t, replayed, when)
+		require.Equal(t, queue.StateSent, e.State, when+": a replay sees the outcome")
+	}
+	check("in the log only")
+	require.NoError(t, queue.Abandon(q)) // a kill
+	require.NoError(t, st.Close())
+
+	q, st = openLogged(t, path, 0)
+	require.Zero(t, q.Recovered(), "finished, not interrupted")
+	check("after a kill and an open")
+	d, action, err := q.RequestDelete(ctx, "U1", "", now)
+	require.NoError(t, err)
+	require.Equal(t, queue.DeleteQueued, action, "the upstream id is indexed")
+	require.Equal(t, first.QueueID, d.DeleteTarget)
 	closeLogged(t, q, st)
 }

@@ -329,13 +329,22 @@ func (db *DB) AddLog(segs []wal.Segment) {
 			}
 			seq, _ := queue.ParseID(e.QueueID)
 			db.Sequence = max(db.Sequence, seq)
-			if _, ok := db.cands[seq]; ok {
+			if old, ok := db.cands[seq]; ok && !finishes(e, old.e) {
 				continue
 			}
 			db.cands[seq] = candidate{e: e, log: true, hashFails: receipt.Fingerprint(e.Body) != e.BodyHash}
 			db.FromLog++
 		}
 	}
+}
+
+// finishes reports whether e, from an outcome record of the log, is the
+// end of the attempt that left old in sending: one attempt more. An
+// outcome the file already applied (and whose entry went on since) is
+// not newer than the file's copy.
+func finishes(e, old queue.Entry) bool {
+	return old.State == queue.StateSending && e.State != queue.StateSending &&
+		len(e.Attempts)+e.AttemptsDropped > len(old.Attempts)+old.AttemptsDropped
 }
 
 // Entries returns the recovered entries in queueId order. It counts the

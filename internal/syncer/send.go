@@ -240,8 +240,16 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 		w.m.Ambiguous()
 	}
 	log := w.log.With(zap.String("queueId", e.QueueID), zap.String("kind", kind))
-	claimed, err := w.finish(ctx, log, e, res, claim)
-	TracePhase("recorded", e.QueueID)
+	published := false
+	publish := func() { // once the outcome is durable, before any claim
+		TracePhase("recorded", e.QueueID)
+		res.handoff.State = res.next
+		crashPoint("recorded") // the outcome durable, the answer not handed over
+		w.answers.publish(e.QueueID, res.began, res.handoff)
+		TracePhase("published", e.QueueID)
+		published = true
+	}
+	claimed, err := w.finish(ctx, log, e, res, claim, publish)
 	if err != nil {
 		log.Error("could not record the outcome before shutdown; the entry will count as ambiguous after a restart",
 			zap.String("result", string(res.attempt.Result)), zap.Error(err))
@@ -265,10 +273,9 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 				zap.Int("httpStatus", res.attempt.HTTPStatus), zap.String("message", res.outcome.Message))
 		}
 	}
-	res.handoff.State = res.next
-	crashPoint("recorded") // the outcome durable, the answer not handed over
-	w.answers.publish(e.QueueID, res.began, res.handoff)
-	TracePhase("published", e.QueueID)
+	if !published {
+		publish()
+	}
 	if len(claimed) == 0 {
 		return queue.Entry{}, false
 	}
@@ -280,11 +287,12 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 // try claims: a claim may index up to 1,000 queued receipts, so on a nearly
 // full disk it can be the part that does not fit, and the outcome must not
 // wait for it. The drain loop claims once the slot is free.
-func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res attemptResult, claim int) ([]queue.Entry, error) {
+func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res attemptResult, claim int, recorded func()) ([]queue.Entry, error) {
 	wait := w.newBackoff()
 	for try := 0; ; try, claim = try+1, 0 {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		fin := queue.Finishing{QueueID: e.QueueID, Attempt: res.attempt, Next: res.next, Outcome: res.outcome, NextAttemptAt: res.nextAttemptAt}
+		fin := queue.Finishing{QueueID: e.QueueID, Attempt: res.attempt, Next: res.next, Outcome: res.outcome,
+			NextAttemptAt: res.nextAttemptAt, Recorded: recorded}
 		_, claimed, err := w.q.FinishAndClaim(wctx, fin, claim, w.wall())
 		cancel()
 		if err == nil {
