@@ -10,7 +10,7 @@ import (
 
 // Crash points, for a binary built with the tag receiptd_crashpoints_unsafe
 // only (never a release): with RECEIPTD_CRASH_AT naming a point (sending,
-// answered, recorded) the process kills itself (SIGKILL; TerminateProcess
+// answered, recorded, published) the process kills itself (SIGKILL; TerminateProcess
 // on Windows) the RECEIPTD_CRASH_AFTER-th time (default 1) a send reaches
 // it, so the crash test can stop receiptd exactly between two steps of a
 // sale, where a kill from outside lands only by chance.

@@ -247,6 +247,7 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 		crashPoint("recorded") // the outcome durable, the answer not handed over
 		w.answers.publish(e.QueueID, res.began, res.handoff)
 		TracePhase("published", e.QueueID)
+		crashPoint("published") // the answer handed over, the outcome in the log only
 		published = true
 	}
 	claimed, err := w.finish(ctx, log, e, res, claim, publish)

@@ -36,9 +36,13 @@ import (
 //     the attempt counts as interrupted (ambiguous) and the sale is sent:
 //     once, since the first request never left.
 //   - recorded: the tax service's answer is received and its outcome
-//     durable, the answer not yet handed to the waiting request. After
-//     the restart the entry is sent, with the tax service's id, and is
-//     never sent again; the POS's repeat is answered from the outcome.
+//     durable (a record of the write-ahead log), the answer not yet
+//     handed to the waiting request. After the restart the entry is
+//     sent, with the tax service's id, and is never sent again; the POS's
+//     repeat is answered from the outcome.
+//   - published: the answer handed to the waiting request (the POS may
+//     have it), the outcome in the log and not yet in the database.
+//     After the restart the log's outcome is applied: sent, never again.
 //
 // Between the tax service's answer and the outcome's record (the point
 // "answered") no kill can keep that promise: nothing on disk says the
@@ -56,7 +60,7 @@ func TestKillAroundTheOutcome(t *testing.T) {
 	defer cancel()
 	bin, err := harness.BuildTagged(ctx, t.TempDir(), "receiptd-crashpoints", "receiptd_crashpoints_unsafe")
 	require.NoError(t, err)
-	for _, point := range []string{"sending", "recorded"} {
+	for _, point := range []string{"sending", "recorded", "published"} {
 		t.Run(point, func(t *testing.T) { killAroundTheOutcome(ctx, t, bin, point, rounds) })
 	}
 }
