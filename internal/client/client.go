@@ -193,9 +193,12 @@ type Client struct {
 	// fresh connection: a POST written to a keep-alive connection the
 	// upstream has just closed would come back as Ambiguous although
 	// nothing was processed.
-	sendHC     *http.Client
-	transports []*http.Transport
-	onTiming   func(Timing)
+	sendHC *http.Client
+	// predialAddr is where Predial dials: PosAPI's host and port, when
+	// creates go to it without a proxy; empty otherwise.
+	predialAddr string
+	transports  []*http.Transport
+	onTiming    func(Timing)
 }
 
 // New validates cfg and returns a Client. It opens no connection.
@@ -232,6 +235,7 @@ func New(cfg Config) (*Client, error) {
 	lookupTr.Proxy = lookupProxy
 	sendTr := posTr.Clone()
 	sendTr.DisableKeepAlives = true
+	sendTr.DialContext = predialDial(sendTr.DialContext)
 	maxAnswer, err := maxAnswerOf(cfg.MaxAnswer)
 	if err != nil {
 		return nil, err
@@ -247,11 +251,12 @@ func New(cfg Config) (*Client, error) {
 		base: base, lookupBase: lookupBase, stockBase: stockBase, paths: paths, timeout: timeout,
 		queryTimeout: min(timeout, queryTimeout), maxAnswer: maxAnswer,
 		headers: copyMap(cfg.Headers), lookupHeaders: copyMap(cfg.LookupHeaders),
-		lookupHC:   &http.Client{Transport: lookupTr, CheckRedirect: checkRedirect},
-		posHC:      &http.Client{Transport: posTr, CheckRedirect: checkRedirect},
-		sendHC:     &http.Client{Transport: sendTr, CheckRedirect: checkRedirect},
-		transports: []*http.Transport{lookupTr, posTr, sendTr},
-		onTiming:   cfg.OnTiming,
+		lookupHC:    &http.Client{Transport: lookupTr, CheckRedirect: checkRedirect},
+		posHC:       &http.Client{Transport: posTr, CheckRedirect: checkRedirect},
+		sendHC:      &http.Client{Transport: sendTr, CheckRedirect: checkRedirect},
+		predialAddr: predialAddr(base, sendTr.Proxy),
+		transports:  []*http.Transport{lookupTr, posTr, sendTr},
+		onTiming:    cfg.OnTiming,
 	}
 	return c, nil
 }

@@ -35,13 +35,19 @@ type attemptResult struct {
 // throughout and frees it when it stops. keepGoing false (the outage
 // probe) makes exactly one attempt. loopCtx ending stops it after the
 // attempt in flight; sendCtx bounds the attempts themselves.
-func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepGoing bool) {
+//
+// afterFirst, when not nil, runs once the first attempt has returned.
+func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepGoing bool, afterFirst func()) {
 	defer func() {
 		<-w.slots
 		w.signal()
 	}()
 	for {
 		res := w.attempt(sendCtx, e)
+		if afterFirst != nil {
+			afterFirst()
+			afterFirst = nil
+		}
 		w.noteLink(res)
 		claim := 0
 		if keepGoing && res.handoff.Answered && loopCtx.Err() == nil && !w.isDown() && w.pausedFor() <= 0 {

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/client"
 	"github.com/receiptd/receiptd/internal/queue"
 )
 
@@ -23,9 +24,14 @@ type runState struct {
 // once, with no claim commit between the record and the request. A Slot
 // is used once: Send or Release, and only one of them.
 type Slot struct {
-	w   *Worker
-	run runState
+	w       *Worker
+	run     runState
+	predial *client.Predial // the create's connection, dialed while its record is flushed; nil: none
 }
+
+// predialer is the part of the tax service's client that dials a
+// create's connection ahead (*client.Client implements it).
+type predialer interface{ Predial() *client.Predial }
 
 // TakeSlot takes a free send slot for a new receipt, or returns nil when
 // none is to be had: the worker is not running, the upstream is down or
@@ -55,6 +61,9 @@ func (w *Worker) TakeSlot() *Slot {
 		s.Release()
 		return nil
 	}
+	if pd, ok := w.up.(predialer); ok {
+		s.predial = pd.Predial()
+	}
 	return s
 }
 
@@ -66,13 +75,14 @@ func (s *Slot) Send(e queue.Entry) {
 	TracePhase("claimed", e.QueueID)
 	go func() {
 		defer s.run.sends.Done()
-		s.w.sendLoop(s.run.loopCtx, s.run.sendCtx, e, true)
+		s.w.sendLoop(s.run.loopCtx, client.WithPredial(s.run.sendCtx, s.predial), e, true, s.predial.Close)
 	}()
 }
 
 // Release gives the slot back unused: the receipt was a replay, or was
 // stored queued, or not at all.
 func (s *Slot) Release() {
+	s.predial.Close()
 	<-s.w.slots
 	s.w.signal()
 	s.run.sends.Done()

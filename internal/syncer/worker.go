@@ -301,7 +301,7 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, sends *sync.WaitGroup) b
 		sends.Add(1)
 		go func() {
 			defer sends.Done()
-			w.sendLoop(ctx, sendCtx, e, true)
+			w.sendLoop(ctx, sendCtx, e, true, nil)
 		}()
 	}
 	return len(entries) == free
@@ -325,7 +325,7 @@ func (w *Worker) probe(ctx, sendCtx context.Context) {
 		w.ping(sendCtx)
 		return
 	}
-	w.sendLoop(ctx, sendCtx, entries[0], false)
+	w.sendLoop(ctx, sendCtx, entries[0], false, nil)
 }
 
 // ping asks PosAPI for its info; any HTTP answer shows it reachable.
