@@ -39,6 +39,8 @@ import (
 // the median of the rounds' own).
 const onlineTarget = 1.5
 
+var onlineNoTrace = flag.Bool("online-no-trace", false, "with -online-only: skip the traced window")
+
 var onlineOnly = flag.Bool("online-only", false,
 	"run only the online step: one client posting without Prefer to receiptd, a durable forwarding server and the simulator, alternating windows; then where each microsecond goes, from a trace")
 
@@ -368,6 +370,9 @@ func (b *bench) onlineOnlyRun(ctx context.Context, o options) error {
 	fmt.Printf("load average after: %s\n", loadAvg())
 	for _, l := range ls {
 		fmt.Println(l.report())
+	}
+	if *onlineNoTrace {
+		return nil
 	}
 	return b.profileOnline(ctx, o)
 }

@@ -27,6 +27,8 @@ import (
 // before the handler, flushing the answer after it, the client's read)
 // is the client's mean latency less the handler's mean span.
 
+var onlineTraceLatency = flag.Duration("online-trace-latency", 0, "with -online-only: the simulator's latency during the traced window")
+
 var onlinePhasesFile = flag.String("online-phases", "", "print where each microsecond of an online sale goes, from an execution trace "+
 	"written by -online-only (`TRACEFILE`: its trace-online.out), then stop")
 
@@ -182,6 +184,9 @@ func (b *bench) profileOnline(ctx context.Context, o options) (err error) {
 		err = errors.Join(err, <-done)
 	}()
 	c := newClient()
+	if err := setSimLatency(ctx, c, simP.url, *onlineTraceLatency); err != nil {
+		return err
+	}
 	if _, err := measureOnline(ctx, c, d.URL(), time.Second, "prof-owarm"); err != nil {
 		return err
 	}
@@ -199,7 +204,7 @@ func (b *bench) profileOnline(ctx context.Context, o options) (err error) {
 	}
 	mean := sum / time.Duration(max(1, len(r.lat)))
 	file := filepath.Join(b.dir, "trace-online.out")
-	fmt.Printf("\nWhere each microsecond of an online sale goes, receiptd in this process, simulator at 0 ms, 1 client, %d sales in %s "+
-		"(p50 %s, mean %s, tracer on; receiptd-bench -online-phases %s):\n", len(r.lat), o.acceptFor, ms(r.lat.p50()), ms(mean), file)
+	fmt.Printf("\nWhere each microsecond of an online sale goes, receiptd in this process, simulator at %s, 1 client, %d sales in %s "+
+		"(p50 %s, mean %s, tracer on; receiptd-bench -online-phases %s):\n", *onlineTraceLatency, len(r.lat), o.acceptFor, ms(r.lat.p50()), ms(mean), file)
 	return printOnlinePhasesFile(os.Stdout, file, mean)
 }
