@@ -32,6 +32,12 @@ type Finishing struct {
 	// waiting request there, so that the claim's commit is not on its
 	// path.
 	Recorded func()
+	// Awaited says a request waits for this attempt's answer: with a log
+	// the outcome is then a record of the log, and the claim a commit of
+	// its own after Recorded. Otherwise (a backlog drained, nobody
+	// waiting) the outcome and the claim share one commit, as without a
+	// log.
+	Awaited bool
 }
 
 // Finish records the end of an attempt on an entry in sending and moves it
@@ -45,13 +51,13 @@ func (q *Queue) Finish(ctx context.Context, f Finishing) (Entry, error) {
 // now): a sender that goes straight on to the next entry pays one commit
 // per entry instead of two. With max 0 nothing is claimed.
 //
-// With a log the outcome is a record of the log (finishLogged): durable
+// With a log and f.Awaited the outcome is a record of the log (finishLogged): durable
 // with one fdatasync, shared with the receipts and outcomes of the
 // moment, and applied to the file with the next write; the claim is then
 // a commit of its own, whose failure leaves the outcome recorded (the
 // claim is not returned, and the worker's drain loop claims again).
 func (q *Queue) FinishAndClaim(ctx context.Context, f Finishing, max int, now time.Time) (Entry, []Entry, error) {
-	if q.log != nil {
+	if q.log != nil && f.Awaited {
 		e, logged, err := q.finishLogged(ctx, f)
 		if err != nil {
 			return Entry{}, nil, fmt.Errorf("finish %s: %w", f.QueueID, err)

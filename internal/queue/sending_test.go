@@ -139,7 +139,7 @@ func TestOutcomeIsALogRecord(t *testing.T) {
 	require.NoError(t, err) // in the log only
 	for i, e := range []queue.Entry{first, second} {
 		recorded := 0
-		fin := queue.Finishing{QueueID: e.QueueID, Next: queue.StateSent, Recorded: func() { recorded++ },
+		fin := queue.Finishing{QueueID: e.QueueID, Next: queue.StateSent, Recorded: func() { recorded++ }, Awaited: true,
 			Outcome: &queue.Outcome{Status: "SUCCESS", ID: fmt.Sprintf("U%d", i+1)},
 			Attempt: queue.Attempt{At: now, Result: queue.ResultSuccess}}
 		done, claimed, err := q.FinishAndClaim(ctx, fin, 1, now)
@@ -183,5 +183,17 @@ func TestOutcomeIsALogRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, queue.DeleteQueued, action, "the upstream id is indexed")
 	require.Equal(t, first.QueueID, d.DeleteTarget)
+
+	// Nobody waiting (a backlog drained): the outcome and the claim share
+	// one commit of the file, as without a log.
+	third, _, err := q.Enqueue(ctx, sendingReceipt(3))
+	require.NoError(t, err)
+	files := fileEntries(t, st)
+	recorded := 0
+	_, _, err = q.FinishAndClaim(ctx, queue.Finishing{QueueID: third.QueueID, Next: queue.StateSent, Recorded: func() { recorded++ },
+		Outcome: &queue.Outcome{Status: "SUCCESS", ID: "U3"}, Attempt: queue.Attempt{At: now, Result: queue.ResultSuccess}}, 1, now)
+	require.NoError(t, err)
+	require.Equal(t, 1, recorded)
+	require.Equal(t, files+1, fileEntries(t, st), "committed to the file")
 	closeLogged(t, q, st)
 }

@@ -35,7 +35,7 @@ func TestAddLogTakesTheOutcome(t *testing.T) {
 		return e
 	}
 	finish := func(e queue.Entry, next queue.State, id string) {
-		_, _, err := q.FinishAndClaim(ctx, queue.Finishing{QueueID: e.QueueID, Next: next, Outcome: &queue.Outcome{Status: "SUCCESS", ID: id},
+		_, _, err := q.FinishAndClaim(ctx, queue.Finishing{QueueID: e.QueueID, Next: next, Awaited: true, Outcome: &queue.Outcome{Status: "SUCCESS", ID: id},
 			Attempt: queue.Attempt{At: now, Result: queue.ResultSuccess}, NextAttemptAt: now.Add(time.Hour)}, 0, now)
 		require.NoError(t, err)
 	}

@@ -242,6 +242,13 @@ func (mb *Mailbox) sending(id string) uint64 {
 	return mb.a.begin(id)
 }
 
+// awaited reports whether a request waits for id's answer now.
+func (mb *Mailbox) awaited(id string) bool {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	return len(mb.a.waiters[id]) > 0
+}
+
 // publish keeps r, the answer of the attempt for id that sending began at
 // began, and hands it to everyone waiting for id.
 func (mb *Mailbox) publish(id string, began uint64, r Result) {

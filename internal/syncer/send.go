@@ -299,7 +299,7 @@ func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res
 	for try := 0; ; try, claim = try+1, 0 {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		fin := queue.Finishing{QueueID: e.QueueID, Attempt: res.attempt, Next: res.next, Outcome: res.outcome,
-			NextAttemptAt: res.nextAttemptAt, Recorded: recorded}
+			NextAttemptAt: res.nextAttemptAt, Recorded: recorded, Awaited: w.answers.awaited(e.QueueID)}
 		_, claimed, err := w.q.FinishAndClaim(wctx, fin, claim, w.wall())
 		cancel()
 		if err == nil {
