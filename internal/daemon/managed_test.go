@@ -130,5 +130,9 @@ func TestSupervisorCountersGoOnAcrossASwap(t *testing.T) {
 	resp, body := post(t, sup.URL(), testkit.Receipt("c3"))
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	require.Equal(t, before[0]+1, metricValue(t, sup.URL(), series[0]), "the new daemon counts on")
-	require.Equal(t, before[1]+2, metricValue(t, sup.URL(), series[1]), "the receipt's record and its outcome's")
+	// The receipt's record, and its outcome's when the request was
+	// already waiting as the answer came (else the outcome is a commit).
+	got := metricValue(t, sup.URL(), series[1])
+	require.GreaterOrEqual(t, got, before[1]+1)
+	require.LessOrEqual(t, got, before[1]+2)
 }
