@@ -24,6 +24,7 @@ type attemptResult struct {
 	nextAttemptAt time.Time
 	handoff       Result
 	began         uint64 // the attempt's mark in the mailbox (Mailbox.sending)
+	awaited       bool   // a request waits for the answer (sendLoop), whether or not it awaits it yet
 	retryAfter    time.Duration
 	err           error
 }
@@ -36,7 +37,9 @@ type attemptResult struct {
 // probe) makes exactly one attempt. loopCtx ending stops it after the
 // attempt in flight; sendCtx bounds the attempts themselves.
 //
-// afterFirst, when not nil, runs once the first attempt has returned.
+// afterFirst, when not nil, runs once the first attempt has returned:
+// the entry was a sale whose accept carried its claim (Slot.Send), and
+// its request is taken to wait for the answer even before it calls Await.
 func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepGoing bool, afterFirst func()) {
 	defer func() {
 		<-w.slots
@@ -44,6 +47,7 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 	}()
 	for {
 		res := w.attempt(sendCtx, e)
+		res.awaited = afterFirst != nil
 		if afterFirst != nil {
 			afterFirst()
 			afterFirst = nil
@@ -299,7 +303,7 @@ func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res
 	for try := 0; ; try, claim = try+1, 0 {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		fin := queue.Finishing{QueueID: e.QueueID, Attempt: res.attempt, Next: res.next, Outcome: res.outcome,
-			NextAttemptAt: res.nextAttemptAt, Recorded: recorded, Awaited: w.answers.awaited(e.QueueID)}
+			NextAttemptAt: res.nextAttemptAt, Recorded: recorded, Awaited: res.awaited || w.answers.awaited(e.QueueID)}
 		_, claimed, err := w.q.FinishAndClaim(wctx, fin, claim, w.wall())
 		cancel()
 		if err == nil {
