@@ -54,8 +54,7 @@ type Supervisor struct {
 	sims          *simAnswers      // every Daemon's: base_url is asked once per process
 	dbPath        string           // data_dir never changes in place
 
-	swaps    chan swapRequest // from Apply to Run's loop
-	loopDone chan struct{}    // closed when Run's loop has returned
+	swaps chan swapRequest // from Apply to Run's loop
 
 	mu        sync.Mutex // guards the fields below, and is never held across a wait
 	phase     phase
@@ -112,7 +111,7 @@ func newSupervisor(log *zap.Logger, version string, rollbackAfter time.Duration)
 		rollbackAfter = DefaultRollbackAfter
 	}
 	return &Supervisor{log: log.Named("supervisor"), baseLog: log, version: version, rollbackAfter: rollbackAfter,
-		metrics: metrics.New(), sims: newSimAnswers(), swaps: make(chan swapRequest), loopDone: make(chan struct{})}
+		metrics: metrics.New(), sims: newSimAnswers(), swaps: make(chan swapRequest)}
 }
 
 // init builds the first Daemon, binding the listeners, and keeps them
@@ -179,7 +178,6 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	defer s.closeListeners()
 	ctlDone := s.runControl(ctx)
 	defer func() { stop(); <-ctlDone }()
-	defer close(s.loopDone)
 	return s.loop(ctx, s.start(ctx, first))
 }
 
@@ -258,7 +256,7 @@ func (in *instance) stop() error {
 // long as the old Daemon's shutdown (a send in flight may hold it up to
 // shutdown_timeout) and the new one's start.
 func (s *Supervisor) Apply(ctx context.Context, cfg config.Config) error {
-	oldCfg, err := s.claim()
+	oldCfg, runCtx, err := s.claim()
 	if err != nil {
 		return fmt.Errorf("apply config: %w", err)
 	}
@@ -276,25 +274,25 @@ func (s *Supervisor) Apply(ctx context.Context, cfg config.Config) error {
 	select {
 	case s.swaps <- req:
 		return <-req.reply // the loop answers every request it takes
-	case <-s.loopDone:
+	case <-runCtx.Done(): // Run is stopping, or its loop has returned: no swap
 		return fmt.Errorf("apply config: %w", ErrNotRunning)
 	}
 }
 
 // claim makes the caller the one Apply under way and returns the config
-// in effect.
-func (s *Supervisor) claim() (config.Config, error) {
+// in effect and Run's context.
+func (s *Supervisor) claim() (config.Config, context.Context, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	running := (s.phase == phaseRunning || s.phase == phaseSwapping) && s.runCtx.Err() == nil
 	switch {
 	case !running:
-		return config.Config{}, ErrNotRunning
+		return config.Config{}, nil, ErrNotRunning
 	case s.phase == phaseSwapping:
-		return config.Config{}, ErrSwapInProgress
+		return config.Config{}, nil, ErrSwapInProgress
 	}
 	s.phase = phaseSwapping
-	return s.cfg, nil
+	return s.cfg, s.runCtx, nil
 }
 
 // release ends claim's, unless Run has begun to stop meanwhile.
@@ -329,6 +327,11 @@ func (s *Supervisor) serve(d *Daemon, cfg *config.Config) {
 // the instance running now; nil when none is, with Run's error: nil when
 // ctx ended, or why the previous config could not start again.
 func (s *Supervisor) swap(ctx context.Context, cur *instance, req swapRequest) (*instance, error) {
+	if ctx.Err() != nil { // taken as Run began to stop
+		s.stopped()
+		req.reply <- fmt.Errorf("apply config: %w", ErrNotRunning)
+		return nil, cur.stop()
+	}
 	began := time.Now()
 	s.serve(nil, nil)
 	if err := cur.stop(); err != nil {

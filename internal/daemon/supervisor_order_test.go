@@ -106,12 +106,13 @@ func TestSupervisorShutdownDuringASwap(t *testing.T) {
 	cfg := testConfig(t, s.URL())
 	sup, err := daemon.NewSupervisor(cfg, zaptest.NewLogger(t), "test", 20*time.Second)
 	require.NoError(t, err)
+	next := cfg
+	next.Accept.QueuedAnswer = "error"
+	require.ErrorIs(t, sup.Apply(context.Background(), next), daemon.ErrNotRunning, "before Run")
 	stopRun, wait := startSupervisor(t, sup)
 	_, applied := slowSwap(t, sup, cfg)
 
 	stopRun()
-	next := cfg
-	next.Accept.QueuedAnswer = "error"
 	require.ErrorIs(t, sup.Apply(context.Background(), next), daemon.ErrNotRunning, "an Apply once shutdown began")
 	require.ErrorIs(t, <-applied, daemon.ErrNotRunning, "the swap that shutdown ended")
 	require.NoError(t, wait())
