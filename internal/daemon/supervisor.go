@@ -16,17 +16,19 @@ import (
 	"github.com/receiptd/receiptd/internal/metrics"
 )
 
-// Apply's errors besides the config's own; with either, nothing changed.
+// Apply's errors besides the config's own and a swap's.
 var (
 	// ErrNotRunning is Apply's error before Run has started, once Run has
 	// begun to stop (its context ended, the running Daemon stopped by
 	// itself, or a rollback could not start the previous config again),
-	// and after Run has returned: no Daemon starts again.
+	// and after Run has returned: no Daemon starts again. Apply changed
+	// nothing, except for a swap that Run's end cut short: its new
+	// Daemon was stopped too.
 	ErrNotRunning = errors.New("receiptd is not running")
 	// ErrSwapInProgress is Apply's error while another Apply is under
-	// way. Apply refuses rather than waits, as a swap may take a minute
-	// or more (shutdown_timeout, then rollback_after); apply again once
-	// the other has returned.
+	// way; it changed nothing. Apply refuses rather than waits, as a swap
+	// may take a minute or more (shutdown_timeout, then rollback_after);
+	// apply again once the other has returned.
 	ErrSwapInProgress = errors.New("another configuration is being applied")
 )
 
