@@ -101,28 +101,30 @@ func (s *Supervisor) health() control.Health {
 // healthTimeout bounds one reading of the status page for the health.
 const healthTimeout = 5 * time.Second
 
-// posNo is PosAPI's posNo as the running Daemon last read it; "" while
-// unknown.
+// posNo is PosAPI's posNo as a Daemon last read it, kept across a swap
+// so that the head office's description does not lose it meanwhile; ""
+// while unknown.
 func (s *Supervisor) posNo() string {
-	d := s.running()
-	if d == nil {
-		return ""
+	var no string
+	if d := s.running(); d != nil {
+		if p := d.posapi.Status().PosNo; p != nil {
+			no = *p
+		}
 	}
-	if no := d.posapi.Status().PosNo; no != nil {
-		return *no
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if no != "" {
+		s.lastPosNo = no
 	}
-	return ""
+	return s.lastPosNo
 }
 
-// running is the Daemon running now; nil before Run or between the two
-// Daemons of a swap.
+// running is the Daemon serving now; nil before Run, between the two
+// Daemons of a swap, and once Run stops.
 func (s *Supervisor) running() *Daemon {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cur == nil {
-		return nil
-	}
-	return s.cur.d
+	return s.live
 }
 
 // fleetBehind is how old the oldest buffered fleet sample may be before

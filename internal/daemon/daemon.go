@@ -1,13 +1,3 @@
-// Package daemon wires receiptd together: the store, the queue, the tax
-// service client, the sync worker, the lookup cache, metrics and the local
-// API. It is what `receiptd run` and `receiptd demo` start, and what the
-// end-to-end tests start.
-//
-// New does everything that can refuse to start (a locked or damaged
-// database, a listener that cannot be bound, a non-loopback address without
-// a token) before Run starts a single goroutine, so a refusal is an error
-// returned at once. Run owns every goroutine it starts and returns only
-// when all of them have ended and the database is closed.
 package daemon
 
 import (

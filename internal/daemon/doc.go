@@ -1,0 +1,58 @@
+// Package daemon wires receiptd together: the store, the queue, the tax
+// service client, the sync worker, the lookup cache, metrics and the local
+// API. It is what `receiptd run` and `receiptd demo` start, and what the
+// end-to-end tests start.
+//
+// New does everything that can refuse to start (a locked or damaged
+// database, a listener that cannot be bound, a non-loopback address without
+// a token) before Run starts a single goroutine, so a refusal is an error
+// returned at once. Run owns every goroutine it starts and returns only
+// when all of them have ended and the database is closed.
+//
+// # The Supervisor: a config applied in place
+//
+// `receiptd run` starts a Supervisor (NewManaged), not a bare Daemon. It
+// runs one Daemon at a time, and Apply, which the head office's channel
+// ([control]) calls with each config it accepts, swaps that Daemon for
+// one built from the new config, without a restart:
+//
+//   - The listeners are bound once, by the first Daemon, and the
+//     Supervisor holds them across every swap (handoff.go); each Daemon
+//     serves a view of them. A connection made while no Daemon serves
+//     waits, and the ones after it wait in the kernel's backlog, until
+//     the next Daemon accepts: a POS is answered late, never refused.
+//   - The old Daemon is stopped first, as at shutdown: requests in flight
+//     answered, sends in flight recorded (for up to shutdown_timeout), the
+//     write-ahead log and the database closed. Only then is the new one
+//     built on the same data directory, so that every receipt is in
+//     exactly one of them, never lost nor stored twice.
+//   - The new Daemon must be Ready (running, its database the one opened
+//     and writable, backup.dir usable) within control.rollback_after and
+//     before Apply's context ends. When it cannot start or is not ready,
+//     it is stopped and a Daemon on the previous config is started again:
+//     the rollback, which is not waited for, as that config was ready.
+//   - data_dir, listen and listen_unix never change in place (the files
+//     and the sockets stay until a restart); the metrics, the channel and
+//     the simulator probe outlive the Daemons, so counters go on.
+//
+// Apply returns nil once the new Daemon is ready, or at once when the
+// config is the one in effect. Otherwise its error says why, and:
+//
+//   - the config's own error (Validate, a key that cannot change in
+//     place), ErrSwapInProgress (another Apply is under way; Apply
+//     refuses rather than queue behind a swap that may take minutes) and
+//     ErrNotRunning (before Run, or once Run is stopping or has returned)
+//     change nothing;
+//   - any other error is a swap that failed: the previous config runs
+//     again, unless the error says that it could not start again either.
+//     Then no Daemon runs, Run returns the rollback's error (so a service
+//     manager restarts receiptd), and every later Apply is ErrNotRunning.
+//     A swap that Run's end cuts short is ErrNotRunning too.
+//
+// Only Run's goroutine starts or stops a Daemon: Apply checks the config,
+// hands the swap to it and waits for the answer. What the Supervisor
+// reports meanwhile (the channel's health and posNo, Config) is read
+// under a lock that no swap holds across a wait, so it answers at once:
+// "starting or changing its configuration" while no Daemon serves. A
+// Daemon that has stopped is not kept.
+package daemon
