@@ -43,7 +43,7 @@ func (f *daemonFlags) client() (c *apiclient.Client, err error) {
 		return nil, err
 	}
 	if c.Token == "" {
-		c.Token = lc.cfg.Auth.Token
+		c.Token = lc.cfg.Auth.Token.Reveal()
 	}
 	switch {
 	case f.addr != "":

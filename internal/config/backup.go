@@ -10,11 +10,11 @@ import (
 type Backup struct {
 	// Dir is where snapshots go: a second disk, a USB stick or a network
 	// share; created if missing. Empty (the default) turns snapshots off.
-	Dir string `toml:"dir"`
+	Dir string `toml:"dir" change:"remote"`
 	// Every is the time between two snapshots.
-	Every Duration `toml:"every"`
+	Every Duration `toml:"every" change:"remote"`
 	// Keep is how many snapshots are kept; older ones are removed.
-	Keep int `toml:"keep"`
+	Keep int `toml:"keep" change:"remote"`
 }
 
 // minBackupEvery bounds backup.every: snapshots are named by the second.

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
@@ -62,7 +61,7 @@ func TestExampleDocumentsEveryDefault(t *testing.T) {
 	require.Empty(t, md.Undecoded(), "keys in the example that Config lacks")
 	require.Equal(t, documentedDefault(), got)
 
-	for _, key := range leafKeys(reflect.TypeOf(Config{}), "") {
+	for _, key := range leafKeys() {
 		require.True(t, md.IsDefined(strings.Split(key, ".")...), "key %s is not in config.example.toml", key)
 	}
 	switch runtime.GOOS {
@@ -76,25 +75,9 @@ func TestExampleDocumentsEveryDefault(t *testing.T) {
 	}
 }
 
-// leafKeys lists the dotted TOML key of every field that is not a table of
-// Config's own (maps count as leaves: tables of free names).
-func leafKeys(t reflect.Type, prefix string) []string {
-	var keys []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key := prefix + f.Tag.Get("toml")
-		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(Duration{}) {
-			keys = append(keys, leafKeys(f.Type, key+".")...)
-			continue
-		}
-		keys = append(keys, key)
-	}
-	return keys
-}
-
 func TestLeafKeysSeesNestedKeys(t *testing.T) {
 	t.Parallel()
-	keys := leafKeys(reflect.TypeOf(Config{}), "")
+	keys := leafKeys()
 	require.Contains(t, keys, "upstream.paths.classification")
 	require.Contains(t, keys, "cache.refresh.info")
 	require.Contains(t, keys, "upstream.headers")
@@ -158,10 +141,10 @@ file = '`+logFile+`'
 	want.Accept.Timezone = "Local"
 	want.Upstream.BaseURL = "https://posapi.shop.lan:8443/"
 	want.Upstream.Proxy = "socks5://127.0.0.1:1080"
-	want.Upstream.Headers = map[string]string{"X-Api-Key": "from-file"}
+	want.Upstream.Headers = map[string]Secret{"X-Api-Key": NewSecret("from-file")}
 	want.Sync.OnAmbiguous = "hold"
 	want.Sync.Concurrency = 4
-	want.Auth.Token = "0123456789abcdef0123"
+	want.Auth.Token = NewSecret("0123456789abcdef0123")
 	want.Auth.AllowedHosts = []string{"till-7.shop.lan"}
 	want.Log.File = logFile
 	require.Equal(t, want, cfg)
@@ -185,19 +168,19 @@ Keep = "me"
 		"RECEIPTD_UPSTREAM_HEADERS_=ignored",
 	})
 	require.NoError(t, err)
-	require.Equal(t, "s3cret-s3cret-s3cret", cfg.Auth.Token)
-	require.Equal(t, map[string]string{"X-Api-Key": "from-env", "Keep": "me"}, cfg.Upstream.Headers)
-	require.Equal(t, map[string]string{"X-Gateway": "gw"}, cfg.Upstream.LookupHeaders)
+	require.Equal(t, "s3cret-s3cret-s3cret", cfg.Auth.Token.Reveal())
+	require.Equal(t, map[string]string{"X-Api-Key": "from-env", "Keep": "me"}, RevealAll(cfg.Upstream.Headers))
+	require.Equal(t, map[string]string{"X-Gateway": "gw"}, RevealAll(cfg.Upstream.LookupHeaders))
 
 	withFileToken := writeConfig(t, "[auth]\ntoken = \"from-the-file-0123\"\n")
 	cfg, err = load(withFileToken, []string{"RECEIPTD_AUTH_TOKEN="})
 	require.NoError(t, err)
-	require.Equal(t, "from-the-file-0123", cfg.Auth.Token, "an empty variable keeps the file's token")
+	require.Equal(t, "from-the-file-0123", cfg.Auth.Token.Reveal(), "an empty variable keeps the file's token")
 
 	t.Setenv(EnvAuthToken, "through-the-real-environment")
 	cfg, err = Load(path)
 	require.NoError(t, err)
-	require.Equal(t, "through-the-real-environment", cfg.Auth.Token)
+	require.Equal(t, "through-the-real-environment", cfg.Auth.Token.Reveal())
 }
 
 func TestLoadMissingFile(t *testing.T) {
@@ -323,7 +306,7 @@ func TestLoopbackListenNeedsNoToken(t *testing.T) {
 	}
 	cfg := Default()
 	cfg.Listen = "[::]:7080"
-	cfg.Auth.Token = "a-long-enough-token"
+	cfg.Auth.Token = NewSecret("a-long-enough-token")
 	require.NoError(t, cfg.Validate())
 	cfg.Listen, cfg.ListenUnix = "", "/run/receiptd/receiptd.sock"
 	require.NoError(t, cfg.Validate())

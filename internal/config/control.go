@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -22,26 +21,26 @@ type Control struct {
 	// OpAMPURL is the head office's OpAMP server: ws:// or wss:// for
 	// WebSocket, http:// or https:// for HTTP polling. Empty (the default)
 	// turns the channel off. Anything but loopback must be wss or https.
-	OpAMPURL string `toml:"opamp_url"`
+	OpAMPURL string `toml:"opamp_url" change:"local"`
 	// Headers are set on every request to OpAMPURL (say Authorization).
 	// Never nil after Default or Load.
-	Headers map[string]string `toml:"headers"`
+	Headers map[string]Secret `toml:"headers" change:"local"`
 	// CAFile is a PEM file of CAs trusted besides the system's.
-	CAFile string `toml:"ca_file"`
+	CAFile string `toml:"ca_file" change:"local"`
 	// Proxy is an http, https or socks5 URL; empty: the environment's
 	// HTTPS_PROXY / HTTP_PROXY.
-	Proxy string `toml:"proxy"`
+	Proxy string `toml:"proxy" change:"local"`
 	// PollEvery is the time between two polls over HTTP (and between two
 	// heartbeats over WebSocket); at least 1s.
-	PollEvery Duration `toml:"poll_every"`
+	PollEvery Duration `toml:"poll_every" change:"local"`
 	// Allow lists the sections ("accept") and keys ("accept.wait") a
 	// remote fragment may set. Never nil after Default or Load. The keys
 	// of NeverRemote can never be listed; "upstream" only by the till's own
 	// file, which is the only place Allow is read from.
-	Allow []string `toml:"allow"`
+	Allow []string `toml:"allow" change:"local"`
 	// RollbackAfter is how long a remote configuration has to make the
 	// daemon ready before the last good one comes back; at least 1s.
-	RollbackAfter Duration `toml:"rollback_after"`
+	RollbackAfter Duration `toml:"rollback_after" change:"local"`
 }
 
 // Enabled reports whether the channel is on.
@@ -50,8 +49,11 @@ func (c Control) Enabled() bool { return c.OpAMPURL != "" }
 // NeverRemote are the keys a remote fragment can never set, whatever
 // control.allow says: where the till listens and who may call it, where
 // its receipts are, and the channel itself (a head office could otherwise
-// lock itself out, or open the till's API to the network).
-var NeverRemote = []string{"listen", "listen_unix", "data_dir", "auth", "control"}
+// lock itself out, or open the till's API to the network). It is read
+// from the change tags of Config (a table whose keys are all the till's
+// own is listed whole): "listen", "listen_unix", "data_dir", "auth",
+// "control".
+var NeverRemote = neverRemoteKeys()
 
 // DefaultAllow is control.allow's default: every section a head office
 // tunes across a chain, and none that says where a till's data or
@@ -60,7 +62,7 @@ var DefaultAllow = []string{"accept", "sync", "alerts", "posapi", "fleet", "back
 
 func defaultControl() Control {
 	return Control{
-		Headers:       map[string]string{},
+		Headers:       map[string]Secret{},
 		PollEvery:     Dur(30 * time.Second),
 		Allow:         slices.Clone(DefaultAllow),
 		RollbackAfter: Dur(60 * time.Second),
@@ -78,14 +80,7 @@ func (c Control) check(ch *checker) {
 		}
 	}
 	checkHeaders(ch, "control.headers", c.Headers)
-	if c.CAFile != "" {
-		if _, err := os.Stat(c.CAFile); err != nil {
-			ch.add("control.ca_file", "cannot be read: %v", err)
-		}
-	}
-	if c.Proxy != "" {
-		checkURL(ch, "control.proxy", c.Proxy, "http", "https", "socks5")
-	}
+	checkTransport(ch, "control", c.CAFile, c.Proxy)
 	if c.PollEvery.Duration < time.Second {
 		ch.add("control.poll_every", "must be at least 1s, not %s", c.PollEvery)
 	}

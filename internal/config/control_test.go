@@ -43,7 +43,7 @@ X-Chain = "north"
 	require.Equal(t, 10*time.Second, c.PollEvery.Duration)
 	require.Equal(t, 2*time.Minute, c.RollbackAfter.Duration)
 	require.Equal(t, []string{"accept", "upstream.timeout"}, c.Allow)
-	require.Equal(t, map[string]string{"X-Chain": "north", "Authorization": "Bearer from-env"}, c.Headers)
+	require.Equal(t, map[string]string{"X-Chain": "north", "Authorization": "Bearer from-env"}, RevealAll(c.Headers))
 	require.False(t, Default().Control.Enabled(), "off by default")
 
 	for _, loop := range []string{"ws://127.0.0.1:4320/v1/opamp", "http://localhost:4320/v1/opamp", "ws://[::1]:1/"} {
@@ -130,7 +130,7 @@ func TestMergeAccepted(t *testing.T) {
 	require.Equal(t, QueuedAnswerError, m.Config.Accept.QueuedAnswer)
 	require.Equal(t, 3*time.Second, m.Config.Accept.Wait.Duration, "the own file's value stays")
 	require.Equal(t, map[string]string{"shop": "017", "group": "north"}, m.Config.Fleet.Labels, "tables merge")
-	require.Equal(t, "Bearer env", m.Config.Fleet.Headers["Authorization"], "the environment still applies")
+	require.Equal(t, "Bearer env", m.Config.Fleet.Headers["Authorization"].Reveal(), "the environment still applies")
 	require.Equal(t, []string{"accept.queued_answer", "fleet.labels.group"}, m.RemoteKeys)
 	require.Len(t, m.Hash, 64)
 

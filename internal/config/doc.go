@@ -15,6 +15,13 @@
 // EnvAuthToken, EnvUpstreamHeaderPrefix, EnvLookupHeaderPrefix,
 // EnvFleetHeaderPrefix and EnvControlHeaderPrefix.
 //
+// A value that must not be shown (auth.token, auth.metrics_token, every
+// header value) is a Secret: it prints, logs and marshals as "(set)", and
+// only Reveal gives it, where it goes on the wire. How each key may change
+// (only by a restart, in place from the till's own file, or also by a head
+// office) is its field's change tag; RestartChanges and NeverRemote are
+// read from it.
+//
 // Merge lays a head office's remote fragment ([control]) over a till's own
 // file, refused whole, with the fragment's lines, when it does not
 // validate or sets a key outside control.allow or in NeverRemote.

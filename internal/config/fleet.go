@@ -2,7 +2,6 @@ package config
 
 import (
 	"maps"
-	"os"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -19,25 +18,25 @@ const EnvFleetHeaderPrefix = "RECEIPTD_FLEET_HEADERS_"
 type Fleet struct {
 	// RemoteWriteURL is the head office's remote-write endpoint; empty
 	// (the default) turns the push off.
-	RemoteWriteURL string `toml:"remote_write_url"`
+	RemoteWriteURL string `toml:"remote_write_url" change:"remote"`
 	// Interval is the time between samples; at least 1s.
-	Interval Duration `toml:"interval"`
+	Interval Duration `toml:"interval" change:"remote"`
 	// Labels are added to every series pushed (shop = "017", till = "2");
 	// "instance" among them replaces the host name. Never nil after
 	// Default or Load.
-	Labels map[string]string `toml:"labels"`
+	Labels map[string]string `toml:"labels" change:"remote"`
 	// Headers are set on every push (say Authorization). Never nil after
 	// Default or Load.
-	Headers map[string]string `toml:"headers"`
+	Headers map[string]Secret `toml:"headers" change:"remote"`
 	// CAFile is a PEM file of CAs trusted besides the system's.
-	CAFile string `toml:"ca_file"`
+	CAFile string `toml:"ca_file" change:"remote"`
 	// Proxy is an http, https or socks5 URL; empty: the environment's
 	// HTTPS_PROXY / HTTP_PROXY.
-	Proxy string `toml:"proxy"`
+	Proxy string `toml:"proxy" change:"remote"`
 	// Buffer is the oldest unsent sample kept on disk while the head
 	// office does not answer; BufferMB bounds the buffer's files (MiB).
-	Buffer   Duration `toml:"buffer"`
-	BufferMB int      `toml:"buffer_mb"`
+	Buffer   Duration `toml:"buffer" change:"remote"`
+	BufferMB int      `toml:"buffer_mb" change:"remote"`
 }
 
 // Enabled reports whether the push is on.
@@ -51,7 +50,7 @@ func defaultFleet() Fleet {
 	return Fleet{
 		Interval: Dur(60 * time.Second),
 		Labels:   map[string]string{},
-		Headers:  map[string]string{},
+		Headers:  map[string]Secret{},
 		Buffer:   Dur(168 * time.Hour),
 		BufferMB: 64,
 	}
@@ -78,14 +77,7 @@ func (f Fleet) check(ch *checker) {
 		}
 	}
 	checkHeaders(ch, "fleet.headers", f.Headers)
-	if f.CAFile != "" {
-		if _, err := os.Stat(f.CAFile); err != nil {
-			ch.add("fleet.ca_file", "cannot be read: %v", err)
-		}
-	}
-	if f.Proxy != "" {
-		checkURL(ch, "fleet.proxy", f.Proxy, "http", "https", "socks5")
-	}
+	checkTransport(ch, "fleet", f.CAFile, f.Proxy)
 }
 
 // labelProblem applies Prometheus's label rules: a name matches

@@ -48,6 +48,6 @@ X-Scope-OrgID = "chain"
 	require.Equal(t, 48*time.Hour, f.Buffer.Duration)
 	require.Equal(t, 16, f.BufferMB)
 	require.Equal(t, map[string]string{"shop": "017", "till": "2"}, f.Labels)
-	require.Equal(t, map[string]string{"X-Scope-OrgID": "chain", "Authorization": "Bearer from-env"}, f.Headers)
+	require.Equal(t, map[string]string{"X-Scope-OrgID": "chain", "Authorization": "Bearer from-env"}, RevealAll(f.Headers))
 	require.False(t, Default().Fleet.Enabled(), "off by default")
 }

@@ -35,7 +35,7 @@ level = "loud"
   line 7: sync.concurency: unknown key; did you mean sync.concurrency?
   line 8: sync.concurrency: must be a whole number, not the text "2" (remove the quotes)
   line 9: sync.timeout: unknown key; did you mean upstream.timeout?
-  line 12: upstream.headers.X-Key: must be text in quotes, not the number 1
+  line 12: upstream.headers.X-Key: must be text in quotes, not a number
   line 15: log.level: must be one of debug, info, warn, error, not "loud"`)
 	var ke *KeyError
 	require.ErrorAs(t, err, &ke)

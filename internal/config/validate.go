@@ -107,7 +107,7 @@ func (c Config) checkListen(ch *checker) {
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		ch.add("listen", "port %q must be a number from 0 to 65535", port)
 	}
-	if !isLoopback(host) && c.Auth.Token == "" {
+	if !isLoopback(host) && !c.Auth.Token.IsSet() {
 		ch.add("listen", "%q is not a loopback address: set auth.token (or %s) to listen on it", c.Listen, EnvAuthToken)
 	}
 }
@@ -163,13 +163,20 @@ func (u Upstream) check(ch *checker, listen string) {
 	}
 	checkHeaders(ch, "upstream.headers", u.Headers)
 	checkHeaders(ch, "upstream.lookup_headers", u.LookupHeaders)
-	if u.CAFile != "" {
-		if _, err := os.Stat(u.CAFile); err != nil {
-			ch.add("upstream.ca_file", "cannot be read: %v", err)
+	checkTransport(ch, "upstream", u.CAFile, u.Proxy)
+}
+
+// checkTransport is the one check of a section's ca_file and proxy
+// ([upstream], [fleet], [control]): a CA file that can be read, and a
+// proxy URL of http, https or socks5; each empty is not set.
+func checkTransport(ch *checker, section, caFile, proxy string) {
+	if caFile != "" {
+		if _, err := os.Stat(caFile); err != nil {
+			ch.add(section+".ca_file", "cannot be read: %v", err)
 		}
 	}
-	if u.Proxy != "" {
-		checkURL(ch, "upstream.proxy", u.Proxy, "http", "https", "socks5")
+	if proxy != "" {
+		checkURL(ch, section+".proxy", proxy, "http", "https", "socks5")
 	}
 }
 
@@ -218,7 +225,7 @@ func (p Paths) check(ch *checker) {
 	}
 }
 
-func checkHeaders(ch *checker, key string, headers map[string]string) {
+func checkHeaders(ch *checker, key string, headers map[string]Secret) {
 	seen := make(map[string]string, len(headers))
 	for _, name := range slices.Sorted(maps.Keys(headers)) {
 		value := headers[name]
@@ -229,7 +236,7 @@ func checkHeaders(ch *checker, key string, headers map[string]string) {
 		if !isToken(name) {
 			ch.add(key+"."+name, "is not a valid HTTP header name")
 		}
-		if strings.ContainsAny(value, "\r\n\x00") {
+		if strings.ContainsAny(value.Reveal(), "\r\n\x00") {
 			ch.add(key+"."+name, "value must not contain line breaks or NUL")
 		}
 	}
@@ -290,12 +297,7 @@ func (c Cache) check(ch *checker) {
 }
 
 func (a Auth) check(ch *checker) {
-	if a.Token != "" && len(a.Token) < minTokenLen {
-		ch.add("auth.token", "must be at least %d characters long", minTokenLen)
-	}
-	if strings.ContainsAny(a.Token, " \t\r\n") {
-		ch.add("auth.token", "must not contain spaces or line breaks")
-	}
+	checkToken(ch, "auth.token", a.Token)
 	a.checkMetricsToken(ch)
 	for i, h := range a.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ \t@") || strings.Contains(h, "://") {

@@ -197,7 +197,7 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 	}
 	header := http.Header{}
 	for k, v := range c.ctl.Headers {
-		header.Set(k, v)
+		header.Set(k, v.Reveal())
 	}
 	poll := c.ctl.PollEvery.Duration
 	return oc, types.StartSettings{

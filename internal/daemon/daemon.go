@@ -196,7 +196,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client)
 		Fleet: d.fleetState, Control: ctlStatus,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
-		Token: d.cfg.Auth.Token, MetricsToken: d.cfg.Auth.MetricsToken, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
+		Token: d.cfg.Auth.Token.Reveal(), MetricsToken: d.cfg.Auth.MetricsToken.Reveal(), AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
 		UnsentWarn: d.cfg.Alerts.UnsentWarn.Duration, UnsentCritical: d.cfg.Alerts.UnsentCritical.Duration,
 		Version: version, ShutdownTimeout: d.cfg.ShutdownTimeout.Duration,
 		// While the tax service is down the worker probes at most
@@ -211,7 +211,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client)
 // or, given lns, serves on those (after the same check of the token).
 func (d *Daemon) listen(lns []net.Listener) error {
 	if d.cfg.Listen != "" {
-		if err := api.CheckListen(d.cfg.Listen, d.cfg.Auth.Token); err != nil {
+		if err := api.CheckListen(d.cfg.Listen, d.cfg.Auth.Token.Reveal()); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/api"
+	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/fleet"
 	"github.com/receiptd/receiptd/internal/metrics"
 )
@@ -30,7 +31,7 @@ func (d *Daemon) newFleet(m *metrics.Metrics) error {
 	host, _ := os.Hostname() // an unknown host name leaves instance to [fleet.labels]
 	d.fleet, err = fleet.New(fleet.Config{
 		URL: f.RemoteWriteURL, Interval: f.Interval.Duration, Labels: f.Labels, Instance: host,
-		Headers: f.Headers, Client: client, Dir: filepath.Join(d.cfg.DataDir, FleetDir),
+		Headers: config.RevealAll(f.Headers), Client: client, Dir: filepath.Join(d.cfg.DataDir, FleetDir),
 		Buffer: f.Buffer.Duration, BufferBytes: int64(f.BufferMB) << 20,
 	}, m, d.log)
 	if err != nil {

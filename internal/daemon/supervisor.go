@@ -266,7 +266,7 @@ func (s *Supervisor) Apply(ctx context.Context, cfg config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("apply config: %w", err)
 	}
-	if err := fixedKeys(oldCfg, cfg); err != nil {
+	if err := config.RestartChanges(oldCfg, cfg); err != nil {
 		return fmt.Errorf("apply config: %w", err)
 	}
 	if reflect.DeepEqual(oldCfg, cfg) {
@@ -407,23 +407,6 @@ func (s *Supervisor) waitReady(ctx, runCtx context.Context, in *instance) error 
 		case <-tick.C:
 		}
 	}
-}
-
-// fixedKeys refuses a change to what only a restart can change: the
-// listeners are bound once, and the data directory is where the
-// instance's own files are.
-func fixedKeys(old, cfg config.Config) error {
-	for _, k := range []struct{ key, old, new string }{
-		{"data_dir", old.DataDir, cfg.DataDir},
-		{"listen", old.Listen, cfg.Listen},
-		{"listen_unix", old.ListenUnix, cfg.ListenUnix},
-	} {
-		if k.old != k.new {
-			return fmt.Errorf("%s: cannot change while receiptd runs (from %q to %q); change it in the till's own file and restart receiptd",
-				k.key, k.old, k.new)
-		}
-	}
-	return nil
 }
 
 // Ready is nil when d serves requests and keeps its promises: Run has

@@ -93,7 +93,7 @@ func Run(ctx context.Context, out io.Writer, log *zap.Logger, o Options, start f
 	if err := os.WriteFile(sample, SampleReceipt("000001"), 0o600); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	PrintHelp(out, Banner{API: d.URL(), Sim: s.URL(), Sample: sample, Token: cfg.Auth.Token, Outage: o.Outage, OutageAfter: o.OutageAfter})
+	PrintHelp(out, Banner{API: d.URL(), Sim: s.URL(), Sample: sample, Token: cfg.Auth.Token.Reveal(), Outage: o.Outage, OutageAfter: o.OutageAfter})
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -101,7 +101,7 @@ func Run(ctx context.Context, out io.Writer, log *zap.Logger, o Options, start f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &apiclient.Client{Base: d.URL(), Token: cfg.Auth.Token, HTTP: demoHTTP}
+			c := &apiclient.Client{Base: d.URL(), Token: cfg.Auth.Token.Reveal(), HTTP: demoHTTP}
 			outageLoop(ctx, log.Named("demo"), s, c, o)
 		}()
 	}

@@ -24,6 +24,7 @@ func TestWriteConfigRoundTrips(t *testing.T) {
 	cfg.Listen = "127.0.0.1:7999"
 	cfg.Sync.Concurrency = 3
 	cfg.Sync.MinBackoff = config.Dur(50 * time.Millisecond)
+	cfg.Auth.Token = config.NewSecret("a-token-written-in-clear")
 	path := filepath.Join(t.TempDir(), "c.toml")
 	require.NoError(t, harness.WriteConfig(path, cfg))
 	got, err := config.Load(path)

@@ -161,8 +161,8 @@ func (p *Process) ready(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	if p.cfg.Auth.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+p.cfg.Auth.Token)
+	if p.cfg.Auth.Token.IsSet() {
+		req.Header.Set("Authorization", "Bearer "+p.cfg.Auth.Token.Reveal())
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
