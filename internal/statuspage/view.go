@@ -67,6 +67,9 @@ type upstreamView struct {
 	// Past marks an error from before the tax service answered again.
 	Problem, Raw, RawAt string
 	Past                bool
+	// Attention: the tax service is out of reach, and its item in Needs
+	// attention says why and what to do.
+	Attention bool
 }
 
 type ageingView struct {
@@ -137,7 +140,11 @@ func upstreamOf(d Data) upstreamView {
 	}
 	verb := "up"
 	if !d.UpstreamUp {
-		u.Level, u.Symbol, u.Headline = levelCritical, "✗", "Unreachable"
+		u.Level, u.Symbol, u.Headline, u.Attention = levelCritical, "✗", "Unreachable", true
+		if !outageCritical(d) {
+			// The card says what its item in Needs attention says.
+			u.Level, u.Symbol = levelWarn, "⚠"
+		}
 		verb = "down"
 	}
 	if d.UpstreamSince.IsZero() {
