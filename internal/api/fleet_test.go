@@ -44,6 +44,21 @@ func TestFleetFailureReachesThePage(t *testing.T) {
 	require.ElementsMatch(t, []string{"enabled", "lastSuccess", "bufferedSamples", "oldestBuffered", "droppedSamples"}, slices.Collect(maps.Keys(f)))
 }
 
+// TestControlStateReachesThePage: the channel's failure and its start
+// reach the page's Head office section (one reading of the channel), and
+// /receiptd/status's control keeps the contract's keys.
+func TestControlStateReachesThePage(t *testing.T) {
+	since := time.Now().Add(-time.Minute)
+	e := newEnv(t, envOpts{noWorker: true, control: func() control.Status {
+		return control.Status{URL: "wss://hq.example/v1/opamp", Started: since,
+			LastError: "the head office refused the connection: invalid response from server: 401", FailingSince: since}
+	}})
+	page := string(e.do(http.MethodGet, "/", "").body)
+	require.Regexp(t, `id="control"><span aria-hidden="true">✗</span> Not connected to the head office&#39;s management server \(OpAMP, wss://hq.example/v1/opamp\): failing since [0-9:]+ UTC, 1m ago \(the head office refused the connection: invalid response from server: 401\)`, page)
+	c := e.do(http.MethodGet, "/receiptd/status", "").json(t)["control"].(map[string]any)
+	require.ElementsMatch(t, []string{"url", "connected", "lastContact", "remoteConfig"}, slices.Collect(maps.Keys(c)))
+}
+
 // TestStatusControl: /receiptd/status always has "control", with the
 // contract's keys; off, its url is empty and its times null.
 func TestStatusControl(t *testing.T) {

@@ -55,6 +55,7 @@ type view struct {
 	Offline   *offlineView
 	Backup    backupView
 	Fleet     *fleetView
+	Control   *controlView
 	PosAPI    *newsView
 	Shared    *sharedView
 }
@@ -120,6 +121,7 @@ func newView(d Data) view {
 	v.Offline = offlineOf(d)
 	v.Backup = backupOf(d)
 	v.Fleet = fleetOf(d)
+	v.Control = controlOf(d)
 	v.PosAPI = posapiNews(d)
 	v.Shared = sharedOf(d)
 	return v
