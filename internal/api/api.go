@@ -116,6 +116,11 @@ type Options struct {
 	// read the log (statuspage.Data's fields of the same names).
 	LogFile     string
 	LogTerminal bool
+	// OutageCritical is alerts.outage_critical_after: how long the tax
+	// service may be out of reach before the page's card and
+	// /receiptd/status's alert are critical (a warning until then); zero:
+	// 15 minutes.
+	OutageCritical time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -133,6 +138,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.UnsentCritical <= 0 {
 		o.UnsentCritical = 72 * time.Hour
+	}
+	if o.OutageCritical <= 0 {
+		o.OutageCritical = 15 * time.Minute
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout

@@ -41,6 +41,7 @@ type envOpts struct {
 	metrics   bool // GET /metrics serves a real registry
 	control   func() control.Status
 	warmth    func() cache.Warmth
+	fleet     func() api.FleetState
 }
 
 // env is the whole stack of the end-to-end tests: the simulator as the
@@ -90,7 +91,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.metrics {
 		deps.Metrics = metrics.New()
 	}
-	deps.Control, deps.Warmth = o.control, o.warmth
+	deps.Control, deps.Warmth, deps.Fleet = o.control, o.warmth, o.fleet
 	if o.realCache {
 		c, err := cache.New(context.Background(), st, cl, cache.Config{}, log, nil)
 		require.NoError(t, err)

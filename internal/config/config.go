@@ -175,10 +175,14 @@ type CacheRefresh struct {
 	StockQr        Duration `toml:"stock_qr" change:"remote"`
 }
 
-// Alerts are the ageing thresholds of the oldest unsent entry.
+// Alerts are the ageing thresholds of the oldest unsent entry, and how
+// long the tax service may be out of reach before that is critical (a
+// warning until then; the shipped rule ReceiptdTaxServiceDown waits as
+// long).
 type Alerts struct {
-	UnsentWarn     Duration `toml:"unsent_warn" change:"remote"`
-	UnsentCritical Duration `toml:"unsent_critical" change:"remote"`
+	UnsentWarn          Duration `toml:"unsent_warn" change:"remote"`
+	UnsentCritical      Duration `toml:"unsent_critical" change:"remote"`
+	OutageCriticalAfter Duration `toml:"outage_critical_after" change:"remote"`
 }
 
 // Retention is how long finished entries are kept.
@@ -240,7 +244,7 @@ func Default() Config {
 			MaxAmbiguous: 3,
 		},
 		Cache:     defaultCache(),
-		Alerts:    Alerts{UnsentWarn: Dur(24 * time.Hour), UnsentCritical: Dur(72 * time.Hour)},
+		Alerts:    Alerts{UnsentWarn: Dur(24 * time.Hour), UnsentCritical: Dur(72 * time.Hour), OutageCriticalAfter: Dur(15 * time.Minute)},
 		Retention: Retention{Keep: Dur(2160 * time.Hour), PruneInterval: Dur(time.Hour)},
 		Backup:    defaultBackup(),
 		Fleet:     defaultFleet(),

@@ -81,7 +81,7 @@ func TestLeafKeysSeesNestedKeys(t *testing.T) {
 	require.Contains(t, keys, "upstream.paths.classification")
 	require.Contains(t, keys, "cache.refresh.info")
 	require.Contains(t, keys, "upstream.headers")
-	require.Len(t, keys, 87) // 60 + 8 [posapi] + 3 [backup] + 9 [fleet] + 7 [control]
+	require.Len(t, keys, 88) // 60 + 8 [posapi] + 3 [backup] + 9 [fleet] + 7 [control] + alerts.outage_critical_after
 }
 
 // requireRefused requires a file holding text to be refused as a config
@@ -266,6 +266,7 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"no cache entries", "[cache]\nmax_entries = 0\n", "cache.max_entries: must be at least 1"},
 		{"warn after critical", "[alerts]\nunsent_warn = \"96h\"\n", "alerts.unsent_warn: must not be longer than alerts.unsent_critical"},
 		{"zero critical", "[alerts]\nunsent_warn = \"0s\"\nunsent_critical = \"0s\"\n", "alerts.unsent_critical: must be longer than 0"},
+		{"zero outage grace", "[alerts]\noutage_critical_after = \"0s\"\n", "alerts.outage_critical_after: must be longer than 0"},
 		{"zero keep", "[retention]\nkeep = \"0s\"\n", "retention.keep: must be longer than 0"},
 		{"zero prune_interval", "[retention]\nprune_interval = \"0s\"\n", "retention.prune_interval: must be longer than 0"},
 		{"short token", "[auth]\ntoken = \"abc\"\n", "auth.token: must be at least 16 characters"},

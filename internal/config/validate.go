@@ -82,6 +82,7 @@ func (c Config) Validate() error {
 		ch.add("alerts.unsent_warn", "must not be longer than alerts.unsent_critical (%s)", c.Alerts.UnsentCritical)
 	}
 	ch.positive("alerts.unsent_critical", c.Alerts.UnsentCritical)
+	ch.positive("alerts.outage_critical_after", c.Alerts.OutageCriticalAfter)
 	ch.positive("retention.keep", c.Retention.Keep)
 	ch.positive("retention.prune_interval", c.Retention.PruneInterval)
 	c.Backup.check(&ch, c.DataDir)

@@ -28,6 +28,14 @@ func (c *Client) callbacks() types.Callbacks {
 			c.mu.Lock()
 			was, first := c.connected, !c.triedOnce
 			c.connected, c.triedOnce = false, true
+			// A refused WebSocket handshake fails twice, around the log
+			// line with its status (refused): keep the status.
+			if !(err.Error() == "websocket: bad handshake" && strings.HasPrefix(c.status.LastError, refusedPrefix)) {
+				c.status.LastError = err.Error()
+			}
+			if c.status.FailingSince.IsZero() {
+				c.status.FailingSince = time.Now().UTC()
+			}
 			c.mu.Unlock()
 			switch {
 			case was:
@@ -57,6 +65,7 @@ func (c *Client) contact(ok bool) {
 	was := c.connected
 	c.connected, c.triedOnce = ok, true
 	c.status.LastContact = time.Now().UTC()
+	c.status.LastError, c.status.FailingSince = "", time.Time{}
 	c.mu.Unlock()
 	if ok && !was {
 		c.log.Info("connected to the head office")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -168,7 +169,7 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 	if err != nil {
 		return nil, types.StartSettings{}, fmt.Errorf("control: control.opamp_url: %w", err)
 	}
-	logger := opampLogger{c.log.Sugar()}
+	logger := opampLogger{l: c.log.Sugar(), refused: c.refused}
 	var oc client.OpAMPClient
 	if u.Scheme == "ws" || u.Scheme == "wss" {
 		oc = client.NewWebSocket(logger)
@@ -246,10 +247,37 @@ func (c *Client) health() Health {
 // opampLogger sends opamp-go's messages to zap at debug level: it logs
 // every failed attempt of an offline till as an error, and the channel's
 // own log lines (connected, lost, each fragment's fate) say what matters.
-type opampLogger struct{ l *zap.SugaredLogger }
+// A server's refusal (an HTTP status that is not retried, the status of a
+// refused WebSocket handshake) reaches no callback of opamp-go, only its
+// log: refused is told of it, for Status.
+type opampLogger struct {
+	l       *zap.SugaredLogger
+	refused func(msg string)
+}
 
 func (l opampLogger) Debugf(_ context.Context, format string, v ...any) { l.l.Debugf(format, v...) }
-func (l opampLogger) Errorf(_ context.Context, format string, v ...any) { l.l.Debugf(format, v...) }
+func (l opampLogger) Errorf(_ context.Context, format string, v ...any) {
+	l.l.Debugf(format, v...)
+	msg := fmt.Sprintf(format, v...)
+	if strings.HasPrefix(msg, "invalid response from server") || strings.HasPrefix(msg, "Server responded with status=") {
+		l.refused(msg)
+	}
+}
+
+// refusedPrefix begins a LastError that is the server's refusal.
+const refusedPrefix = "the head office refused the connection: "
+
+// refused records the server's refusal of the till as the channel's
+// failure.
+func (c *Client) refused(msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.connected = false
+	c.status.LastError = refusedPrefix + msg
+	if c.status.FailingSince.IsZero() {
+		c.status.FailingSince = time.Now().UTC()
+	}
+}
 
 // Stats is Status in the shape of metrics.ControlStats:
 // m.WatchControl(client.Stats).

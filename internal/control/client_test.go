@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +23,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/control"
 	"github.com/receiptd/receiptd/internal/control/controltest"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 const (
@@ -372,4 +375,43 @@ func TestClientSendsWhatChangedAfterTheFirstReport(t *testing.T) {
 		}
 	})
 	agent(t, srv, tl.client.InstanceUID(), func(a controltest.Agent) bool { return a.Attr("posNo") == "POS-42" })
+}
+
+// Issue 40, item 3: Status says why the channel is not connected and
+// since when, from the first failed attempt (nothing listening; a server
+// that refuses the till, HTTP 401), and forgets it once the server
+// answers, so the status page tells connecting, refused and connected
+// apart from the start.
+func TestClientStatusSaysWhyItIsNotConnected(t *testing.T) {
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "bad token", http.StatusUnauthorized)
+	}))
+	t.Cleanup(refusing.Close)
+	for _, tc := range []struct{ name, url, want string }{
+		{"nothing listening", "ws://" + testkit.ClosedAddr(t) + "/v1/opamp", "refused"},
+		{"refused, http polling", refusing.URL + "/v1/opamp", "401"},
+		{"refused, websocket", "ws://" + refusing.Listener.Addr().String() + "/v1/opamp", "401"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := startTill(t, tc.url)
+			require.Eventually(t, func() bool { return strings.Contains(tl.client.Status().LastError, tc.want) }, 10*time.Second, 20*time.Millisecond)
+			st := tl.client.Status()
+			require.False(t, st.FailingSince.IsZero())
+			require.True(t, st.LastContact.IsZero())
+			require.False(t, st.Connected)
+		})
+	}
+
+	srv := controltest.Start(t)
+	tl := startTill(t, srv.WSURL())
+	require.Eventually(t, func() bool { return tl.client.Status().Connected }, 10*time.Second, 20*time.Millisecond)
+	srv.Stop()
+	require.Eventually(t, func() bool { return tl.client.Status().LastError != "" }, 10*time.Second, 50*time.Millisecond)
+	since := tl.client.Status().FailingSince
+	require.False(t, since.IsZero())
+	srv.Restart(t)
+	require.Eventually(t, func() bool { return tl.client.Status().Connected }, 20*time.Second, 50*time.Millisecond)
+	st := tl.client.Status()
+	require.Empty(t, st.LastError, "an answer clears the failure")
+	require.True(t, st.FailingSince.IsZero())
 }

@@ -48,6 +48,14 @@ type Status struct {
 	// Started is when the client was made: "not reached for a day" counts
 	// from it when the server has not answered since.
 	Started time.Time `json:"-"`
+	// LastError is why the last attempt to reach the server failed (no
+	// answer, a refusal such as HTTP 401); "" once it answers again, and
+	// before the first attempt ends. FailingSince is the first failed
+	// attempt since the last answer (zero: none): with LastContact and
+	// Connected, the status page tells connecting, connected and refused
+	// apart from the start.
+	LastError    string    `json:"-"`
+	FailingSince time.Time `json:"-"`
 }
 
 // StartConfig is the configuration a daemon starts with: the till's own

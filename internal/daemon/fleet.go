@@ -58,5 +58,5 @@ func fleetTimeout(interval time.Duration) time.Duration {
 func (d *Daemon) fleetState() api.FleetState {
 	s := d.fleet.Status()
 	return api.FleetState{Enabled: s.Enabled, LastSuccess: s.LastSuccess, BufferedSamples: s.BufferedSamples,
-		OldestBuffered: s.OldestBuffered, DroppedSamples: s.Dropped}
+		OldestBuffered: s.OldestBuffered, DroppedSamples: s.Dropped, LastError: s.LastError, FailingSince: s.FailingSince}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,4 +231,33 @@ func TestPushLogsStartFirstSuccessAndEveryChange(t *testing.T) {
 		require.Contains(t, got[i], w, "line %d of %q", i, got)
 	}
 	require.Len(t, e.logs.FilterMessageSnippet("first fleet samples").All(), 1, "the first success once only")
+}
+
+// Issue 40, item 3: Status says why the pushes fail and since when (the
+// first failure after the last success, kept through the retries), so
+// the status page never says the head office receives figures it does
+// not; an accepted push clears both, and a refusal (4xx) is a failure too.
+func TestStatusSaysWhyPushesFail(t *testing.T) {
+	var code atomic.Int32
+	code.Store(http.StatusServiceUnavailable)
+	r := fleettest.New(t, func(int) int { return int(code.Load()) })
+	e := startPusher(t, r.URL, t.TempDir(), nil)
+	require.Eventually(t, func() bool { return e.p.Status().LastError != "" }, 5*time.Second, 10*time.Millisecond)
+	st := e.p.Status()
+	require.Contains(t, st.LastError, "HTTP 503")
+	require.False(t, st.FailingSince.IsZero())
+	require.True(t, st.LastSuccess.IsZero())
+	since, requests := st.FailingSince, r.Requests()
+	require.Eventually(t, func() bool { return r.Requests() > requests }, 5*time.Second, 10*time.Millisecond, "a retry")
+	require.Equal(t, since, e.p.Status().FailingSince, "failing since the first failure, not the last retry")
+
+	code.Store(http.StatusNoContent)
+	require.Eventually(t, func() bool { return !e.p.Status().LastSuccess.IsZero() }, 10*time.Second, 10*time.Millisecond)
+	st = e.p.Status()
+	require.Empty(t, st.LastError)
+	require.True(t, st.FailingSince.IsZero())
+
+	code.Store(http.StatusUnauthorized)
+	require.Eventually(t, func() bool { return e.p.Status().LastError != "" }, 5*time.Second, 10*time.Millisecond)
+	require.Contains(t, e.p.Status().LastError, "refused the samples: HTTP 401")
 }
