@@ -220,7 +220,9 @@ func TestReserveRefusal(t *testing.T) {
 
 func TestObserveInfo(t *testing.T) {
 	t.Parallel()
-	w := New(nil, Config{}, nil, nil)
+	// An hour after the lastSentDate below, which is UB time (UTC+8).
+	now := time.Date(2026, 1, 28, 8, 3, 27, 0, time.UTC)
+	w := New(nil, Config{Now: func() time.Time { return now }}, nil, nil)
 	require.ErrorIs(t, w.ObserveInfo([]byte(`{"lastSentDate":"2026-01-28 15:03:27"}`)), ErrNoReserve)
 	require.Error(t, w.ObserveInfo([]byte(`{"leftLotteries":"many"}`)))
 	require.ErrorIs(t, w.ObserveInfo([]byte(`{"leftLotteries":1.5}`)), ErrNoReserve)
@@ -231,6 +233,7 @@ func TestObserveInfo(t *testing.T) {
 	require.EqualValues(t, 19992, *st.LeftLotteries)
 	require.Equal(t, "2026-01-28 15:03:27", *st.LastSentDate)
 	require.NotNil(t, st.LastSentAgeSeconds)
+	require.EqualValues(t, 3600, *st.LastSentAgeSeconds, "on the watcher's clock, not the machine's")
 	require.NoError(t, w.ObserveInfo([]byte(`{"leftLotteries":5,"lastSentDate":"not a date"}`)))
 	st = w.Status()
 	require.Equal(t, "not a date", *st.LastSentDate, "kept as written")
