@@ -36,6 +36,13 @@ var upgradeFixtures = []struct {
 	{"271721b", 3},
 }
 
+// keepFixtures is a [retention] section that keeps the fixtures' finished
+// entries on any day the test runs. They were accepted on 2026-11-26 and
+// 27; with the default keep (90 days) the daemon's first prune removes
+// them at start from late February 2027 on, and the sent and rejected
+// entries the test reads are gone (404).
+const keepFixtures = "[retention]\nkeep = \"876000h\"\n"
+
 // fixtureDir unpacks the data directory a release wrote into a new
 // directory and returns it.
 func fixtureDir(t *testing.T, release string) string {
@@ -101,7 +108,7 @@ func TestUpgradeFromEveryRelease(t *testing.T) {
 			up := sim.New(sim.Options{Seed: 7})
 			require.NoError(t, up.Start("127.0.0.1:0"))
 			defer up.Close()
-			d := startBinary(t, dir, up.URL())
+			d := startBinary(t, dir, up.URL(), keepFixtures)
 			var e4, e5 testkit.Entry
 			require.Eventually(t, func() bool {
 				e4, e5 = testkit.GetEntry(t, d.base, "Q000000000004"), testkit.GetEntry(t, d.base, "Q000000000005")

@@ -69,7 +69,9 @@ func TestTakeWritesACheckedSnapshot(t *testing.T) {
 }
 
 // TestPruneKeepsTheNewestAndNothingElseIsTouched: only names of the
-// snapshot pattern (and their .tmp leftovers) are removed.
+// snapshot pattern (and their .tmp leftovers) are removed. The new
+// snapshot is taken on 2026-01-05, after the others: on the wall clock,
+// any day before 2026-01-03 named it the oldest and pruned it.
 func TestPruneKeepsTheNewestAndNothingElseIsTouched(t *testing.T) {
 	dir := t.TempDir()
 	old := []string{"receiptd-20260101T000000Z.db", "receiptd-20260102T000000Z.db", "receiptd-20260103T000000Z.db"}
@@ -79,8 +81,10 @@ func TestPruneKeepsTheNewestAndNothingElseIsTouched(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "receiptd-20260104T000000Z.db.tmp"), []byte("x"), 0o600))
 	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 3), zap.NewNop())
+	backup.SetNow(s, func() time.Time { return time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC) })
 	r, err := s.Take(ctx)
 	require.NoError(t, err)
+	require.Equal(t, "receiptd-20260105T000000Z.db", filepath.Base(r.Path))
 
 	var left []string
 	des, err := os.ReadDir(dir)

@@ -64,6 +64,7 @@ func startPusher(t *testing.T, url, dir string, mod func(*Config)) *pushEnv {
 }
 
 func TestPushSendsReceiptdSeries(t *testing.T) {
+	t.Parallel()
 	r := fleettest.New(t, nil)
 	startPusher(t, r.URL, t.TempDir(), nil)
 	require.Eventually(t, func() bool { return len(r.Samples()) > 0 }, 5*time.Second, 10*time.Millisecond)
@@ -105,6 +106,7 @@ func TestPushSendsReceiptdSeries(t *testing.T) {
 // listener at all), samples wait on disk; once it answers, every interval
 // arrives, oldest first, with nothing missing.
 func TestStoreAndForward(t *testing.T) {
+	t.Parallel()
 	var down sync.Mutex
 	failing := true
 	r := fleettest.New(t, func(int) int {
@@ -165,6 +167,7 @@ func minKey(m map[int64]int) int64 {
 // TestRefusedBatchDropped: a 4xx other than 429 drops the request's
 // samples (counted), is logged once, and the push goes on.
 func TestRefusedBatchDropped(t *testing.T) {
+	t.Parallel()
 	r := fleettest.New(t, func(n int) int {
 		if n < 3 {
 			return http.StatusBadRequest
@@ -182,6 +185,7 @@ func TestRefusedBatchDropped(t *testing.T) {
 // TestUnsentSurvivesRestart: what the head office never accepted is sent
 // by the next run, and what it accepted is not sent again.
 func TestUnsentSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	accepting := fleettest.New(t, nil)
 	e := startPusher(t, accepting.URL, dir, nil)
@@ -212,6 +216,7 @@ func TestUnsentSurvivesRestart(t *testing.T) {
 // Issue 32, point 2: the push says when it starts, when it first works, and
 // every change between failing and working, in that order.
 func TestPushLogsStartFirstSuccessAndEveryChange(t *testing.T) {
+	t.Parallel()
 	r := fleettest.New(t, func(n int) int {
 		if n >= 1 && n <= 3 {
 			return http.StatusServiceUnavailable
