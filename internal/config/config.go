@@ -61,6 +61,11 @@ type Accept struct {
 	// and by total size (MiB); the oldest go first.
 	AnswerCount int `toml:"answer_count"`
 	AnswerMB    int `toml:"answer_mb"`
+	// SkipRules names rules of the tax service's that receiptd stops
+	// refusing at the till (receipt.AllRules; docs/pos-integration.md), for
+	// a rule the tax service drops before a release does; empty: every
+	// rule. Never nil after Default or Load.
+	SkipRules []string `toml:"skip_rules"`
 }
 
 // Values of Accept.QueuedAnswer.
@@ -225,6 +230,7 @@ func Default() Config {
 			AnswerTTL:    Dur(24 * time.Hour),
 			AnswerCount:  10000,
 			AnswerMB:     16,
+			SkipRules:    []string{},
 		},
 		Upstream: defaultUpstream(),
 		Sync: Sync{

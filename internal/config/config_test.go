@@ -98,7 +98,7 @@ func TestLeafKeysSeesNestedKeys(t *testing.T) {
 	require.Contains(t, keys, "upstream.paths.classification")
 	require.Contains(t, keys, "cache.refresh.info")
 	require.Contains(t, keys, "upstream.headers")
-	require.Len(t, keys, 87) // 60 + 8 [posapi] + 3 [backup] + 9 [fleet] + 7 [control]
+	require.Len(t, keys, 88) // 61 + 8 [posapi] + 3 [backup] + 9 [fleet] + 7 [control]
 }
 
 // requireRefused requires a file holding text to be refused as a config
