@@ -148,10 +148,10 @@ var rules = []*Rule{
 	present("payments[].status", false, desc("  - `status`*: string")),
 	oneOfRule("payments[].status", paymentStatuses, SourceDescription, iface("| PaymentStatus | PAID, PAY, REVERSED, ERROR |")),
 	present("payments[].paidAmount", false, desc("  - `paidAmount`*: number")),
-	present("payments[].data.terminalID", false, desc("    - `terminalID`*: string")),
-	present("payments[].data.rrn", false, desc("    - `rrn`*: string")),
-	present("payments[].data.maskedCardNumber", false, desc("    - `maskedCardNumber`*: string")),
-	present("payments[].data.easy", false, desc("    - `easy`*: boolean")),
+	cardData(present("payments[].data.terminalID", false, desc("    - `terminalID`*: string"))),
+	cardData(present("payments[].data.rrn", false, desc("    - `rrn`*: string"))),
+	cardData(present("payments[].data.maskedCardNumber", false, desc("    - `maskedCardNumber`*: string"))),
+	cardData(present("payments[].data.easy", false, desc("    - `easy`*: boolean"))),
 }
 
 // waivers are what the description demands and receiptd does not refuse.
@@ -175,6 +175,10 @@ func notes(text string) Cite { return Cite{File: notesFile, Quote: text} }
 func iface(text string) Cite { return Cite{File: ifaceFile, Quote: text} }
 
 func fixed(r *Rule) *Rule { r.Fixed = fixedKey; return r }
+
+// cardData is a field of PaymentCardData, checked only in the data of a
+// PAYMENT_CARD payment (schema.go's whenKey).
+func cardData(r *Rule) *Rule { r.Check = "present in the data of a PAYMENT_CARD payment"; return r }
 
 // nameOf is a rule's name: its path without the "[]", then what it checks.
 func nameOf(path, what string) string { return strings.ReplaceAll(path, "[]", "") + "." + what }
