@@ -104,7 +104,9 @@ var ruleCases = map[string]ruleCase{
 }
 
 // breakRule is testkit.Receipt(suffix) with c's change.
-func breakRule(t *testing.T, suffix string, c ruleCase) string {
+func breakRule(t *testing.T, suffix string, c ruleCase) string { return breakRuleOf(t, suffix, c) }
+
+func breakRuleOf(t testing.TB, suffix string, c ruleCase) string {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(testkit.Receipt(suffix)))
 	dec.UseNumber()
