@@ -61,10 +61,11 @@ const (
 	ifaceFile  = "tax-receipt-service-interface.md"
 )
 
-// Sources of a rule.
+// Sources of a rule: the vendor's description alone, the description and
+// the live service agreeing, or the live service where the description
+// says otherwise (it wins).
 const (
 	SourceDescription = "description"
-	SourceWorld       = "world"
 	SourceBoth        = "description and world"
 	SourceWorldWins   = "world, over the description"
 )
@@ -123,7 +124,7 @@ var rules = []*Rule{
 	present("receipts[].taxType", false, desc("  - `taxType`*: string")),
 	oneOfRule("receipts[].taxType", taxTypes, SourceWorldWins, notes("Accept both from the POS")),
 	present("receipts[].merchantTin", true, desc("  - `merchantTin`*: string")),
-	present("receipts[].items", true, desc("  - `items`*: array")),
+	withCite(present("receipts[].items", true, desc("  - `items`*: array")), notes("A sub-receipt's `items` must not be empty")),
 	{
 		Name: "receipts.totalVAT.vatable", Path: "receipts[].totalVAT", Check: "a number (or `totalVat`) when its taxType is VAT_ABLE",
 		Problem: vatProblem, Source: SourceWorldWins,
@@ -175,6 +176,8 @@ func notes(text string) Cite { return Cite{File: notesFile, Quote: text} }
 func iface(text string) Cite { return Cite{File: ifaceFile, Quote: text} }
 
 func fixed(r *Rule) *Rule { r.Fixed = fixedKey; return r }
+
+func withCite(r *Rule, c Cite) *Rule { r.Evidence = append(r.Evidence, c); return r }
 
 // cardData is a field of PaymentCardData, checked only in the data of a
 // PAYMENT_CARD payment (schema.go's whenKey).

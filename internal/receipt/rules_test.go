@@ -101,7 +101,7 @@ func TestRulesCiteTheReference(t *testing.T) {
 		require.Regexp(t, name, r.Name)
 		require.False(t, names[r.Name], "two rules named %s", r.Name)
 		names[r.Name] = true
-		require.Contains(t, []string{SourceDescription, SourceWorld, SourceBoth, SourceWorldWins}, r.Source, r.Name)
+		require.Contains(t, []string{SourceDescription, SourceBoth, SourceWorldWins}, r.Source, r.Name)
 		require.NotEmpty(t, r.Problem, r.Name)
 		require.NotEmpty(t, r.Check, r.Name)
 		check(r.Name, r.Evidence)
