@@ -16,6 +16,7 @@ import (
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
@@ -112,6 +113,9 @@ type Options struct {
 	// MaxConns caps the open connections of each listener Serve runs
 	// (max_connections); zero: DefaultMaxConns.
 	MaxConns int
+	// Rules are the tax service's rules POST /rest/receipt refuses by
+	// (accept.skip_rules switches some off); nil: every rule.
+	Rules *receipt.Rules
 	// LogFile and LogTerminal say where the status page sends a person to
 	// read the log (statuspage.Data's fields of the same names).
 	LogFile     string

@@ -62,7 +62,7 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c, err := receipt.ParseCreate(body)
+	c, err := s.o.Rules.ParseCreate(body)
 	if err != nil {
 		s.fail(w, "create", err)
 		return

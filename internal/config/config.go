@@ -66,6 +66,12 @@ type Accept struct {
 	// and by total size (MiB); the oldest go first.
 	AnswerCount int `toml:"answer_count" change:"remote"`
 	AnswerMB    int `toml:"answer_mb" change:"remote"`
+	// SkipRules names rules of the tax service's that receiptd stops
+	// refusing at the till (receipt.AllRules; docs/pos-integration.md), for
+	// a rule the tax service drops before a release does; empty: every
+	// rule. Never nil after Default or Load. A head office may set it, so
+	// a chain drops a rule on every till at once.
+	SkipRules []string `toml:"skip_rules" change:"remote"`
 }
 
 // Values of Accept.QueuedAnswer.
@@ -234,6 +240,7 @@ func Default() Config {
 			AnswerTTL:    Dur(24 * time.Hour),
 			AnswerCount:  10000,
 			AnswerMB:     16,
+			SkipRules:    []string{},
 		},
 		Upstream: defaultUpstream(),
 		Sync: Sync{

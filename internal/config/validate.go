@@ -147,6 +147,7 @@ func (a Accept) check(ch *checker) {
 	if a.AnswerMB < 1 || a.AnswerMB > maxAnswerMB {
 		ch.add("accept.answer_mb", "must be at least 1 and at most %d, not %d", maxAnswerMB, a.AnswerMB)
 	}
+	a.checkSkipRules(ch)
 }
 
 func (u Upstream) check(ch *checker, listen string) {

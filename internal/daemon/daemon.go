@@ -189,6 +189,10 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client)
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
+	rules, err := d.cfg.Accept.Rules()
+	if err != nil {
+		return nil, fmt.Errorf("accept.skip_rules: %w", err)
+	}
 	return api.New(api.Deps{
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
@@ -202,8 +206,8 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client)
 		// While the tax service is down the worker probes at most
 		// max_backoff apart: a POS asked to come back then finds news.
 		QueuedAnswer: d.cfg.Accept.QueuedAnswer, RetryAfter: d.cfg.Sync.MaxBackoff.Duration,
-		MaxConns: d.cfg.MaxConnections,
-		LogFile:  d.cfg.Log.File, LogTerminal: logsToTerminal(d.cfg.Log.File),
+		MaxConns: d.cfg.MaxConnections, Rules: rules,
+		LogFile: d.cfg.Log.File, LogTerminal: logsToTerminal(d.cfg.Log.File),
 	}), nil
 }
 
