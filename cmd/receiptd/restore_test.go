@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
@@ -50,7 +51,7 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 
 	// The old way, the backup copied over the database, is refused: it is
 	// an older copy and would send the 3 receipts again.
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 	raw, err := os.ReadFile(backup)
 	require.NoError(t, err)
 	require.NoError(t, os.Rename(db, db+".current"))
@@ -64,7 +65,7 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 	code, out, stderr = runCLI(t, "restore", "-config", d.cfg, backup)
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, out, "3 entries unsent in the backup are held")
-	require.FileExists(t, filepath.Join(dir, store.DBFile))
+	require.FileExists(t, layout.DB(dir))
 
 	d = startBinary(t, dir, up.URL())
 	// A new receipt is sent: the worker runs, and it would have sent the
@@ -108,15 +109,15 @@ func TestRestoreRefusesDamagedBackup(t *testing.T) {
 			dir := dataDirWith(t, 1)
 			bad := writeFile(t, "bad.db", content)
 			cfg := writeFile(t, "c.toml", dataDirConfig(dir))
-			before, err := os.ReadFile(filepath.Join(dir, store.DBFile))
+			before, err := os.ReadFile(layout.DB(dir))
 			require.NoError(t, err)
 			code, stdout, stderr := runCLI(t, "restore", "-config", cfg, bad)
 			require.Equal(t, exitFailure, code, stdout)
 			require.Contains(t, stderr, "does not open")
-			after, err := os.ReadFile(filepath.Join(dir, store.DBFile))
+			after, err := os.ReadFile(layout.DB(dir))
 			require.NoError(t, err)
 			require.Equal(t, before, after)
-			require.NoFileExists(t, filepath.Join(dir, store.DBFile+".restore.tmp"))
+			require.NoFileExists(t, filepath.Join(dir, layout.RestoreTemp))
 		})
 	}
 }
@@ -194,7 +195,7 @@ func TestRestoreAfterAKillKeepsWhatOnlyTheLogHeld(t *testing.T) {
 	code, out, stderr = runCLI(t, "restore", "-config", d.cfg, backup)
 	require.Equal(t, exitOK, code, stderr)
 	require.NotContains(t, out, "could not be applied")
-	kept, err := filepath.Glob(filepath.Join(dir, store.DBFile+".before-restore-*"))
+	kept, err := filepath.Glob(layout.KeptGlob(layout.DB(dir), layout.BeforeRestore))
 	require.NoError(t, err)
 	require.Len(t, kept, 1)
 	st, err := store.Open(kept[0], store.Options{})

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/layout"
 )
 
 // TestRestoreGivesFilesToDataDirOwner: run as root (as an operator does
@@ -21,14 +21,14 @@ func TestRestoreGivesFilesToDataDirOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to own files as another user")
 	}
-	src := filepath.Join(dataDirWith(t, 1), store.DBFile)
+	src := layout.DB(dataDirWith(t, 1))
 	dir := filepath.Join(t.TempDir(), "data")
 	require.NoError(t, os.Mkdir(dir, 0o750))
 	require.NoError(t, os.Chown(dir, nobody, nobody))
 	cfg := writeFile(t, "c.toml", dataDirConfig(dir))
 	code, _, stderr := runCLI(t, "restore", "-config", cfg, src)
 	require.Equal(t, exitOK, code, stderr)
-	for _, name := range []string{store.DBFile, store.MarkerFile} {
+	for _, name := range []string{layout.DBFile, layout.MarkerFile} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		require.NoError(t, err)
 		require.EqualValues(t, nobody, fi.Sys().(*syscall.Stat_t).Uid, name)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
@@ -84,7 +85,7 @@ func TestSalvageThenRun(t *testing.T) {
 	require.Contains(t, stderr, "stop it first")
 	d.stop()
 
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 	zeroEntriesRoot(t, db)
 	code, refused := runRefused(t, dataDirConfig(dir))
 	require.Equal(t, exitFailure, code, refused)
@@ -99,7 +100,7 @@ func TestSalvageThenRun(t *testing.T) {
 	t.Logf("receiptd salvage:\n%s", out)
 	require.Contains(t, string(out), "recovered 30 entries")
 	require.Contains(t, string(out), "10 unfinished entries are held")
-	kept, err := filepath.Glob(db + ".damaged-*")
+	kept, err := filepath.Glob(layout.KeptGlob(db, layout.Damaged))
 	require.NoError(t, err)
 	require.Len(t, kept, 1, "the damaged file is kept")
 

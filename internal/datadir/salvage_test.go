@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -51,13 +51,13 @@ func TestSalvageDir(t *testing.T) {
 		name: "nothing readable, no log",
 		damage: func(t *testing.T, db string) {
 			require.NoError(t, os.WriteFile(db, bytes.Repeat([]byte{0xAB}, 64<<10), 0o600))
-			require.NoError(t, os.RemoveAll(filepath.Join(filepath.Dir(db), "receiptd.wal")))
+			require.NoError(t, os.RemoveAll(layout.WAL(filepath.Dir(db))))
 		},
 		refused: "nothing could be read",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := crashedDataDir(t, 20, 10)
-			db := filepath.Join(dir, store.DBFile)
+			db := layout.DB(dir)
 			tc.damage(t, db)
 			before, _ := os.ReadFile(db)
 			cfg := config.Default()
@@ -87,7 +87,7 @@ func crashedDataDir(t *testing.T, applied, logged int) string {
 	src := filepath.Join(t.TempDir(), "data")
 	st, err := store.OpenDir(src, store.Options{})
 	require.NoError(t, err)
-	q, err := queue.Open(context.Background(), st, queue.Options{LogDir: filepath.Join(src, daemon.LogDir)})
+	q, err := queue.Open(context.Background(), st, queue.Options{LogDir: layout.WAL(src)})
 	require.NoError(t, err)
 	enq := func(i int) {
 		body := sim.SampleReceipt("POS-1", fmt.Sprintf("%06d", i))
