@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/datadir"
 	"github.com/receiptd/receiptd/internal/store"
@@ -287,4 +288,24 @@ func TestExportDaysInAcceptTimezone(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Equal(t, "receiptd export: -timezone \"Mars/Olympus\": not an IANA time zone like Asia/Ulaanbaatar\n"+
 		"usage: receiptd export -from DATE -to DATE [-format jsonl|csv] [-addr URL] [-token T]\n", stderr)
+}
+
+// foreignBolt is a consistent bbolt file that is not a receiptd database
+// (another program's): store.Open would take it as a new, empty one.
+func foreignBolt(t *testing.T) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := bbolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("settings"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("v"))
+	}))
+	require.NoError(t, db.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
 }

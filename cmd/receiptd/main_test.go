@@ -18,6 +18,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/demo"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
@@ -49,8 +50,8 @@ func TestExitCodes(t *testing.T) {
 	badRemote := writeFile(t, "bad-remote.toml", "[accept]\n[auth]\ntoken = \"0123456789abcdef-remote\"\n")
 	managedData := t.TempDir()
 	managed := writeFile(t, "managed.toml", fmt.Sprintf("data_dir = %q\n[control]\nopamp_url = \"wss://hq.example/v1/opamp\"\n", managedData))
-	require.NoError(t, os.MkdirAll(filepath.Join(managedData, "control"), 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(managedData, "control", "good.toml"), []byte(goodFragment), 0o600))
+	require.NoError(t, os.MkdirAll(layout.Control(managedData), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(layout.Control(managedData), layout.ControlGoodFile), []byte(goodFragment), 0o600))
 	tests := []struct {
 		name     string
 		args     []string

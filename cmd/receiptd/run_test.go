@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/harness"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
@@ -80,12 +80,12 @@ func TestRunRefusesNonLoopbackWithoutToken(t *testing.T) {
 func TestRunRefusesLockedDatabase(t *testing.T) {
 	testkit.Parallel(t)
 	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, daemon.DBFile), store.Options{})
+	st, err := store.Open(layout.DB(dir), store.Options{})
 	require.NoError(t, err)
 	defer st.Close()
 	code, stderr := runRefused(t, "listen = \"127.0.0.1:0\"\ndata_dir = "+tomlString(dir)+"\n")
 	require.Equal(t, exitFailure, code)
-	require.Contains(t, stderr, filepath.Join(dir, daemon.DBFile))
+	require.Contains(t, stderr, layout.DB(dir))
 }
 
 func tomlString(s string) string { return `'` + s + `'` }

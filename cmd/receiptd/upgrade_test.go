@@ -16,7 +16,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -56,9 +56,9 @@ func fixtureDir(t *testing.T, release string) string {
 	require.NoError(t, err)
 	db, err := io.ReadAll(zr)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, store.DBFile), db, 0o600))
+	require.NoError(t, os.WriteFile(layout.DB(dir), db, 0o600))
 	if marker, err := os.ReadFile(filepath.Join("testdata", "upgrade", release+".db.id")); err == nil {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, store.MarkerFile), marker, 0o600))
+		require.NoError(t, os.WriteFile(layout.Marker(dir), marker, 0o600))
 	}
 	return dir
 }
@@ -102,7 +102,7 @@ func TestUpgradeFromEveryRelease(t *testing.T) {
 	for _, fx := range upgradeFixtures {
 		t.Run(fx.release, func(t *testing.T) {
 			dir := fixtureDir(t, fx.release)
-			v, _ := fileSchema(t, filepath.Join(dir, store.DBFile))
+			v, _ := fileSchema(t, layout.DB(dir))
 			require.Equal(t, fx.schema, v, "the fixture holds the schema its release wrote")
 
 			up := sim.New(sim.Options{Seed: 7})
@@ -133,7 +133,7 @@ func TestUpgradeFromEveryRelease(t *testing.T) {
 			require.Len(t, up.Receipts(), 3)
 			d.stop()
 
-			v, release := fileSchema(t, filepath.Join(dir, store.DBFile))
+			v, release := fileSchema(t, layout.DB(dir))
 			require.Equal(t, uint64(store.SchemaVersion), v)
 			last := store.SchemaReleases[len(store.SchemaReleases)-1]
 			require.Equal(t, last.Release+" of "+last.Date, release)
@@ -154,7 +154,7 @@ func requireReplayOnItsDay(t *testing.T, dir, bill, queueID string) {
 	ctx := context.Background()
 	st, err := store.OpenDir(dir, store.Options{})
 	require.NoError(t, err)
-	q, err := queue.Open(ctx, st, queue.Options{LogDir: filepath.Join(dir, daemon.LogDir)})
+	q, err := queue.Open(ctx, st, queue.Options{LogDir: layout.WAL(dir)})
 	require.NoError(t, err)
 	defer func() {
 		require.NoError(t, q.Close(ctx))
@@ -184,7 +184,7 @@ func requireReplayOnItsDay(t *testing.T, dir, bill, queueID string) {
 // with the release to install, never "damaged", and the file unchanged.
 func TestRunRefusesANewerDatabaseNamingTheRelease(t *testing.T) {
 	dir := fixtureDir(t, "271721b")
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 	d, err := bbolt.Open(db, 0o600, &bbolt.Options{Timeout: time.Second})
 	require.NoError(t, err)
 	require.NoError(t, d.Update(func(tx *bbolt.Tx) error {

@@ -23,6 +23,7 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/control"
 	"github.com/receiptd/receiptd/internal/control/controltest"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
@@ -257,7 +258,7 @@ func TestClientRemoteConfig(t *testing.T) {
 // the one applied last in good.toml.
 func requireKept(t *testing.T, tl *till, name, want string) {
 	t.Helper()
-	got, err := os.ReadFile(filepath.Join(tl.own.DataDir, control.Dir, name))
+	got, err := os.ReadFile(filepath.Join(layout.Control(tl.own.DataDir), name))
 	require.NoError(t, err)
 	require.Equal(t, want, string(got), name)
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/layout"
 )
 
 type okApplier struct{}
@@ -44,7 +45,7 @@ func TestInstanceUIDSurvivesRestarts(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, first.InstanceUID(), fresh.InstanceUID(), "another till")
 
-	path := filepath.Join(cfg.DataDir, Dir, uidFile)
+	path := filepath.Join(layout.Control(cfg.DataDir), uidFile)
 	require.NoError(t, os.WriteFile(path, []byte("not a uuid\n"), 0o600))
 	_, err = New(opts)
 	require.ErrorContains(t, err, path)

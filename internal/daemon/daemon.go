@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,19 +19,13 @@ import (
 	"github.com/receiptd/receiptd/internal/control"
 	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/fleet"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
-
-// DBFile is the database's file name inside data_dir.
-const DBFile = store.DBFile
-
-// LogDir is the write-ahead log's directory inside data_dir: accepted
-// receipts are durable there first, and applied to DBFile in batches.
-const LogDir = "receiptd.wal"
 
 // The concrete types handed to the worker and the cache satisfy their
 // interfaces. The checks live here, where they meet: client and queue
@@ -106,7 +99,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 	} else {
 		m.Unwatch() // the Daemon before has stopped (Supervisor.Apply)
 	}
-	path := filepath.Join(cfg.DataDir, DBFile)
+	path := layout.DB(cfg.DataDir)
 	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path)})
 	if err != nil {
 		return nil, err
@@ -116,7 +109,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 			zap.Bool("nosync", fileutil.UnsafeNoSync), zap.Bool("nodirsync", fileutil.UnsafeNoDirSync))
 	}
 	if d.q, err = queue.Open(context.Background(), d.st, queue.Options{MaxAmbiguous: cfg.Sync.MaxAmbiguous,
-		LogDir: filepath.Join(cfg.DataDir, LogDir)}); err != nil {
+		LogDir: layout.WAL(cfg.DataDir)}); err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
 	followSimulator(context.Background(), &d.cfg.Upstream, sv.sims, log.Named("upstream"))

@@ -3,18 +3,14 @@ package daemon
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/fleet"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/metrics"
 )
-
-// FleetDir is the push buffer's directory inside data_dir: its own files,
-// never the database, so a push never competes with a receipt for a lock.
-const FleetDir = "fleet"
 
 // newFleet builds the push to the head office when [fleet] turns it on
 // (nil otherwise), and registers its series. It starts nothing.
@@ -31,7 +27,7 @@ func (d *Daemon) newFleet(m *metrics.Metrics) error {
 	host, _ := os.Hostname() // an unknown host name leaves instance to [fleet.labels]
 	d.fleet, err = fleet.New(fleet.Config{
 		URL: f.RemoteWriteURL, Interval: f.Interval.Duration, Labels: f.Labels, Instance: host,
-		Headers: config.RevealAll(f.Headers), Client: client, Dir: filepath.Join(d.cfg.DataDir, FleetDir),
+		Headers: config.RevealAll(f.Headers), Client: client, Dir: layout.Fleet(d.cfg.DataDir),
 		Buffer: f.Buffer.Duration, BufferBytes: int64(f.BufferMB) << 20,
 	}, m, d.log)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/harness"
@@ -93,7 +94,7 @@ func TestProcessLifecycle(t *testing.T) {
 	require.NoError(t, p2.Stop(stopCtx), "Stop after a clean stop is nil")
 	require.Contains(t, p2.LogTail(1<<20), "ready")
 
-	st, err := store.Open(filepath.Join(cfg.DataDir, "receiptd.db"), store.Options{})
+	st, err := store.Open(layout.DB(cfg.DataDir), store.Options{})
 	require.NoError(t, err)
 	require.NoError(t, st.Check())
 	require.NoError(t, st.Close())
@@ -108,7 +109,7 @@ func TestWaitReadyReportsAStartupRefusal(t *testing.T) {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
-	db := filepath.Join(cfg.DataDir, "receiptd.db")
+	db := layout.DB(cfg.DataDir)
 	st, err := store.Open(db, store.Options{}) // holds the lock: the daemon must refuse
 	require.NoError(t, err)
 	defer st.Close()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/harness"
@@ -87,7 +88,7 @@ func TestSoak(t *testing.T) {
 	stopCtx, stopCancel := context.WithTimeout(ctx, 20*time.Second)
 	defer stopCancel()
 	require.NoError(t, ctl.current().Stop(stopCtx), "SIGTERM stops receiptd cleanly")
-	checkStore(t, filepath.Join(cfg.DataDir, "receiptd.db"))
+	checkStore(t, layout.DB(cfg.DataDir))
 
 	f := verify(t, tal, entries, s)
 	f.restarts = ctl.restarts

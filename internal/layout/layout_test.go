@@ -1,0 +1,71 @@
+package layout
+
+import (
+	"go/ast"
+	"go/constant"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestKeptSuffix: a kept name carries the UTC time whatever the zone of the
+// clock that stamped it, and KeptGlob finds it.
+func TestKeptSuffix(t *testing.T) {
+	t.Parallel()
+	ulaanbaatar := time.FixedZone("ULAT", 8*3600)
+	at := time.Date(2026, 11, 26, 18, 15, 0, 0, ulaanbaatar)
+	suffix := KeptSuffix(Damaged, at)
+	require.Equal(t, ".damaged-20261126T101500Z", suffix)
+
+	db := DB(filepath.Join("var", "lib", "receiptd"))
+	ok, err := filepath.Match(KeptGlob(db, Damaged), db+suffix)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = filepath.Match(KeptGlob(db, BeforeRestore), db+suffix)
+	require.NoError(t, err)
+	require.False(t, ok, "a glob for one reason does not match another's")
+}
+
+// TestDocDrawsEveryName holds the package doc's tree against the names:
+// every exported string constant of the package appears in it, so a name
+// added without drawing it fails here.
+func TestDocDrawsEveryName(t *testing.T) {
+	t.Parallel()
+	fset := token.NewFileSet()
+	var files []*ast.File
+	var doc string
+	names, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		require.NoError(t, err)
+		files = append(files, f)
+		if f.Doc != nil {
+			doc += f.Doc.Text()
+		}
+	}
+	require.NotEmpty(t, doc)
+	pkg, err := (&types.Config{Importer: importer.ForCompiler(fset, "source", nil)}).Check("layout", fset, files, nil)
+	require.NoError(t, err)
+	drawn := 0
+	for _, n := range pkg.Scope().Names() {
+		c, ok := pkg.Scope().Lookup(n).(*types.Const)
+		if !ok || !c.Exported() || c.Val().Kind() != constant.String {
+			continue
+		}
+		drawn++
+		require.True(t, strings.Contains(doc, constant.StringVal(c.Val())),
+			"the package doc does not draw %s (%s)", n, c.Val())
+	}
+	require.GreaterOrEqual(t, drawn, 10, "the walk found the names")
+}
