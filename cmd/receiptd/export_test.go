@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/datadir"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/store/storetest"
 )
 
 const testToken = "0123456789abcdef-token"
@@ -237,7 +237,7 @@ func TestBackup(t *testing.T) {
 		"cut short":  backupServer(t, db[:len(db)/2], true),
 		"not a bolt": backupServer(t, bytes.Repeat([]byte("x"), 8192), false),
 		"empty":      backupServer(t, nil, false), // bbolt would make it a new, empty database
-		"foreign":    backupServer(t, foreignBolt(t), false),
+		"foreign":    backupServer(t, storetest.ForeignBolt(t), false),
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "backup.db")
@@ -288,24 +288,4 @@ func TestExportDaysInAcceptTimezone(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Equal(t, "receiptd export: -timezone \"Mars/Olympus\": not an IANA time zone like Asia/Ulaanbaatar\n"+
 		"usage: receiptd export -from DATE -to DATE [-format jsonl|csv] [-addr URL] [-token T]\n", stderr)
-}
-
-// foreignBolt is a consistent bbolt file that is not a receiptd database
-// (another program's): store.Open would take it as a new, empty one.
-func foreignBolt(t *testing.T) []byte {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "other.db")
-	db, err := bbolt.Open(path, 0o600, nil)
-	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
-		b, err := tx.CreateBucket([]byte("settings"))
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte("k"), []byte("v"))
-	}))
-	require.NoError(t, db.Close())
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
 }

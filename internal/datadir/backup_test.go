@@ -13,6 +13,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/store/storetest"
 )
 
 // TestBackupWritesACheckedCopy: the copy fetched is written whole, checked
@@ -34,7 +35,7 @@ func TestBackupWritesACheckedCopy(t *testing.T) {
 		}, "download after"},
 		{"refused by the daemon", func() (io.ReadCloser, error) { return nil, errors.New("401: bad token") }, "401"},
 		{"empty", body(nil), "does not open"},
-		{"another program's bbolt file", body(foreignBolt(t)), "does not open"},
+		{"another program's bbolt file", body(storetest.ForeignBolt(t)), "does not open"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "backup.db")

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/layout"
@@ -121,26 +120,6 @@ func copyFile(t *testing.T, src, dst string) {
 	b, err := os.ReadFile(src)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(dst, b, 0o600))
-}
-
-// foreignBolt is a consistent bbolt file that is not a receiptd database
-// (another program's): store.Open would take it as a new, empty one.
-func foreignBolt(t *testing.T) []byte {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "other.db")
-	db, err := bbolt.Open(path, 0o600, nil)
-	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
-		b, err := tx.CreateBucket([]byte("settings"))
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte("k"), []byte("v"))
-	}))
-	require.NoError(t, db.Close())
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
 }
 
 // glob is filepath.Glob that fails the test on a bad pattern.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/store/storetest"
 	"github.com/receiptd/receiptd/internal/wal"
 )
 
@@ -91,7 +92,7 @@ func TestRestoreRefusesDamagedBackup(t *testing.T) {
 	for name, content := range map[string][]byte{
 		"not a database":  []byte("not a database at all, but long enough to have a meta page..............."),
 		"empty":           nil,
-		"another program": foreignBolt(t),
+		"another program": storetest.ForeignBolt(t),
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := dataDirWith(t, 1)
