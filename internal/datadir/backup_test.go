@@ -34,8 +34,8 @@ func TestBackupWritesACheckedCopy(t *testing.T) {
 				failing{errors.New("connection reset")})), nil
 		}, "download after"},
 		{"refused by the daemon", func() (io.ReadCloser, error) { return nil, errors.New("401: bad token") }, "401"},
-		{"empty", body(nil), "does not open"},
-		{"another program's bbolt file", body(storetest.ForeignBolt(t)), "does not open"},
+		{"empty", body(nil), "too short for a database"},
+		{"another program's bbolt file", body(storetest.ForeignBolt(t)), "not a receiptd database"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "backup.db")
