@@ -93,7 +93,7 @@ func dataDirFix(goos, dir, user string, exists, readOnly bool) string {
 			"run by hand, receiptd then needs an Administrator prompt", mk, dir)
 	}
 	unit := fmt.Sprintf("the packages' systemd unit lets the service write only /var/lib/receiptd and /var/log/receiptd: "+
-		"for this data_dir add ReadWritePaths=%s with `sudo systemctl edit receiptd`", dir)
+		"for another data_dir add ReadWritePaths=%s with `sudo systemctl edit receiptd`", dir)
 	if readOnly {
 		return unit + ", or use data_dir = \"/var/lib/receiptd\""
 	}
@@ -101,9 +101,16 @@ func dataDirFix(goos, dir, user string, exists, readOnly bool) string {
 	if !exists {
 		mk = fmt.Sprintf("sudo mkdir -p %s && ", dir)
 	}
-	return fmt.Sprintf("%ssudo chown -R %s: %s (the service of the packages runs as user receiptd); "+
-		"under systemd, %s", mk, user, dir, unit)
+	fix := fmt.Sprintf("%ssudo chown -R %s: %s", mk, user, dir)
+	if user == serviceUser {
+		return fix + "; " + unit
+	}
+	return fix + " (the service of the packages runs as user " + serviceUser + ": when this is its directory, " +
+		"start it as the service instead, `sudo systemctl start receiptd`); " + unit
 }
+
+// serviceUser is the user the packages' service runs as (packaging/).
+const serviceUser = "receiptd"
 
 // currentUser names the user this process runs as.
 func currentUser() string {

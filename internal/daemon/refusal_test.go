@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -42,6 +43,17 @@ func TestRefusalFixesOnWindows(t *testing.T) {
 	require.NotContains(t, dataDirFix("windows", `D:\till`, `SHOP\clerk`, true, false), "mkdir")
 	require.Contains(t, lockedFix("windows"), "`sc query receiptd`")
 	require.Equal(t, "`netstat -ano | findstr :7080` (then `tasklist /fi \"pid eq PID\"`)", PortHolder("windows", "7080"))
+}
+
+// The service's own user is told to take the directory; another user,
+// most often a person running receiptd by hand on the service's
+// directory, is told first that it may be the service's.
+func TestDataDirFixNamesTheServiceUser(t *testing.T) {
+	own := dataDirFix("linux", "/srv/till", "receiptd", true, false)
+	require.True(t, strings.HasPrefix(own, "sudo chown -R receiptd: /srv/till; the packages' systemd unit"), own)
+	byHand := dataDirFix("linux", "/var/lib/receiptd", "alice", true, false)
+	require.Contains(t, byHand, "sudo chown -R alice: /var/lib/receiptd (the service of the packages runs as user receiptd: "+
+		"when this is its directory, start it as the service instead, `sudo systemctl start receiptd`)")
 }
 
 // A data_dir under systemd's ProtectSystem is read-only, not forbidden:
