@@ -141,8 +141,11 @@ wait_status() {
   for _ in $(seq 1 300); do status_has "$1" && return 0; sleep 0.1; done
   die "/receiptd/status has no $1 within 30s: $(curl -sS --noproxy '*' "$api/receiptd/status")"
 }
+# faults JSON: the simulator's faults become exactly JSON (a PUT alone
+# changes only the faults it names: clear them first).
 faults() {
   local code
+  curl -sS --noproxy '*' -o /dev/null -X DELETE "$sim/sim/faults" || die "DELETE $sim/sim/faults: no answer"
   code=$(curl -sS --noproxy '*' -o "$work/faults.json" -w '%{http_code}' -X PUT \
     -H 'Content-Type: application/json' -d "$1" "$sim/sim/faults") || die "PUT $sim/sim/faults: no answer"
   [ "$code" = 200 ] || die "PUT $sim/sim/faults $1: HTTP $code: $(cat "$work/faults.json")"

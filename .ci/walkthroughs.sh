@@ -11,8 +11,11 @@
 #   - the network: under `unshare -rn` (a network namespace with only lo),
 #     and no log line names the live hosts or a failed name lookup: a
 #     lookup that would leave 127.0.0.0/8 fails the run;
-#   - fleet: the push says it started; posapi: receiptd's own sendData
-#     happened and shows in /receiptd/status.
+#   - what each walkthrough's text says it shows (expect, below): the
+#     answers of its commands, found by what the command line holds (so
+#     a reordered block still checks the same things), the status JSON
+#     and page, and the demo's log, waited for where the text says it
+#     comes later.
 #
 #   .ci/walkthroughs.sh            every walkthrough of both files
 #   .ci/walkthroughs.sh NAME...    only those
@@ -78,11 +81,13 @@ run_one() {
   done
   [ -n "$api" ] || { cat "$log"; die "$name: no daemon address within 30s"; }
   [ "$api" = "http://127.0.0.1:7080" ] || die "$name: the daemon is at $api, not the 127.0.0.1:7080 the commands use"
+  local i=0
   while IFS= read -r line; do
+    i=$((i + 1))
     [ -n "$line" ] || continue
     say "$name: \$ $line"
-    bash -c "$(as_run "$line")" >"$work/out" 2>&1 || { cat "$work/out"; die "$name: exit $? from: $line"; }
-    head -c 400 "$work/out" | sed 's/^/    /'; echo
+    bash -c "$(as_run "$line")" >"$work/$name.out.$i" 2>&1 || { cat "$work/$name.out.$i"; die "$name: exit $? from: $line"; }
+    head -c 400 "$work/$name.out.$i" | sed 's/^/    /'; echo
   done <"$work/$name.2"
   expect "$name" "$api" "$log"
   kill -INT "$bg"
@@ -94,20 +99,106 @@ run_one() {
   say "$name: ok"
 }
 
-# expect NAME API LOG: what each walkthrough must have shown.
+# out NAME TEXT [K]: the file holding what terminal 2's K-th command
+# (default the first) whose line contains TEXT printed.
+out() {
+  local k=0 i=0 line
+  while IFS= read -r line; do
+    i=$((i + 1))
+    [[ "$line" == *"$2"* ]] || continue
+    k=$((k + 1))
+    [ "$k" -eq "${3:-1}" ] && { echo "$work/$1.out.$i"; return 0; }
+  done <"$work/$1.2"
+  die "$1: no command ${3:-1} with \"$2\" in terminal 2: the walkthrough's text and its check disagree"
+}
+
+# want FILE REGEX WHAT: FILE matches REGEX (grep -E), or the walkthrough
+# did not show WHAT. lacks: the opposite.
+want() { grep -qE -- "$2" "$1" || { head -c 3000 "$1" | sed 's/^/    /'; die "$3"; }; }
+lacks() { ! grep -qE -- "$2" "$1" || { head -c 3000 "$1" | sed 's/^/    /'; die "$3"; }; }
+
+# eventually SECONDS WHAT SHOW CMD...: CMD succeeds within SECONDS, or
+# the walkthrough did not show WHAT; SHOW is the file CMD last read.
+eventually() {
+  local secs=$1 what=$2 show=$3 i
+  shift 3
+  for i in $(seq 1 $((secs * 2))); do
+    "$@" && return 0
+    sleep 0.5
+  done
+  [ -f "$show" ] && head -c 3000 "$show" | sed 's/^/    /'
+  die "$what (not within ${secs}s)"
+}
+
+# status_has API REGEX: /receiptd/status matches REGEX now.
+status_has() { curl -s "$1/receiptd/status" >"$work/status.json" && grep -qE -- "$2" "$work/status.json"; }
+# attention_has API ID REGEX: the status page's "Needs attention" item ID
+# matches REGEX now.
+attention_has() {
+  curl -s "$1/" >"$work/page.html" &&
+    sed -n "/<article class=\"item [a-z]*\" id=\"attention-$2\">/,/<\/article>/p" "$work/page.html" | grep -qE -- "$3"
+}
+
+# expect NAME API LOG: what each walkthrough's text says it shows.
 expect() {
   case $1 in
+  demo) expect_demo "$2" "$3" ;;
   fleet)
     grep -q "pushing this till's receiptd_ series to the head office" "$3" || die "fleet: the push did not log its start"
+    # Without a head office the samples wait on disk, not accepted yet:
+    # the JSON of /receiptd/status, which the page's "Head office" reads.
+    eventually 30 "fleet: /receiptd/status does not say samples wait, not accepted yet" "$work/status.json" \
+      status_has "$2" '"fleet":\{"enabled":true,"lastSuccess":null,"bufferedSamples":[1-9]'
     ;;
   posapi)
-    for _ in $(seq 1 400); do
-      curl -s "$2/receiptd/status" | grep -q '"lastSendData":{"at":' && return 0
-      sleep 0.1
-    done
-    die "posapi: no sendData of receiptd's own within 40s: $(curl -s "$2/receiptd/status")"
+    # Its sendData failing and its clock 5 minutes behind, both at once
+    # (PUT /sim/faults changes only what it names), each under "Needs
+    # attention" and in the status's alert.
+    eventually 60 "posapi: /receiptd/status does not show a failed sendData, a 5 min skew and an alert" "$work/status.json" \
+      status_has "$2" '"alert":"(warn|critical)".*"clockSkewSeconds":-[23][0-9][0-9],"lastSendData":\{"at":"[^"]*","ok":false'
+    attention_has "$2" posapi-lotteries 'receiptd asked PosAPI to send its data at [^<]* and it failed' ||
+      die "posapi: the failed sendData is not under Needs attention: $(grep -o 'id="attention-[a-z-]*"' "$work/page.html" | tr '\n' ' ')"
+    attention_has "$2" clock "clock is about 5 min ahead of" ||
+      die "posapi: the skewed clock is not under Needs attention: $(grep -o 'id="attention-[a-z-]*"' "$work/page.html" | tr '\n' ' ')"
+    ;;
+  operator)
+    want "$(out operator /rest/receipt)" '"status":"SUCCESS"' "operator: the receipt was not issued at once"
+    want "$(out operator ' status ')" '0 waiting, 0 need a person, 1 sent' "operator: status does not count the receipt sent"
+    want "$(out operator ' entries ')" 'Q000000000001 +receipt +sent ' "operator: entries does not list the receipt sent"
+    want "$(out operator ' export ')" '^\{"queueId":"Q000000000001","kind":"receipt","state":"sent"' "operator: export does not write the receipt"
+    want "$(out operator ' backup ')" '^backup written and checked: ' "operator: backup did not write its file"
+    [ -s "$work/receiptd-walkthrough.db" ] || die "operator: no backup file at \${TMPDIR:-/tmp}/receiptd-walkthrough.db"
+    want "$(out operator 'config check')" '^ok: config.example.toml$' "operator: config check did not say ok"
     ;;
   esac
+}
+
+# expect_demo API LOG: the repeat is a replay, the second bill is
+# rejected with the tax service's message, and the receipt the outage
+# queued is sent once the simulator is back.
+expect_demo() {
+  local first replay bill2
+  first=$(out demo receipt.json 1) replay=$(out demo receipt.json 2) bill2=$(out demo receipt-2.json)
+  want "$first" '^HTTP/1\.1 200 ' "demo: the first receipt was not answered 200"
+  want "$first" '"status":"SUCCESS"' "demo: the first answer carries no e-barimt"
+  lacks "$first" '^Idempotent-Replayed:' "demo: the first receipt was answered as a replay"
+  want "$replay" '^HTTP/1\.1 200 ' "demo: the repeat was not answered 200"
+  want "$replay" '^Idempotent-Replayed: true' "demo: the repeat was not marked Idempotent-Replayed: true"
+  want "$(out demo /sim/faults)" '"rejectNext":1,"rejectMessage":"merchantTin: not registered"' \
+    "demo: the simulator did not take the rejection"
+  want "$bill2" '^HTTP/1\.1 400 ' "demo: the second bill was not refused"
+  want "$bill2" 'merchantTin: not registered' "demo: the refusal does not carry the tax service's message"
+  want "$(out demo ' entries ')" 'receipt +rejected .*merchantTin: not registered' \
+    "demo: entries does not list the second bill rejected with its message"
+  want "$(out demo /receiptd/status)" '"rejected":1' "demo: /receiptd/status does not count the rejection"
+  local outage after
+  outage=$(sed -n 's/.* -outage \([0-9]*\)s.*/\1/p' "$work/demo.1")
+  after=$(sed -n 's/.* -outage-after \([0-9]*\)s.*/\1/p' "$work/demo.1")
+  [ -n "$outage" ] || die "demo: terminal 1 has no -outage Ns"
+  eventually $((${after:-15} + outage + 30)) "demo: the receipt queued during the outage was not logged sent" "$2" \
+    grep -q 'recovered: the receipt queued during the outage was sent' "$2"
+  grep -qE 'receipt posted while the tax service is down.*"httpStatus": 202' "$2" ||
+    die "demo: the receipt posted during the outage was not answered 202: $(grep -E 'outage' "$2")"
 }
 
 for n in "${names[@]}"; do run_one "$n"; done

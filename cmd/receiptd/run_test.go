@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,14 @@ func TestRunRefusesLockedDatabase(t *testing.T) {
 	defer st.Close()
 	code, stderr := runRefused(t, "listen = \"127.0.0.1:0\"\ndata_dir = "+tomlString(dir)+"\n")
 	require.Equal(t, exitFailure, code)
-	require.Contains(t, stderr, layout.DB(dir))
+	require.Contains(t, stderr, "data_dir: the database "+layout.DB(dir)+
+		" is locked: another receiptd is running on this data directory\n")
+	// Issue 40: which command shows the other receiptd.
+	if runtime.GOOS == "windows" {
+		require.Contains(t, stderr, "Next step: see which: `sc query receiptd` (the service) or `tasklist /fi \"imagename eq receiptd.exe\"`")
+	} else {
+		require.Contains(t, stderr, "Next step: see which: `systemctl status receiptd` (the service) or `pgrep -a receiptd`")
+	}
 }
 
 func tomlString(s string) string { return `'` + s + `'` }

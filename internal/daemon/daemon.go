@@ -57,8 +57,9 @@ type Daemon struct {
 
 // New opens the database, binds the listeners and wires every component.
 // It starts no goroutine. Errors name their cause: the database file for a
-// locked or damaged database, "token" for a non-loopback address without
-// one.
+// damaged database, "token" for a non-loopback address without one, and a
+// *Refusal with the key and the next step for a database another receiptd
+// holds, a data_dir receiptd may not write and a listen address in use.
 func New(cfg config.Config, log *zap.Logger, version string) (*Daemon, error) {
 	return build(cfg, log, version, supervised{})
 }
@@ -102,7 +103,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 	path := layout.DB(cfg.DataDir)
 	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path)})
 	if err != nil {
-		return nil, err
+		return nil, openRefusal(cfg.DataDir, err)
 	}
 	if fileutil.UnsafeNoSync || fileutil.UnsafeNoDirSync {
 		log.Error("UNSAFE TEST BUILD: commits or directories are not fsynced, a power cut loses acknowledged receipts",
@@ -110,7 +111,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 	}
 	if d.q, err = queue.Open(context.Background(), d.st, queue.Options{MaxAmbiguous: cfg.Sync.MaxAmbiguous,
 		LogDir: layout.WAL(cfg.DataDir)}); err != nil {
-		return nil, fmt.Errorf("open queue: %w", err)
+		return nil, openRefusal(cfg.DataDir, fmt.Errorf("open queue: %w", err))
 	}
 	followSimulator(context.Background(), &d.cfg.Upstream, sv.sims, log.Named("upstream"))
 	cfg = d.cfg
@@ -219,7 +220,7 @@ func (d *Daemon) listen(lns []net.Listener) error {
 	if d.cfg.Listen != "" {
 		ln, err := net.Listen("tcp", d.cfg.Listen)
 		if err != nil {
-			return fmt.Errorf("listen on %s: %w", d.cfg.Listen, err)
+			return listenRefusal("listen", d.cfg.Listen, err)
 		}
 		d.listeners = append(d.listeners, ln)
 	}

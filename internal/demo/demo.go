@@ -29,7 +29,7 @@ import (
 
 // Options are the demo's settings, as its flags give them.
 type Options struct {
-	Listen      string        // the daemon's loopback address (a free port if busy)
+	Listen      string        // the daemon's loopback address (busy: the daemon refuses to start)
 	Outage      time.Duration // how long the simulator goes down; 0: no outage
 	OutageAfter time.Duration // when the outage starts
 	Config      string        // a config file whose sections apply beside the demo's own
@@ -67,7 +67,7 @@ func (e UsageError) Unwrap() error { return e.Err }
 // the outage script when o asks for one, and releases everything in reverse
 // order when ctx ends.
 func Run(ctx context.Context, out io.Writer, log *zap.Logger, o Options, start func(config.Config) (Daemon, error)) error {
-	s, err := o.Sim.start(log)
+	s, err := o.Sim.start()
 	if err != nil {
 		return err
 	}

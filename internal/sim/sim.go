@@ -28,7 +28,7 @@ const (
 	RouteSaveMerchants  = "POST /api/tpi/receipt/saveOprMerchants"
 )
 
-// ErrClosed: Start or SetFaults after Close.
+// ErrClosed: Start, SetFaults or UpdateFaults after Close.
 var ErrClosed = errors.New("sim: closed")
 
 // Options configures a Sim. The zero value is usable.
@@ -248,30 +248,58 @@ func (s *Sim) stopTimer() {
 // SetFaults replaces the injected faults. Entering Down closes the listener
 // (connections are refused) and every open connection; leaving it listens
 // again on the same address, which is the only way SetFaults can fail.
-// Down with DownFor > 0 ends by itself after DownFor.
+// Down with DownFor > 0 ends by itself after DownFor, counted from this
+// call.
 func (s *Sim) SetFaults(f Faults) error {
-	if err := f.validate(); err != nil {
-		return err
-	}
+	_, err := s.changeFaults(func(cur *Faults) error { *cur = f; return nil }, true)
+	return err
+}
+
+// UpdateFaults changes only what change sets, on the faults in force, as
+// one step: a RejectNext being used up meanwhile, or another change, is
+// not lost. change runs with the Sim's lock held, so it must not call the
+// Sim; an error from it, or faults that do not validate, change nothing.
+// It returns the faults now in force. Down behaves as in SetFaults; an
+// outage's DownFor timer goes on running when change leaves Down and
+// DownFor as they were.
+func (s *Sim) UpdateFaults(change func(*Faults) error) (Faults, error) {
+	return s.changeFaults(change, false)
+}
+
+// changeFaults is SetFaults (restart: a Down's timer starts again) and
+// UpdateFaults.
+func (s *Sim) changeFaults(change func(*Faults) error, restart bool) (Faults, error) {
 	s.srvMu.Lock()
 	defer s.srvMu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return Faults{}, ErrClosed
 	}
 	s.mu.Lock()
+	old, f := s.faults, s.faults
+	if err := change(&f); err != nil {
+		s.mu.Unlock()
+		return old, err
+	}
+	if err := f.validate(); err != nil {
+		s.mu.Unlock()
+		return old, err
+	}
 	s.spendOthersLocked() // the pace in force until now applies until now
 	s.faults = f
 	s.mu.Unlock()
+	if !restart && old.Down && f.Down && old.DownFor == f.DownFor {
+		return f, nil // the outage goes on as it was
+	}
 	s.stopTimer()
 	if !f.Down {
-		return s.relisten()
+		return f, s.relisten()
 	}
 	s.stopServing()
 	if f.DownFor > 0 {
 		s.timers.Add(1)
 		s.upTimer = time.AfterFunc(f.DownFor, s.endDown)
 	}
-	return nil
+	return f, nil
 }
 
 // relistenEvery is how often a sim whose outage ended tries its address
