@@ -74,6 +74,9 @@ func slowSwap(t *testing.T, sup *daemon.Supervisor, cfg config.Config) (cancel c
 
 func TestSupervisorApplyAfterAFailedRollback(t *testing.T) {
 	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows refuses to delete the open database, which is how this test makes the rollback fail")
+	}
 	s := testkit.StartSim(t, sim.Options{Seed: 41})
 	cfg := testConfig(t, s.URL())
 	sup, err := daemon.NewSupervisor(cfg, zaptest.NewLogger(t), "test", 10*time.Second)

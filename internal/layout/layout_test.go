@@ -3,7 +3,6 @@ package layout
 import (
 	"go/ast"
 	"go/constant"
-	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
@@ -55,8 +54,11 @@ func TestDocDrawsEveryName(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, doc)
-	pkg, err := (&types.Config{Importer: importer.ForCompiler(fset, "source", nil)}).Check("layout", fset, files, nil)
-	require.NoError(t, err)
+	// The constants need no import to be evaluated, and the go command
+	// the source importer runs is not there when the tests run as Windows
+	// programs: the imports are left empty and their errors ignored.
+	conf := types.Config{Importer: emptyImports{}, Error: func(error) {}}
+	pkg, _ := conf.Check("layout", fset, files, nil)
 	drawn := 0
 	for _, n := range pkg.Scope().Names() {
 		c, ok := pkg.Scope().Lookup(n).(*types.Const)
@@ -68,4 +70,13 @@ func TestDocDrawsEveryName(t *testing.T) {
 			"the package doc does not draw %s (%s)", n, c.Val())
 	}
 	require.GreaterOrEqual(t, drawn, 10, "the walk found the names")
+}
+
+// emptyImports gives every import as an empty package.
+type emptyImports struct{}
+
+func (emptyImports) Import(path string) (*types.Package, error) {
+	p := types.NewPackage(path, filepath.Base(path))
+	p.MarkComplete()
+	return p, nil
 }
