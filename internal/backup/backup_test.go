@@ -119,6 +119,8 @@ func (l lying) WriteCopy(ctx context.Context, w io.Writer) (queue.Copy, error) {
 	return c, err
 }
 
+func (l lying) CopySize() (int64, error) { return l.q.CopySize() }
+
 func TestASnapshotThatFailsItsCheckIsDeleted(t *testing.T) {
 	dir := t.TempDir()
 	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, lying{openQueue(t, 4)}, zap.NewNop())

@@ -213,7 +213,10 @@ type Auth struct {
 type Log struct {
 	// Level is debug, info, warn or error.
 	Level string `toml:"level" change:"remote"`
-	// File is the log file, rotated by size; empty: standard error.
+	// File is the log file, rotated by size; empty: standard error. It,
+	// Format and the rotation are opened once: only a restart changes them,
+	// and a head office never (a file path of its choosing could be
+	// written anywhere the service may write).
 	File string `toml:"file" change:"restart"`
 	// Format is json, console, or auto (console on a terminal, else json).
 	Format string `toml:"format" change:"restart"`
