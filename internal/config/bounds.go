@@ -138,7 +138,11 @@ func (b Bound) problem(c Config, fromRemote bool) string {
 		return fmt.Sprintf("%s labels, not %d", s, v)
 	}
 	s += ", not " + show(v)
-	if fromRemote && b.OwnMin != 0 && v >= b.OwnMin {
+	switch {
+	case !fromRemote || b.OwnMin == 0 || v < b.OwnMin:
+	case isDuration && b.OwnMin == 1:
+		s += " (when set remotely; the till's own file may go lower)"
+	default:
 		s += fmt.Sprintf(" (when set remotely; the till's own file may set down to %s)", show(b.OwnMin))
 	}
 	return s
