@@ -84,16 +84,6 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
-// boundOf returns the bound of key.
-func boundOf(key string) (Bound, bool) {
-	for _, b := range Bounds {
-		if b.Key == key {
-			return b, true
-		}
-	}
-	return Bound{}, false
-}
-
 // checkBounds adds a problem for every key of c outside its bound, as the
 // till's own file may set it.
 func (c Config) checkBounds(ch *checker) {
