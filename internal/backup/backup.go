@@ -103,9 +103,10 @@ type Scheduler struct {
 	// minFree and minFreePercent: see MinFreeBytes.
 	minFree, minFreePercent uint64
 
-	takeMu sync.Mutex // one snapshot at a time
-	mu     sync.Mutex
-	st     Status
+	takeMu   sync.Mutex // one snapshot at a time
+	mu       sync.Mutex
+	st       Status
+	dirCause string // CheckDir's last cause logged
 }
 
 // New returns a Scheduler for cfg. It starts nothing; Loop does nothing
@@ -197,16 +198,35 @@ func (s *Scheduler) Take(ctx context.Context) (Result, error) {
 // empty (snapshots off). The daemon counts a Dir that fails it as not
 // ready, so a config naming a folder it cannot use is rolled back rather
 // than found out at the first snapshot.
+//
+// Its error says only that Dir cannot hold snapshots: it reaches a head
+// office in a FAILED status, which must not learn whether some path on the
+// till is a file, a folder or nothing (issue 38). The cause goes to the
+// log, once for each cause.
 func (s *Scheduler) CheckDir() error {
 	if s.cfg.Dir == "" {
 		return nil
 	}
+	if err := s.checkDir(); err != nil {
+		s.mu.Lock()
+		seen := s.dirCause == err.Error()
+		s.dirCause = err.Error()
+		s.mu.Unlock()
+		if !seen {
+			s.log.Warn("backup.dir cannot hold snapshots", zap.Error(err))
+		}
+		return fmt.Errorf("backup.dir: %s cannot hold snapshots: it cannot be created or written in (the till's log says why)", s.cfg.Dir)
+	}
+	return nil
+}
+
+func (s *Scheduler) checkDir() error {
 	if err := fileutil.MkdirSynced(s.cfg.Dir); err != nil {
-		return fmt.Errorf("backup.dir: cannot create %s: %w", s.cfg.Dir, err)
+		return fmt.Errorf("create %s: %w", s.cfg.Dir, err)
 	}
 	f, err := os.CreateTemp(s.cfg.Dir, ".receiptd-check-*")
 	if err != nil {
-		return fmt.Errorf("backup.dir: cannot write in %s: %w", s.cfg.Dir, err)
+		return fmt.Errorf("write in %s: %w", s.cfg.Dir, err)
 	}
 	name := f.Name()
 	err = f.Close()
@@ -214,7 +234,7 @@ func (s *Scheduler) CheckDir() error {
 		err = rerr
 	}
 	if err != nil {
-		return fmt.Errorf("backup.dir: check %s: %w", s.cfg.Dir, err)
+		return fmt.Errorf("check %s: %w", s.cfg.Dir, err)
 	}
 	return nil
 }
