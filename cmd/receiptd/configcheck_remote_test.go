@@ -132,7 +132,7 @@ func TestConfigCheckRefusesEvenWhenNamed(t *testing.T) {
 		{"data_dir", "[backup]\ndir = " + tomlString(dataDir) + "\n", "backup.dir", "must not be data_dir"},
 		{"above data_dir", "[backup]\ndir = " + tomlString(filepath.Dir(dataDir)) + "\n", "backup.dir", "must not hold data_dir"},
 		{"http elsewhere", "[fleet]\nremote_write_url = \"http://evil.example/write\"\n", "fleet.remote_write_url", "set remotely, the push must use https://"},
-		{"localhost by name", "[fleet]\nremote_write_url = \"http://localhost:9090/write\"\n", "fleet.remote_write_url", "is not a loopback address (127.0.0.1 or ::1)"},
+		{"localhost by name", "[fleet]\nremote_write_url = \"http://localhost:9090/write\"\n", "fleet.remote_write_url", "is not a loopback address (for this computer write 127.0.0.1 or [::1]: the name localhost is not trusted)"},
 	} {
 		t.Run(c.name, func(t *testing.T) { requireRemoteRefused(t, own, c.fragment, c.key, c.want) })
 	}

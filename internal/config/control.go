@@ -84,7 +84,7 @@ func (c Control) check(ch *checker) {
 	if c.OpAMPURL != "" {
 		if u, ok := checkURL(ch, "control.opamp_url", c.OpAMPURL, "wss", "https", "ws", "http"); ok {
 			if (u.Scheme == "ws" || u.Scheme == "http") && !isLoopback(u.Hostname()) {
-				ch.add("control.opamp_url", "%q is not a loopback address (127.0.0.1 or ::1; the name localhost is not trusted): use wss:// or https://, so a remote configuration travels only over TLS", c.OpAMPURL)
+				ch.add("control.opamp_url", "%q is not a loopback address (for this computer write 127.0.0.1 or [::1]: the name localhost is not trusted): use wss:// or https://, so a remote configuration travels only over TLS", c.OpAMPURL)
 			}
 		}
 	}

@@ -13,7 +13,7 @@ func TestControlRefusals(t *testing.T) {
 		name, toml, want string
 	}{
 		{"ftp URL", "[control]\nopamp_url = \"ftp://hq.example/\"\n", `control.opamp_url: needs wss://, https://, ws:// or http:// in front, not "ftp://"`},
-		{"plain ws off loopback", "[control]\nopamp_url = \"ws://hq.example/v1/opamp\"\n", "control.opamp_url: \"ws://hq.example/v1/opamp\" is not a loopback address (127.0.0.1 or ::1; the name localhost is not trusted): use wss:// or https://"},
+		{"plain ws off loopback", "[control]\nopamp_url = \"ws://hq.example/v1/opamp\"\n", "control.opamp_url: \"ws://hq.example/v1/opamp\" is not a loopback address (for this computer write 127.0.0.1 or [::1]: the name localhost is not trusted): use wss:// or https://"},
 		{"plain http off loopback", "[control]\nopamp_url = \"http://10.0.0.1:4320/v1/opamp\"\n", "control.opamp_url: \"http://10.0.0.1:4320/v1/opamp\" is not a loopback address"},
 		{"poll below 1s", "[control]\npoll_every = \"500ms\"\n", "control.poll_every: must be at least 1s"},
 		{"rollback below 1s", "[control]\nrollback_after = \"0s\"\n", "control.rollback_after: must be at least 1s"},

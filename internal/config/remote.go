@@ -42,7 +42,7 @@ func remoteValues(own Config, cfg *Config, keys []string) []*KeyError {
 	}
 	if set["fleet.remote_write_url"] && cfg.Fleet.RemoteWriteURL != "" {
 		if u, err := url.Parse(cfg.Fleet.RemoteWriteURL); err == nil && u.Scheme != "https" && !isLoopback(u.Hostname()) {
-			add("fleet.remote_write_url", "%q is not a loopback address (127.0.0.1 or ::1): set remotely, the push must use https://, so the till's metrics and headers never travel in clear", cfg.Fleet.RemoteWriteURL)
+			add("fleet.remote_write_url", "%q is not a loopback address (for this computer write 127.0.0.1 or [::1]: the name localhost is not trusted): set remotely, the push must use https://, so the till's metrics and headers never travel in clear", cfg.Fleet.RemoteWriteURL)
 		}
 	}
 	if cfg.Fleet.RemoteWriteURL != own.Fleet.RemoteWriteURL {
