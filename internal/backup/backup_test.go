@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,8 @@ func (l lying) WriteCopy(ctx context.Context, w io.Writer) (queue.Copy, error) {
 	return c, err
 }
 
+func (l lying) CopySize() (int64, error) { return l.q.CopySize() }
+
 func TestASnapshotThatFailsItsCheckIsDeleted(t *testing.T) {
 	dir := t.TempDir()
 	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, lying{openQueue(t, 4)}, zap.NewNop())
@@ -202,7 +205,7 @@ func TestCheckDirSaysWhetherTheFolderCanHoldSnapshots(t *testing.T) {
 	}{
 		{"off", "", ""},
 		{"missing, created", filepath.Join(base, "new", "snapshots"), ""},
-		{"under a file", filepath.Join(file, "snapshots"), "backup.dir: cannot create"},
+		{"under a file", filepath.Join(file, "snapshots"), "backup.dir: " + filepath.Join(file, "snapshots") + " cannot hold snapshots"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,5 +222,28 @@ func TestCheckDirSaysWhetherTheFolderCanHoldSnapshots(t *testing.T) {
 				require.Empty(t, names, "the check leaves nothing behind")
 			}
 		})
+	}
+}
+
+// TestCheckDirTellsNothingOfWhatIsThere (issue 38): CheckDir's error
+// reaches a head office in a FAILED status, so a folder under a file and
+// one under a path that is not there read alike; the cause is in the log.
+func TestCheckDirTellsNothingOfWhatIsThere(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	file := filepath.Join(base, "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	says := func(dir string) string {
+		s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 1}, openQueue(t, 0), zap.NewNop())
+		err := s.CheckDir()
+		require.Error(t, err)
+		return strings.ReplaceAll(err.Error(), dir, "DIR")
+	}
+	underFile := says(filepath.Join(file, "snapshots"))
+	require.Equal(t, underFile, says(filepath.Join(file, "deeper", "snapshots")))
+	require.NotContains(t, underFile, "not a directory")
+	if runtime.GOOS == "linux" {
+		// /proc takes no new folder, whoever asks.
+		require.Equal(t, underFile, says("/proc/receiptd-no-such/snapshots"))
 	}
 }

@@ -11,8 +11,9 @@ import (
 // How a key may change is declared once, on its field of Config, by the
 // struct tag change:"...": every leaf key carries one
 // (TestEveryKeyDecidesHowItChanges), and what the Supervisor refuses in
-// place (RestartChanges) and what a head office may never set
-// (NeverRemote) are read from it.
+// place (RestartChanges), what a head office may never set (NeverRemote)
+// and what it may set only where the till's own file names the key
+// (NamedRemote) are read from it.
 const (
 	// changeRestart: only a restart changes it (the listeners are bound
 	// once, the data directory holds the instance's own files). Never set
@@ -25,6 +26,14 @@ const (
 	// changeRemote: applied in place; a head office may set it where
 	// control.allow lets it.
 	changeRemote = "remote"
+	// changeNamed: applied in place; a head office may set it only when
+	// control.allow of the till's own file names the key itself, not its
+	// section: where the till's data goes or what it reads (backup.dir,
+	// the push's address, proxy, CA and headers), how a sale is answered
+	// (accept.wait, max_wait, queued_answer, timezone), and whether the
+	// till sends its own data to the tax service (posapi.auto_send_data).
+	// The default allow lists sections only, so by default never.
+	changeNamed = "named"
 )
 
 // keyField is one key of the configuration, a table or a leaf.
@@ -76,7 +85,7 @@ func leafKeys() []string {
 // changeRestart, the most careful (and fails the test).
 func (f keyField) changes() string {
 	switch f.change {
-	case changeLocal, changeRemote:
+	case changeLocal, changeRemote, changeNamed:
 		return f.change
 	}
 	return changeRestart
@@ -96,9 +105,21 @@ func neverRemoteKeys() []string {
 			continue // its table is listed
 		}
 		remote := slices.ContainsFunc(keyFields, func(l keyField) bool {
-			return !l.table && f.under(l.key) && l.changes() == changeRemote
+			return !l.table && f.under(l.key) && (l.changes() == changeRemote || l.changes() == changeNamed)
 		})
 		if !remote {
+			out = append(out, f.key)
+		}
+	}
+	return out
+}
+
+// namedRemoteKeys is NamedRemote read from the change tags, in field
+// order.
+func namedRemoteKeys() []string {
+	var out []string
+	for _, f := range keyFields {
+		if !f.table && f.changes() == changeNamed {
 			out = append(out, f.key)
 		}
 	}

@@ -20,25 +20,38 @@ func TestEveryKeyDecidesHowItChanges(t *testing.T) {
 			require.False(t, has, "%s is a table: put change tags on its keys", f.key)
 			continue
 		}
-		require.Contains(t, []string{changeRestart, changeLocal, changeRemote}, tag,
-			"%s: tag its field change:\"restart\" (only a restart changes it), \"local\" (in place, never remotely) or \"remote\"", f.key)
+		require.Contains(t, []string{changeRestart, changeLocal, changeRemote, changeNamed}, tag,
+			"%s: tag its field change:\"restart\" (only a restart changes it), \"local\" (in place, never remotely), \"named\" (remotely only where the till's own control.allow names the key) or \"remote\"", f.key)
 	}
 }
 
 // TestNeverRemoteFromTags pins what the tags say today: a head office
-// may not move the listeners or the data, nor touch [auth] or [control].
+// may not move the listeners or the data, nor touch [auth] or [control],
+// nor choose the log file (opened once, where the service may write
+// anything) or its format and rotation.
 func TestNeverRemoteFromTags(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []string{"listen", "listen_unix", "data_dir", "auth", "control"}, NeverRemote)
+	require.Equal(t, []string{"listen", "listen_unix", "data_dir", "auth",
+		"log.file", "log.format", "log.max_size_mb", "log.max_files", "control"}, NeverRemote)
 	for _, key := range leafKeys() {
 		require.Equal(t, neverRemote(key) != "", !isRemote(key), key)
 	}
 }
 
+// TestNamedRemoteFromTags pins the keys a head office may set only where
+// the till's own control.allow names them (issue 38): where data goes or
+// what is read, how a sale is answered, the till's own sendData.
+func TestNamedRemoteFromTags(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{"accept.wait", "accept.max_wait", "accept.timezone", "accept.queued_answer",
+		"backup.dir", "fleet.remote_write_url", "fleet.headers", "fleet.ca_file", "fleet.proxy",
+		"posapi.auto_send_data"}, NamedRemote)
+}
+
 func isRemote(key string) bool {
 	for _, f := range keyFields {
 		if f.key == key {
-			return f.changes() == changeRemote
+			return f.changes() == changeRemote || f.changes() == changeNamed
 		}
 	}
 	return false

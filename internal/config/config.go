@@ -48,17 +48,17 @@ type Config struct {
 type Accept struct {
 	// Wait is how long a create waits for the upstream's answer before 202;
 	// 0 answers 202 at once.
-	Wait Duration `toml:"wait" change:"remote"`
+	Wait Duration `toml:"wait" change:"named"`
 	// MaxWait bounds what a request may ask for with "Prefer: wait=N".
-	MaxWait Duration `toml:"max_wait" change:"remote"`
+	MaxWait Duration `toml:"max_wait" change:"named"`
 	// Timezone is the IANA zone (or "Local") whose calendar day goes into
 	// the default idempotency key.
-	Timezone string `toml:"timezone" change:"remote"`
+	Timezone string `toml:"timezone" change:"named"`
 	// QueuedAnswer is how a receipt stored without the upstream's answer is
 	// answered: "202" (202 with {"queueId","state","message"}) or "error"
 	// (503 with PosAPI's error envelope, for POS software that reads any
 	// 2xx as issued).
-	QueuedAnswer string `toml:"queued_answer" change:"remote"`
+	QueuedAnswer string `toml:"queued_answer" change:"named"`
 	// AnswerTTL is how long an upstream answer no POS has received yet is
 	// held in memory for GET /receiptd/entries/{queueId}/answer.
 	AnswerTTL Duration `toml:"answer_ttl" change:"remote"`
@@ -213,14 +213,17 @@ type Auth struct {
 type Log struct {
 	// Level is debug, info, warn or error.
 	Level string `toml:"level" change:"remote"`
-	// File is the log file, rotated by size; empty: standard error.
-	File string `toml:"file" change:"remote"`
+	// File is the log file, rotated by size; empty: standard error. It,
+	// Format and the rotation are opened once: only a restart changes them,
+	// and a head office never (a file path of its choosing could be
+	// written anywhere the service may write).
+	File string `toml:"file" change:"restart"`
 	// Format is json, console, or auto (console on a terminal, else json).
-	Format string `toml:"format" change:"remote"`
+	Format string `toml:"format" change:"restart"`
 	// MaxSizeMB is the size at which File is rotated, in MiB.
-	MaxSizeMB int `toml:"max_size_mb" change:"remote"`
+	MaxSizeMB int `toml:"max_size_mb" change:"restart"`
 	// MaxFiles is how many rotated files are kept.
-	MaxFiles int `toml:"max_files" change:"remote"`
+	MaxFiles int `toml:"max_files" change:"restart"`
 }
 
 // Default returns the configuration used for every key a file leaves out.

@@ -55,6 +55,15 @@ func (c Control) Enabled() bool { return c.OpAMPURL != "" }
 // "control".
 var NeverRemote = neverRemoteKeys()
 
+// NamedRemote are the keys a remote fragment may set only when control.allow
+// of the till's own file names the key itself ("backup.dir"); the section
+// ("backup", which DefaultAllow lists) is not enough. They say where the
+// till's data goes or what it reads, how a sale is answered, and whether
+// the till sends its own data: a head office that could set them could
+// copy the receipts off the till, take its credentials, or stall its
+// sales. Read from the change tags (change:"named").
+var NamedRemote = namedRemoteKeys()
+
 // DefaultAllow is control.allow's default: every section a head office
 // tunes across a chain, and none that says where a till's data or
 // upstream is.
@@ -75,7 +84,7 @@ func (c Control) check(ch *checker) {
 	if c.OpAMPURL != "" {
 		if u, ok := checkURL(ch, "control.opamp_url", c.OpAMPURL, "wss", "https", "ws", "http"); ok {
 			if (u.Scheme == "ws" || u.Scheme == "http") && !isLoopback(u.Hostname()) {
-				ch.add("control.opamp_url", "%q is not a loopback address: use wss:// or https://, so a remote configuration travels only over TLS", c.OpAMPURL)
+				ch.add("control.opamp_url", "%q is not a loopback address (for this computer write 127.0.0.1 or [::1]: the name localhost is not trusted): use wss:// or https://, so a remote configuration travels only over TLS", c.OpAMPURL)
 			}
 		}
 	}
@@ -101,6 +110,26 @@ func allowProblem(entry string) string {
 	}
 	if !slices.Contains(knownKeys, entry) {
 		return fmt.Sprintf("%q is not a section or key of the configuration", entry)
+	}
+	return ""
+}
+
+// namedProblem says why a fragment may not set key, a key of NamedRemote
+// (or below one: a header of fleet.headers), under allow; "" when allow
+// names it (the key, or a key below it) or key is not named.
+func namedProblem(key string, allow []string) string {
+	lower := strings.ToLower(key)
+	for _, n := range NamedRemote {
+		if lower != n && !strings.HasPrefix(lower, n+".") {
+			continue
+		}
+		for _, a := range allow {
+			a = strings.ToLower(a)
+			if (a == n || strings.HasPrefix(a, n+".")) && (lower == a || strings.HasPrefix(lower, a+".")) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("a head office may set it only when control.allow of the till's own file names %q itself (listing its section is not enough); the till keeps its own value", n)
 	}
 	return ""
 }

@@ -67,7 +67,11 @@ func merge(ownPath string, fragment []byte, environ []string) (Merged, error) {
 		return Merged{Config: base}, nil
 	}
 	cfg, keys, problems := overlay(own, fragment, environ, base.Control.Allow)
+	if len(problems) == 0 {
+		problems = remoteValues(base, &cfg, keys) // remote.go
+	}
 	if len(problems) > 0 {
+		hideFiles(problems)
 		return Merged{}, &Error{Source: FragmentSource, Problems: problems}
 	}
 	return Merged{Config: cfg, RemoteKeys: keys, Hash: FragmentHash(fragment)}, nil
@@ -132,6 +136,9 @@ func leafKeysOf(lines map[string]int) []string {
 func remoteProblem(key string, allow []string) string {
 	if never := neverRemote(key); never != "" {
 		return fmt.Sprintf("can never be set remotely (%s is the till's own); the till keeps its own value", never)
+	}
+	if problem := namedProblem(key, allow); problem != "" {
+		return problem
 	}
 	for _, a := range allow {
 		if strings.EqualFold(key, a) || strings.HasPrefix(strings.ToLower(key), strings.ToLower(a)+".") {

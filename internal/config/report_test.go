@@ -46,7 +46,7 @@ func TestLoadProblemMessages(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, toml, want string }{
 		{"one problem", "[sync]\nconcurrency = 0\n",
-			"1 problem:\n  line 2: sync.concurrency: must be at least 1 and at most 64, not 0"},
+			"1 problem:\n  line 2: sync.concurrency: must be at least 1 and at most 16, not 0"},
 		{"dotted key", "sync.concurrency = \"x\"\n",
 			"  line 1: sync.concurrency: must be a whole number, not the text \"x\""},
 		{"inline table", "upstream = { timeout = 5 }\n",

@@ -69,7 +69,12 @@ type till struct {
 
 // startTill writes a till's own file pointing at url, and runs its client
 // until the test ends.
-func startTill(t *testing.T, url string) *till { return startTillWith(t, url, "") }
+func startTill(t *testing.T, url string) *till { return startTillWith(t, url, namesQueuedAnswer) }
+
+// namesQueuedAnswer is the default control.allow naming
+// accept.queued_answer, which the tests set remotely: a head office sets
+// it only where the till's own file names it.
+const namesQueuedAnswer = `allow = ["accept", "sync", "alerts", "posapi", "fleet", "backup", "retention", "log", "accept.queued_answer"]`
 
 // startTillWith is startTill with more [control] lines.
 func startTillWith(t *testing.T, url, extra string) *till { return startTillOpts(t, url, extra, nil) }

@@ -85,7 +85,7 @@ func TestStartConfig(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
 		return p
 	}
-	own := write("own.toml", "data_dir = '"+dataDir+"'\n[control]\nopamp_url = \"wss://hq.example/v1/opamp\"\n")
+	own := write("own.toml", "data_dir = '"+dataDir+"'\n[control]\nopamp_url = \"wss://hq.example/v1/opamp\"\nallow = [\"accept.queued_answer\"]\n")
 	cfg, err := config.Load(own)
 	require.NoError(t, err)
 
@@ -112,7 +112,7 @@ func TestStartConfig(t *testing.T) {
 	require.NoError(t, err)
 	m, err = StartConfig(own2, cfg2)
 	require.ErrorContains(t, err, "starts with its own file")
-	require.ErrorContains(t, err, "accept.queued_answer: is not in control.allow")
+	require.ErrorContains(t, err, "accept.queued_answer: a head office may set it only when control.allow of the till's own file names")
 	require.Equal(t, config.QueuedAnswer202, m.Config.Accept.QueuedAnswer)
 
 	entries, err := os.ReadDir(d.dir)

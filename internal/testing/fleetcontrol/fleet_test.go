@@ -59,6 +59,7 @@ func tillConfig(t *testing.T, tl *till, upstream string, ho *controltest.Server)
 	}
 	cfg.Control.PollEvery = config.Dur(pollEvery)
 	cfg.Control.RollbackAfter = config.Dur(rollbackAfter)
+	cfg.Control.Allow = ownAllow
 	cfg.Fleet.Labels = map[string]string{"shop": tl.shop, "till": tl.name}
 	cfg.Accept.Wait = config.Dur(300 * time.Millisecond)
 	return cfg
