@@ -35,3 +35,7 @@ require (
 	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/mod v0.43.0 // indirect
 )
+
+// opamp-go v0.23.0 with a message size limit and a transport of our own:
+// third_party/opamp-go/README.md says what changed and how to drop it.
+replace github.com/open-telemetry/opamp-go => ./third_party/opamp-go
