@@ -30,6 +30,9 @@ func (c *Client) callbacks() types.Callbacks {
 			c.connected, c.triedOnce = false, true
 			c.mu.Unlock()
 			switch {
+			case tooLarge(err):
+				c.log.Warn("the head office sent a message over the limit; refused unread and the connection closed, retrying (receipts are not affected)",
+					zap.Int("limitBytes", MaxMessage))
 			case was:
 				c.log.Warn("lost the head office; receipts are not affected, retrying", zap.Error(err))
 			case first:
@@ -48,6 +51,7 @@ func (c *Client) callbacks() types.Callbacks {
 		GetEffectiveConfig: func(context.Context) (*protobufs.EffectiveConfig, error) {
 			return c.effectiveProto()
 		},
+		CheckRedirect: checkRedirect,
 	}
 }
 

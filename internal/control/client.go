@@ -48,6 +48,9 @@ type Options struct {
 	PosNo func() string
 	// HostName is host.name; "" takes os.Hostname.
 	HostName string
+	// ConnectTimeout bounds the opening of a connection to the head
+	// office (transports); zero: DefaultConnectTimeout.
+	ConnectTimeout time.Duration
 }
 
 // healthEvery is how often Health and the description are read, and
@@ -195,6 +198,14 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 	if err != nil {
 		return nil, types.StartSettings{}, err
 	}
+	connect := c.opts.ConnectTimeout
+	if connect <= 0 {
+		connect = DefaultConnectTimeout
+	}
+	httpClient, dialer, err := c.transports(connect)
+	if err != nil {
+		return nil, types.StartSettings{}, err
+	}
 	header := http.Header{}
 	for k, v := range c.ctl.Headers {
 		header.Set(k, v)
@@ -204,7 +215,9 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 		OpAMPServerURL:     c.ctl.OpAMPURL,
 		Header:             header,
 		TLSConfig:          tlsConfig,
-		ProxyURL:           c.ctl.Proxy,
+		HTTPClient:         httpClient,
+		WebSocketDialer:    dialer,
+		MaxMessageBytes:    MaxMessage,
 		InstanceUid:        types.InstanceUid(c.uid),
 		Callbacks:          c.callbacks(),
 		RemoteConfigStatus: c.remoteStatusProto(),

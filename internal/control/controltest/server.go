@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,6 +87,8 @@ type Server struct {
 	// resend: answer every message with the agent's config, whatever
 	// status it reported (ResendAlways).
 	resend bool
+
+	maxSent atomic.Int64 // MaxSent
 }
 
 // Start starts a server on 127.0.0.1:0, stopped when t ends.
@@ -129,6 +132,7 @@ func (s *Server) listen(addr string) error {
 	err := srv.Start(server.StartSettings{
 		ListenEndpoint: addr,
 		TLSConfig:      s.tls,
+		HTTPMiddleware: s.counted,
 		Settings: server.Settings{Callbacks: types.Callbacks{
 			OnConnecting: func(r *http.Request) types.ConnectionResponse {
 				header := r.Header.Clone()

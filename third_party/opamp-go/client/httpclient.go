@@ -48,14 +48,19 @@ func (c *httpClient) Start(ctx context.Context, settings types.StartSettings) er
 	// Prepare Server connection settings.
 	c.sender.SetRequestHeader(settings.Header, settings.HeaderFunc)
 
-	// Add TLS configuration into httpClient
-	c.sender.AddTLSConfig(settings.TLSConfig)
+	c.sender.SetMaxMessageBytes(settings.MaxMessageBytes)
+	if settings.HTTPClient != nil {
+		c.sender.SetHTTPClient(settings.HTTPClient)
+	} else {
+		// Add TLS configuration into httpClient
+		c.sender.AddTLSConfig(settings.TLSConfig)
+	}
 
 	if settings.EnableCompression {
 		c.sender.EnableCompression()
 	}
 
-	if settings.ProxyURL != "" {
+	if settings.ProxyURL != "" && settings.HTTPClient == nil {
 		if err := c.sender.SetProxy(settings.ProxyURL, settings.ProxyHeaders); err != nil {
 			return err
 		}

@@ -51,6 +51,9 @@ type wsClient struct {
 	// currently used only for testing.
 	lastInternalErr atomic.Pointer[error]
 
+	// maxMessageBytes is the connection's read limit; 0: none. [receiptd patch]
+	maxMessageBytes int64
+
 	// Network connection timeout used for the WebSocket closing handshake.
 	// This field is currently only modified during testing.
 	connShutdownTimeout time.Duration
@@ -84,6 +87,10 @@ func (c *wsClient) Start(ctx context.Context, settings types.StartSettings) erro
 
 	// Prepare connection settings.
 	c.dialer = *websocket.DefaultDialer
+	if settings.WebSocketDialer != nil { // [receiptd patch]
+		c.dialer = *settings.WebSocketDialer
+	}
+	c.maxMessageBytes = settings.MaxMessageBytes
 
 	if settings.ProxyURL != "" {
 		if err := c.useProxy(settings.ProxyURL, settings.ProxyHeaders, settings.TLSConfig); err != nil {
@@ -278,6 +285,11 @@ func (c *wsClient) tryConnectOnce(ctx context.Context) (retryAfter sharedinterna
 	}
 
 	// Successfully connected.
+	if c.maxMessageBytes > 0 { // [receiptd patch]
+		// gorilla refuses a frame whose header makes the message longer
+		// than this before reading its payload, and closes the connection.
+		conn.SetReadLimit(c.maxMessageBytes)
+	}
 	c.connMutex.Lock()
 	c.conn = conn
 	c.connMutex.Unlock()

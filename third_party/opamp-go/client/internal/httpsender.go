@@ -64,6 +64,7 @@ type HTTPSender struct {
 	callbacks          types.Callbacks
 	pollingIntervalMs  atomic.Int64
 	compressionEnabled bool
+	maxMessageBytes    int64 // 0: no limit [receiptd patch]
 
 	// Headers to send with all requests.
 	getHeader func() http.Header
@@ -85,6 +86,16 @@ func NewHTTPSender(logger types.Logger) *HTTPSender {
 	h.SetRequestHeader(nil, nil)
 	return h
 }
+
+// SetHTTPClient makes client the one every request goes through.
+// This method is not thread safe and must be called before h.client is used.
+// [receiptd patch]
+func (h *HTTPSender) SetHTTPClient(client *http.Client) { h.client = client }
+
+// SetMaxMessageBytes bounds an answer's body; 0: no limit.
+// This method is not thread safe and must be called before Run.
+// [receiptd patch]
+func (h *HTTPSender) SetMaxMessageBytes(n int64) { h.maxMessageBytes = n }
 
 // SetProxy will force each request to use passed proxy and use the passed headers when making a CONNECT request to the proxy.
 // If the proxy has no schema http is used.
@@ -364,7 +375,25 @@ func (h *HTTPSender) prepareRequest(ctx context.Context) (*requestWrapper, error
 }
 
 func (h *HTTPSender) receiveResponse(ctx context.Context, resp *http.Response) {
-	msgBytes, err := io.ReadAll(resp.Body)
+	body := io.Reader(resp.Body)
+	if limit := h.maxMessageBytes; limit > 0 {
+		// [receiptd patch] Refuse an answer over the limit before reading
+		// it whole: by its length when the Server says it, else once one
+		// byte more than the limit has been read. Closing the body unread
+		// closes the connection.
+		if resp.ContentLength > limit {
+			_ = resp.Body.Close()
+			h.logger.Errorf(ctx, "%v", &types.MessageTooLargeError{Limit: limit})
+			h.callbacks.OnConnectFailed(ctx, &types.MessageTooLargeError{Limit: limit})
+			return
+		}
+		body = io.LimitReader(resp.Body, limit+1)
+	}
+	msgBytes, err := io.ReadAll(body)
+	if err == nil && h.maxMessageBytes > 0 && int64(len(msgBytes)) > h.maxMessageBytes {
+		err = &types.MessageTooLargeError{Limit: h.maxMessageBytes}
+		h.callbacks.OnConnectFailed(ctx, err)
+	}
 	if err != nil {
 		_ = resp.Body.Close()
 		h.logger.Errorf(ctx, "cannot read response body: %v", err)

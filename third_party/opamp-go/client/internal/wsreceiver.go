@@ -2,6 +2,7 @@ package internal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -87,6 +88,9 @@ func (r *wsReceiver) ReceiverLoop(ctx context.Context) {
 				return
 			case res := <-result:
 				if res.err != nil {
+					if errors.Is(res.err, websocket.ErrReadLimit) { // [receiptd patch]
+						r.callbacks.OnConnectFailed(ctx, &types.MessageTooLargeError{})
+					}
 					if !websocket.IsCloseError(res.err, websocket.CloseNormalClosure) {
 						r.logger.Errorf(ctx, "Unexpected error while receiving: %v", res.err)
 					}

@@ -2,8 +2,11 @@ package types
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/open-telemetry/opamp-go/protobufs"
 )
@@ -31,6 +34,23 @@ type StartSettings struct {
 	ProxyURL string
 	// ProxyHeaders gives the headers an HTTP client will present on a proxy CONNECT request.
 	ProxyHeaders http.Header
+
+	// MaxMessageBytes bounds a message read from the Server: a larger one
+	// is refused before it is read whole (the WebSocket connection's read
+	// limit; an HTTP answer's body is read up to it) and its connection
+	// closed. Zero: no limit. [receiptd patch]
+	MaxMessageBytes int64
+
+	// HTTPClient, when not nil, is the client of the plain HTTP transport
+	// instead of one built from http.DefaultTransport; TLSConfig, ProxyURL
+	// and ProxyHeaders are then not applied to it. [receiptd patch]
+	HTTPClient *http.Client
+
+	// WebSocketDialer, when not nil, is the WebSocket transport's dialer
+	// instead of websocket.DefaultDialer; TLSConfig, ProxyURL and
+	// ProxyHeaders are applied to a copy of it as to the default one.
+	// [receiptd patch]
+	WebSocketDialer *websocket.Dialer
 
 	// Agent information.
 	InstanceUid InstanceUid
@@ -77,4 +97,16 @@ type StartSettings struct {
 	// If nil, the default reporter interval (10s) will be used.
 	// If specified a minimum value of 1s will be enforced.
 	DownloadReporterInterval *time.Duration
+}
+
+// MessageTooLargeError is a message from the Server refused for its size
+// (StartSettings.MaxMessageBytes) before it was read whole; the client
+// hands it to Callbacks.OnConnectFailed and connects again. [receiptd patch]
+type MessageTooLargeError struct{ Limit int64 }
+
+func (e *MessageTooLargeError) Error() string {
+	if e.Limit <= 0 {
+		return "a message from the server is over the size limit; refused unread"
+	}
+	return fmt.Sprintf("a message from the server is over %d bytes; refused unread", e.Limit)
 }

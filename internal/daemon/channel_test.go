@@ -1,0 +1,108 @@
+package daemon_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opamp-go/protobufs"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/receiptd/receiptd/internal/config"
+
+	"github.com/receiptd/receiptd/internal/control/controltest"
+	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
+)
+
+// waitRemoteStatus waits until the server has the till's status of the
+// config with hash.
+func waitRemoteStatus(t *testing.T, srv *controltest.Server, uid string, hash []byte, want protobufs.RemoteConfigStatuses) controltest.Agent {
+	t.Helper()
+	var a controltest.Agent
+	require.Eventually(t, func() bool {
+		a, _ = srv.Agent(uid)
+		rs := a.RemoteStatus
+		return rs != nil && string(rs.LastRemoteConfigHash) == string(hash) && rs.Status == want
+	}, 30*time.Second, 20*time.Millisecond, "%s of %x", want, hash)
+	return a
+}
+
+// runManagedFile starts NewManaged on an own file written from upstream,
+// the OpAMP URL and extra TOML lines (data_dir and listen the test's), so
+// that a remote fragment merges over it as on a till.
+func runManagedFile(t *testing.T, upstream, opampURL, extra string) *daemon.Supervisor {
+	t.Helper()
+	own := fmt.Sprintf(`data_dir = %q
+listen = "127.0.0.1:0"
+%s
+[upstream]
+base_url = %q
+lookup_base_url = %q
+[sync]
+min_backoff = "20ms"
+max_backoff = "100ms"
+[control]
+opamp_url = %q
+poll_every = "1s"
+`, t.TempDir(), extra, upstream, upstream, opampURL)
+	path := filepath.Join(t.TempDir(), "receiptd.toml")
+	require.NoError(t, os.WriteFile(path, []byte(own), 0o600))
+	cfg, err := config.Load(path)
+	require.NoError(t, err)
+	s, err := daemon.NewManaged(cfg, path, zaptest.NewLogger(t), "test")
+	require.NoError(t, err)
+	return serveSupervisor(t, s)
+}
+
+// TestManagedRefusesAHugeMessage: a head office sending a 64 MiB message
+// (a config map of that size) gets the connection cut once the message's
+// length is known, over both transports: what the server managed to write
+// before that is the sockets' buffers, not the message (before, the till
+// read it whole, then refused the fragment). The till takes sales
+// meanwhile, and the channel applies a normal config after.
+func TestManagedRefusesAHugeMessage(t *testing.T) {
+	huge := "# " + strings.Repeat("x", 64<<20) + "\n"
+	for _, tr := range []struct {
+		name string
+		url  func(*controltest.Server) string
+	}{
+		{"websocket", (*controltest.Server).WSURL},
+		{"http polling", (*controltest.Server).HTTPURL},
+	} {
+		t.Run(tr.name, func(t *testing.T) {
+			s := testkit.StartSim(t, sim.Options{Seed: 61})
+			srv := controltest.Start(t)
+			sup := runManagedFile(t, s.URL(), tr.url(srv), "")
+			uid := sup.Control().InstanceUID()
+			this := func(a controltest.Agent) bool { return a.UID == uid }
+			require.Eventually(t, func() bool { _, ok := srv.Agent(uid); return ok }, 20*time.Second, 20*time.Millisecond)
+
+			srv.SetConfig(this, huge)
+			seen, _ := srv.Agent(uid)
+			for i := range 3 {
+				resp, body := post(t, sup.URL(), testkit.Receipt(fmt.Sprintf("huge%d", i)))
+				require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+			}
+			require.Eventually(t, func() bool {
+				a, _ := srv.Agent(uid)
+				return a.Messages >= seen.Messages+2
+			}, 30*time.Second, 50*time.Millisecond, "the till connects again after the cut")
+			require.Less(t, srv.MaxSent(), int64(16<<20), "the till stopped reading once the message's length was known")
+			a, _ := srv.Agent(uid)
+			require.NotEqual(t, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED, a.RemoteStatus.GetStatus(),
+				"the message was never read, so no config was refused")
+
+			hash, _ := srv.SetConfig(this, "[accept]\nqueued_answer = \"error\"\n")
+			waitRemoteStatus(t, srv, uid, hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
+			resp, body := post(t, sup.URL(), testkit.Receipt("after"))
+			require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		})
+	}
+}
