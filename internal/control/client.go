@@ -51,6 +51,12 @@ type Options struct {
 	// ConnectTimeout bounds the opening of a connection to the head
 	// office (transports); zero: DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// ApplyEvery is the least time between two configs that change the
+	// daemon (each costs a rebuild), and the first wait after one the
+	// daemon refused; zero: DefaultApplyEvery. MaxApplyBackoff bounds the
+	// wait after refusals in a row, doubling from ApplyEvery; zero:
+	// DefaultMaxApplyBackoff.
+	ApplyEvery, MaxApplyBackoff time.Duration
 }
 
 // healthEvery is how often Health and the description are read, and
@@ -74,6 +80,9 @@ type Client struct {
 	connected bool
 	triedOnce bool // a first attempt ended: later failures are logged only after a success
 	next      *protobufs.AgentRemoteConfig
+	// held is the server hash (hex) of the config applyLoop holds until
+	// its rebuild may start (gate); "" when none waits.
+	held string
 	// applying is the server hash (hex) of the config applyLoop is
 	// applying now; "" between configs. A status APPLYING read from disk
 	// with no apply running (receiptd stopped mid-apply) does not hold
@@ -106,6 +115,12 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.HostName == "" {
 		opts.HostName, _ = os.Hostname()
+	}
+	if opts.ApplyEvery <= 0 {
+		opts.ApplyEvery = DefaultApplyEvery
+	}
+	if opts.MaxApplyBackoff <= 0 {
+		opts.MaxApplyBackoff = DefaultMaxApplyBackoff
 	}
 	return &Client{
 		opts: opts, ctl: cfg.Control, disk: d, uid: uid, started: time.Now(),

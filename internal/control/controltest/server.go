@@ -327,8 +327,20 @@ func (s *Server) Summary(keys ...string) string {
 // how many agents it was set for.
 func (s *Server) SetConfig(match func(Agent) bool, fragment string) (hash []byte, n int) {
 	sum := sha256.Sum256([]byte(fragment))
+	return s.setConfig(match, fragment, sum[:])
+}
+
+// SetConfigHash is SetConfig under the server's hash given, for a
+// server that sends the same fragment again as a new config.
+func (s *Server) SetConfigHash(match func(Agent) bool, fragment string, hash []byte) []byte {
+	h, _ := s.setConfig(match, fragment, hash)
+	return h
+}
+
+func (s *Server) setConfig(match func(Agent) bool, fragment string, hash []byte) ([]byte, int) {
+	n := 0
 	rc := &protobufs.AgentRemoteConfig{
-		ConfigHash: sum[:],
+		ConfigHash: hash,
 		Config: &protobufs.AgentConfigMap{ConfigMap: map[string]*protobufs.AgentConfigFile{
 			"receiptd.toml": {Body: []byte(fragment), ContentType: "application/toml"},
 		}},
@@ -355,7 +367,7 @@ func (s *Server) SetConfig(match func(Agent) bool, fragment string) (hash []byte
 		msg := &protobufs.ServerToAgent{InstanceUid: uids[i], RemoteConfig: proto.Clone(rc).(*protobufs.AgentRemoteConfig)}
 		_ = conn.Send(context.Background(), msg) // HTTP connections get it with the next poll
 	}
-	return sum[:], n
+	return hash, n
 }
 
 func uidString(b []byte) string {
