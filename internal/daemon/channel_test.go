@@ -1,6 +1,8 @@
 package daemon_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/control/controltest"
 	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/fleet/fleettest"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
@@ -105,4 +108,68 @@ func TestManagedRefusesAHugeMessage(t *testing.T) {
 			require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 		})
 	}
+}
+
+// TestSwapKeepsWhatPosAPISaid: a config applied in place does not read
+// PosAPI's /rest/info again at once when the last read is recent (it was
+// read moments before), and /receiptd/status keeps receiptd's last
+// sendData: the new Daemon's watcher goes on from the old one's. Before,
+// the new watcher knew nothing: it read /rest/info at once, and
+// lastSendData was null until its own next call.
+func TestSwapKeepsWhatPosAPISaid(t *testing.T) {
+	t.Parallel()
+	s := testkit.StartSim(t, sim.Options{Seed: 62, Lotteries: 150}) // under min_lotteries: receiptd sends the data
+	cfg := testConfig(t, s.URL())
+	cfg.PosAPI.SendSpread = config.Dur(0)
+	cfg.PosAPI.SendEvery = config.Dur(time.Hour)
+	sup := runSupervisor(t, cfg, 10*time.Second)
+	require.Eventually(t, func() bool { return string(readStatus(t, sup.URL()).PosAPI["lastSendData"]) != "null" },
+		20*time.Second, 20*time.Millisecond, "receiptd sent PosAPI's data")
+	before := readStatus(t, sup.URL()).PosAPI
+	reads, sends := s.Requests(sim.RouteInfo), s.SendDataCalls()
+
+	next := cfg
+	next.Accept.QueuedAnswer = config.QueuedAnswerError
+	require.NoError(t, sup.Apply(context.Background(), next))
+	require.Never(t, func() bool { return s.Requests(sim.RouteInfo) > reads }, 2*time.Second, 20*time.Millisecond,
+		"no /rest/info read at once after the swap: the last one is minutes from due")
+	after := readStatus(t, sup.URL()).PosAPI
+	require.JSONEq(t, string(before["lastSendData"]), string(after["lastSendData"]), "the last sendData is kept")
+	require.JSONEq(t, string(before["leftLotteries"]), string(after["leftLotteries"]))
+	require.Equal(t, sends, s.SendDataCalls(), "no second sendData within send_every")
+}
+
+// TestSwapKeepsTheFleetPushsLastSuccess: after a config applied in place,
+// /receiptd/status still says when the head office last accepted a push
+// (and the buffer goes on from its cursor on disk), while the head office
+// now refuses: before, lastSuccess was null after the swap, as if the
+// till had never pushed.
+func TestSwapKeepsTheFleetPushsLastSuccess(t *testing.T) {
+	t.Parallel()
+	s := testkit.StartSim(t, sim.Options{Seed: 63})
+	rcv := fleettest.New(t, func(n int) int {
+		if n == 0 {
+			return http.StatusNoContent
+		}
+		return http.StatusServiceUnavailable
+	})
+	cfg := testConfig(t, s.URL())
+	cfg.Fleet.RemoteWriteURL, cfg.Fleet.Interval = rcv.URL, config.Dur(5*time.Second)
+	sup := runSupervisor(t, cfg, 10*time.Second)
+	lastSuccess := func() string {
+		resp, body := getBody(t, sup.URL()+"/receiptd/status")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var st struct {
+			Fleet map[string]json.RawMessage `json:"fleet"`
+		}
+		require.NoError(t, json.Unmarshal(body, &st))
+		return string(st.Fleet["lastSuccess"])
+	}
+	require.Eventually(t, func() bool { return lastSuccess() != "null" }, 30*time.Second, 50*time.Millisecond)
+	before := lastSuccess()
+
+	next := cfg
+	next.Accept.QueuedAnswer = config.QueuedAnswerError
+	require.NoError(t, sup.Apply(context.Background(), next))
+	require.Equal(t, before, lastSuccess(), "the last success is kept across the swap")
 }

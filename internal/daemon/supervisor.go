@@ -57,6 +57,9 @@ type Supervisor struct {
 	dbPath        string           // data_dir never changes in place
 
 	swaps chan swapRequest // from Apply to Run's loop
+	// carried is what the last Daemon to stop knew (Daemon.carry), for
+	// the next one built; only Run's goroutine uses it.
+	carried *carried
 
 	mu        sync.Mutex // guards the fields below, and is never held across a wait
 	phase     phase
@@ -134,7 +137,8 @@ func (s *Supervisor) init(cfg config.Config) error {
 // build is New for a Daemon of s: on lns (nil: bind them), reporting
 // s.control.
 func (s *Supervisor) build(cfg config.Config, lns []net.Listener) (*Daemon, error) {
-	return build(cfg, s.baseLog, s.version, supervised{listeners: lns, control: s.control, metrics: s.metrics, sims: s.sims})
+	return build(cfg, s.baseLog, s.version, supervised{listeners: lns, control: s.control, metrics: s.metrics, sims: s.sims,
+		carried: s.carried})
 }
 
 func (s *Supervisor) views() []net.Listener {
@@ -339,6 +343,7 @@ func (s *Supervisor) swap(ctx context.Context, cur *instance, req swapRequest) (
 	if err := cur.stop(); err != nil {
 		s.log.Warn("the previous daemon stopped with an error", zap.Error(err))
 	}
+	s.carried = cur.d.carry()
 	next, err := s.startReady(req.ctx, ctx, req.cfg)
 	if err == nil {
 		s.serve(next.d, &req.cfg)
@@ -380,6 +385,7 @@ func (s *Supervisor) startReady(ctx, runCtx context.Context, cfg config.Config) 
 		if serr := in.stop(); serr != nil {
 			s.log.Warn("the daemon that was not ready stopped with an error", zap.Error(serr))
 		}
+		s.carried = in.d.carry()
 		return nil, err
 	}
 	return in, nil
