@@ -13,7 +13,10 @@ import (
 
 	"github.com/open-telemetry/opamp-go/protobufs"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/receiptd/receiptd/internal/config"
 
@@ -172,4 +175,39 @@ func TestSwapKeepsTheFleetPushsLastSuccess(t *testing.T) {
 	next.Accept.QueuedAnswer = config.QueuedAnswerError
 	require.NoError(t, sup.Apply(context.Background(), next))
 	require.Equal(t, before, lastSuccess(), "the last success is kept across the swap")
+}
+
+// TestSwapAppliesTheLogLevel: log.level takes effect at the swap that
+// applies it, on the logger every component already holds (and at once,
+// from the config in effect, when the level is followed); a rollback
+// leaves it. Before, a remote log.level was APPLIED and ignored until a
+// restart, and not even then (the logger is built from the own file).
+func TestSwapAppliesTheLogLevel(t *testing.T) {
+	t.Parallel()
+	s := testkit.StartSim(t, sim.Options{Seed: 64})
+	cfg := testConfig(t, s.URL())
+	cfg.Log.Level = "warn"
+	level := zap.NewAtomicLevelAt(zapcore.DebugLevel)
+	core, logs := observer.New(level)
+	sup, err := daemon.NewSupervisor(cfg, zap.New(core), "test", 3*time.Second)
+	require.NoError(t, err)
+	sup.FollowLogLevel(level)
+	require.Equal(t, zapcore.WarnLevel, level.Level(), "the config in effect's level at once")
+	serveSupervisor(t, sup)
+
+	next := cfg
+	next.Log.Level = "debug"
+	require.NoError(t, sup.Apply(context.Background(), next))
+	require.Equal(t, zapcore.DebugLevel, level.Level())
+	resp, body := post(t, sup.URL(), testkit.Receipt("lvl"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.NotZero(t, logs.FilterLevelExact(zapcore.DebugLevel).FilterMessage("receipt accepted").Len(),
+		"the components log at debug once it is applied")
+
+	bad := next
+	bad.Log.Level = "error"
+	bad.Backup.Dir = filepath.Join(t.TempDir(), "a-file", "snapshots") // never ready: rolled back
+	require.NoError(t, os.WriteFile(filepath.Dir(bad.Backup.Dir), nil, 0o600))
+	require.Error(t, sup.Apply(context.Background(), bad))
+	require.Equal(t, zapcore.DebugLevel, level.Level(), "a config rolled back leaves the level")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/control"
+	"github.com/receiptd/receiptd/internal/logging"
 	"github.com/receiptd/receiptd/internal/metrics"
 )
 
@@ -60,6 +61,9 @@ type Supervisor struct {
 	// carried is what the last Daemon to stop knew (Daemon.carry), for
 	// the next one built; only Run's goroutine uses it.
 	carried *carried
+	// level, when set (FollowLogLevel), is the logger's level, which each
+	// config in effect sets (log.level); nil: it is fixed.
+	level *zap.AtomicLevel
 
 	mu        sync.Mutex // guards the fields below, and is never held across a wait
 	phase     phase
@@ -147,6 +151,26 @@ func (s *Supervisor) views() []net.Listener {
 		out[i] = h.view()
 	}
 	return out
+}
+
+// FollowLogLevel makes level follow log.level of the config in effect:
+// at once, and at each config applied in place (the logger is built once,
+// from the till's own file, before the last remote config is laid over
+// it). level is the logger's own (logging.Options.Atom). Call it before
+// Run.
+func (s *Supervisor) FollowLogLevel(level zap.AtomicLevel) {
+	s.level = &level
+	s.setLevel(s.Config().Log.Level)
+}
+
+// setLevel sets the followed level to lvl (Validate has checked it).
+func (s *Supervisor) setLevel(lvl string) {
+	if s.level == nil {
+		return
+	}
+	if err := logging.SetLevel(*s.level, lvl); err != nil {
+		s.log.Warn("log.level not applied", zap.Error(err))
+	}
 }
 
 // URL is the base URL of the TCP listener ("" without one).
@@ -347,6 +371,7 @@ func (s *Supervisor) swap(ctx context.Context, cur *instance, req swapRequest) (
 	next, err := s.startReady(req.ctx, ctx, req.cfg)
 	if err == nil {
 		s.serve(next.d, &req.cfg)
+		s.setLevel(req.cfg.Log.Level)
 		req.reply <- nil
 		s.log.Info("config applied in place", zap.Duration("took", time.Since(began)))
 		return next, nil
