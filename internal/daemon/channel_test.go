@@ -128,6 +128,10 @@ func TestSwapKeepsWhatPosAPISaid(t *testing.T) {
 	sup := runSupervisor(t, cfg, 10*time.Second)
 	require.Eventually(t, func() bool { return string(readStatus(t, sup.URL()).PosAPI["lastSendData"]) != "null" },
 		20*time.Second, 20*time.Millisecond, "receiptd sent PosAPI's data")
+	// Swap just after a read: the next is at least 10 s away (posapi's
+	// shortest gap between reads), so any read now is the swap's.
+	reads := s.Requests(sim.RouteInfo)
+	require.Eventually(t, func() bool { return s.Requests(sim.RouteInfo) > reads }, 30*time.Second, 10*time.Millisecond)
 	before := readStatus(t, sup.URL()).PosAPI
 	reads, sends := s.Requests(sim.RouteInfo), s.SendDataCalls()
 
@@ -135,7 +139,7 @@ func TestSwapKeepsWhatPosAPISaid(t *testing.T) {
 	next.Accept.QueuedAnswer = config.QueuedAnswerError
 	require.NoError(t, sup.Apply(context.Background(), next))
 	require.Never(t, func() bool { return s.Requests(sim.RouteInfo) > reads }, 2*time.Second, 20*time.Millisecond,
-		"no /rest/info read at once after the swap: the last one is minutes from due")
+		"no /rest/info read at once after the swap: the next is at least 10 s away")
 	after := readStatus(t, sup.URL()).PosAPI
 	require.JSONEq(t, string(before["lastSendData"]), string(after["lastSendData"]), "the last sendData is kept")
 	require.JSONEq(t, string(before["leftLotteries"]), string(after["leftLotteries"]))
