@@ -60,7 +60,7 @@ func serviceAction(action string) func(context.Context, *cmdEnv, []string) error
 // runAsService runs the daemon under the service manager (service.Run),
 // logging as JSON to the journal or a file.
 func runAsService(ctx context.Context, lc loadedConfig) error {
-	log, closeLog, err := newLogger(serviceLog(lc.cfg.Log, runtime.GOOS), true)
+	log, level, closeLog, err := newLogger(serviceLog(lc.cfg.Log, runtime.GOOS), true)
 	if err != nil {
 		return usageError{err: err}
 	}
@@ -71,6 +71,7 @@ func runAsService(ctx context.Context, lc loadedConfig) error {
 		if err != nil {
 			return nil, err
 		}
+		d.FollowLogLevel(level)
 		return d, nil
 	})
 }

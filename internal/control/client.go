@@ -49,6 +49,15 @@ type Options struct {
 	PosNo func() string
 	// HostName is host.name; "" takes os.Hostname.
 	HostName string
+	// ConnectTimeout bounds the opening of a connection to the head
+	// office (transports); zero: DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// ApplyEvery is the least time between two configs that change the
+	// daemon (each costs a rebuild), and the first wait after one the
+	// daemon refused; zero: DefaultApplyEvery. MaxApplyBackoff bounds the
+	// wait after refusals in a row, doubling from ApplyEvery; zero:
+	// DefaultMaxApplyBackoff.
+	ApplyEvery, MaxApplyBackoff time.Duration
 }
 
 // healthEvery is how often Health and the description are read, and
@@ -72,6 +81,9 @@ type Client struct {
 	connected bool
 	triedOnce bool // a first attempt ended: later failures are logged only after a success
 	next      *protobufs.AgentRemoteConfig
+	// held is the server hash (hex) of the config applyLoop holds until
+	// its rebuild may start (gate); "" when none waits.
+	held string
 	// applying is the server hash (hex) of the config applyLoop is
 	// applying now; "" between configs. A status APPLYING read from disk
 	// with no apply running (receiptd stopped mid-apply) does not hold
@@ -104,6 +116,12 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.HostName == "" {
 		opts.HostName, _ = os.Hostname()
+	}
+	if opts.ApplyEvery <= 0 {
+		opts.ApplyEvery = DefaultApplyEvery
+	}
+	if opts.MaxApplyBackoff <= 0 {
+		opts.MaxApplyBackoff = DefaultMaxApplyBackoff
 	}
 	return &Client{
 		opts: opts, ctl: cfg.Control, disk: d, uid: uid, started: time.Now(),
@@ -196,6 +214,14 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 	if err != nil {
 		return nil, types.StartSettings{}, err
 	}
+	connect := c.opts.ConnectTimeout
+	if connect <= 0 {
+		connect = DefaultConnectTimeout
+	}
+	httpClient, dialer, err := c.transports(connect)
+	if err != nil {
+		return nil, types.StartSettings{}, err
+	}
 	header := http.Header{}
 	for k, v := range c.ctl.Headers {
 		header.Set(k, v.Reveal())
@@ -205,7 +231,9 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 		OpAMPServerURL:     c.ctl.OpAMPURL,
 		Header:             header,
 		TLSConfig:          tlsConfig,
-		ProxyURL:           c.ctl.Proxy,
+		HTTPClient:         httpClient,
+		WebSocketDialer:    dialer,
+		MaxMessageBytes:    MaxMessage,
 		InstanceUid:        types.InstanceUid(c.uid),
 		Callbacks:          c.callbacks(),
 		RemoteConfigStatus: c.remoteStatusProto(),

@@ -37,10 +37,12 @@ const (
 type applier struct {
 	mu    sync.Mutex
 	got   []config.Config
-	delay time.Duration // how long an Apply takes, as a swap does
+	spans [][2]time.Time // when each Apply began and returned
+	delay time.Duration  // how long an Apply takes, as a swap does
 }
 
 func (a *applier) Apply(_ context.Context, cfg config.Config) error {
+	began := time.Now()
 	a.mu.Lock()
 	delay := a.delay
 	a.mu.Unlock()
@@ -48,10 +50,17 @@ func (a *applier) Apply(_ context.Context, cfg config.Config) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.got = append(a.got, cfg)
+	a.spans = append(a.spans, [2]time.Time{began, time.Now()})
 	if cfg.Accept.AnswerCount == 7 {
 		return errors.New("not ready within control.rollback_after (backup: cannot create the snapshot folder)")
 	}
 	return nil
+}
+
+func (a *applier) times() [][2]time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([][2]time.Time(nil), a.spans...)
 }
 
 func (a *applier) calls() []config.Config {
@@ -110,6 +119,9 @@ Authorization = %q
 		Start: start, OwnPath: ownPath, Version: "v9.9.9", Log: zaptest.NewLogger(t), Applier: tl.applier,
 		HostName: "till-2.shop-017",
 		PosNo:    func() string { return "POS-42" },
+		// No wait between rebuilds but in the tests of the gate
+		// (TestClientRateLimitsRebuilds): the others send configs in a row.
+		ApplyEvery: time.Nanosecond,
 		Health: func() control.Health {
 			return control.Health{Healthy: false, Status: "Sending is stalled: 3 receipts wait.", Components: map[string]control.ComponentHealth{
 				"upstream": {Healthy: false, Status: "down since 09:00"}, "queue": {Healthy: true, Status: "3 unsent"},

@@ -79,6 +79,9 @@ type supervised struct {
 	// sims, when not nil, are the Supervisor's answers to "is base_url
 	// the simulator?", so a swap does not ask again; nil: ask afresh.
 	sims *simAnswers
+	// carried, when not nil, is what the Daemon this one replaces knew
+	// (carry): the new one goes on from it.
+	carried *carried
 }
 
 // build is New as a Supervisor asks for it.
@@ -124,6 +127,9 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
 	d.posapi = posapi.New(up, posapiConfig(cfg.PosAPI, cfg.Upstream.BaseURL), log, m)
+	if sv.carried != nil {
+		d.posapi.Resume(sv.carried.posapi) // taken only for the same PosAPI
+	}
 	d.answers = syncer.NewMailbox(mailboxConfig(cfg.Accept), log, m)
 	sc := syncConfig(cfg)
 	sc.Answers, sc.Limits = d.answers, d.posapi
@@ -145,7 +151,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 	if err := m.SetBuildInfo(version); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	if err := d.newFleet(m); err != nil {
+	if err := d.newFleet(m, sv.carried); err != nil {
 		return nil, err
 	}
 	if d.api, err = d.newAPI(m, version, sv.control); err != nil {

@@ -34,6 +34,10 @@
 //   - data_dir, listen and listen_unix never change in place (the files
 //     and the sockets stay until a restart); the metrics, the channel and
 //     the simulator probe outlive the Daemons, so counters go on.
+//   - What a stopped Daemon knew and did not keep on disk goes on in the
+//     next (carry: PosAPI's last /rest/info read and receiptd's last
+//     sendData, the fleet push's last success), and log.level is set on
+//     the running logger (FollowLogLevel).
 //
 // Apply returns nil once the new Daemon is ready, or at once when the
 // config is the one in effect. Otherwise its error says why, and:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/control"
+	"github.com/receiptd/receiptd/internal/logging"
 	"github.com/receiptd/receiptd/internal/metrics"
 )
 
@@ -57,6 +58,12 @@ type Supervisor struct {
 	dbPath        string           // data_dir never changes in place
 
 	swaps chan swapRequest // from Apply to Run's loop
+	// carried is what the last Daemon to stop knew (Daemon.carry), for
+	// the next one built; only Run's goroutine uses it.
+	carried *carried
+	// level, when set (FollowLogLevel), is the logger's level, which each
+	// config in effect sets (log.level); nil: it is fixed.
+	level *zap.AtomicLevel
 
 	mu        sync.Mutex // guards the fields below, and is never held across a wait
 	phase     phase
@@ -134,7 +141,8 @@ func (s *Supervisor) init(cfg config.Config) error {
 // build is New for a Daemon of s: on lns (nil: bind them), reporting
 // s.control.
 func (s *Supervisor) build(cfg config.Config, lns []net.Listener) (*Daemon, error) {
-	return build(cfg, s.baseLog, s.version, supervised{listeners: lns, control: s.control, metrics: s.metrics, sims: s.sims})
+	return build(cfg, s.baseLog, s.version, supervised{listeners: lns, control: s.control, metrics: s.metrics, sims: s.sims,
+		carried: s.carried})
 }
 
 func (s *Supervisor) views() []net.Listener {
@@ -143,6 +151,26 @@ func (s *Supervisor) views() []net.Listener {
 		out[i] = h.view()
 	}
 	return out
+}
+
+// FollowLogLevel makes level follow log.level of the config in effect:
+// at once, and at each config applied in place (the logger is built once,
+// from the till's own file, before the last remote config is laid over
+// it). level is the logger's own (logging.Options.Atom). Call it before
+// Run.
+func (s *Supervisor) FollowLogLevel(level zap.AtomicLevel) {
+	s.level = &level
+	s.setLevel(s.Config().Log.Level)
+}
+
+// setLevel sets the followed level to lvl (Validate has checked it).
+func (s *Supervisor) setLevel(lvl string) {
+	if s.level == nil {
+		return
+	}
+	if err := logging.SetLevel(*s.level, lvl); err != nil {
+		s.log.Warn("log.level not applied", zap.Error(err))
+	}
 }
 
 // URL is the base URL of the TCP listener ("" without one).
@@ -339,9 +367,11 @@ func (s *Supervisor) swap(ctx context.Context, cur *instance, req swapRequest) (
 	if err := cur.stop(); err != nil {
 		s.log.Warn("the previous daemon stopped with an error", zap.Error(err))
 	}
+	s.carried = cur.d.carry()
 	next, err := s.startReady(req.ctx, ctx, req.cfg)
 	if err == nil {
 		s.serve(next.d, &req.cfg)
+		s.setLevel(req.cfg.Log.Level)
 		req.reply <- nil
 		s.log.Info("config applied in place", zap.Duration("took", time.Since(began)))
 		return next, nil
@@ -380,6 +410,7 @@ func (s *Supervisor) startReady(ctx, runCtx context.Context, cfg config.Config) 
 		if serr := in.stop(); serr != nil {
 			s.log.Warn("the daemon that was not ready stopped with an error", zap.Error(serr))
 		}
+		s.carried = in.d.carry()
 		return nil, err
 	}
 	return in, nil

@@ -55,6 +55,10 @@ type Config struct {
 	BufferBytes int64
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// LastSuccess is the last success of the push this one takes over
+	// from, to the same URL (a config applied in place); zero: none. The
+	// buffer's position needs no carrying: it is on disk.
+	LastSuccess time.Time
 }
 
 // Status is the push's state, for /receiptd/status and the metrics.
@@ -118,6 +122,9 @@ func New(cfg Config, src prometheus.Gatherer, log *zap.Logger) (*Pusher, error) 
 		return nil, err
 	}
 	p := &Pusher{cfg: cfg, src: src, log: log.Named("fleet"), buf: b, wake: make(chan struct{}, 1)}
+	if !cfg.LastSuccess.IsZero() {
+		p.lastOK.Store(cfg.LastSuccess.UnixNano())
+	}
 	p.enc.external = externalLabels(cfg.Labels, cfg.Instance)
 	return p, nil
 }

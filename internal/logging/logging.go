@@ -44,6 +44,10 @@ type Options struct {
 	// Console selects zap's human-readable console encoder (for a person
 	// running receiptd in the foreground); false selects JSON.
 	Console bool
+	// Atom, when not nil, is the logger's level: New sets it to Level,
+	// and SetLevel changes it while the logger runs (log.level applied in
+	// place). Nil: the level is fixed.
+	Atom *zap.AtomicLevel
 }
 
 // New builds a logger from o. The returned function flushes and closes the
@@ -84,7 +88,12 @@ func New(o Options) (*zap.Logger, func() error, error) {
 		closeFn = lj.Close
 	}
 
-	core := zapcore.NewCore(newEncoder(o.Console), sink, level)
+	var enabler zapcore.LevelEnabler = level
+	if o.Atom != nil {
+		o.Atom.SetLevel(level)
+		enabler = o.Atom
+	}
+	core := zapcore.NewCore(newEncoder(o.Console), sink, enabler)
 	logger := zap.New(WrapCore(core), zap.AddCaller(), zap.AddStacktrace(zapcore.DPanicLevel))
 
 	done := sync.OnceValue(func() error {
@@ -100,6 +109,17 @@ func New(o Options) (*zap.Logger, func() error, error) {
 		return nil
 	})
 	return logger, done, nil
+}
+
+// SetLevel sets atom to level (as Options.Level: empty means "info"); a
+// bad level is an error wrapping ErrLevel, and atom is left as it was.
+func SetLevel(atom zap.AtomicLevel, level string) error {
+	l, err := parseLevel(level)
+	if err != nil {
+		return err
+	}
+	atom.SetLevel(l)
+	return nil
 }
 
 func parseLevel(s string) (zapcore.Level, error) {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,6 +87,8 @@ type Server struct {
 	// resend: answer every message with the agent's config, whatever
 	// status it reported (ResendAlways).
 	resend bool
+
+	maxSent atomic.Int64 // MaxSent
 }
 
 // Start starts a server on 127.0.0.1:0, stopped when t ends.
@@ -129,6 +132,7 @@ func (s *Server) listen(addr string) error {
 	err := srv.Start(server.StartSettings{
 		ListenEndpoint: addr,
 		TLSConfig:      s.tls,
+		HTTPMiddleware: s.counted,
 		Settings: server.Settings{Callbacks: types.Callbacks{
 			OnConnecting: func(r *http.Request) types.ConnectionResponse {
 				header := r.Header.Clone()
@@ -323,8 +327,20 @@ func (s *Server) Summary(keys ...string) string {
 // how many agents it was set for.
 func (s *Server) SetConfig(match func(Agent) bool, fragment string) (hash []byte, n int) {
 	sum := sha256.Sum256([]byte(fragment))
+	return s.setConfig(match, fragment, sum[:])
+}
+
+// SetConfigHash is SetConfig under the server's hash given, for a
+// server that sends the same fragment again as a new config.
+func (s *Server) SetConfigHash(match func(Agent) bool, fragment string, hash []byte) []byte {
+	h, _ := s.setConfig(match, fragment, hash)
+	return h
+}
+
+func (s *Server) setConfig(match func(Agent) bool, fragment string, hash []byte) ([]byte, int) {
+	n := 0
 	rc := &protobufs.AgentRemoteConfig{
-		ConfigHash: sum[:],
+		ConfigHash: hash,
 		Config: &protobufs.AgentConfigMap{ConfigMap: map[string]*protobufs.AgentConfigFile{
 			"receiptd.toml": {Body: []byte(fragment), ContentType: "application/toml"},
 		}},
@@ -351,7 +367,7 @@ func (s *Server) SetConfig(match func(Agent) bool, fragment string) (hash []byte
 		msg := &protobufs.ServerToAgent{InstanceUid: uids[i], RemoteConfig: proto.Clone(rc).(*protobufs.AgentRemoteConfig)}
 		_ = conn.Send(context.Background(), msg) // HTTP connections get it with the next poll
 	}
-	return sum[:], n
+	return hash, n
 }
 
 func uidString(b []byte) string {
