@@ -92,7 +92,7 @@ func TestMergeRefuses(t *testing.T) {
 		{"syntax", "[accept\nwait = \"1s\"\n", "", 1, "syntax error"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := merge(own, []byte(c.fragment), nil)
+			_, err := merge(Default(), own, []byte(c.fragment), nil)
 			requireProblem(t, err, c.key, c.line, c.want)
 		})
 	}
@@ -112,7 +112,7 @@ func TestMergeAllowEntries(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			own := writeConfig(t, ownFile+"\n[control]\nallow = "+c.allow+"\n")
-			m, err := merge(own, []byte(c.fragment), nil)
+			m, err := merge(Default(), own, []byte(c.fragment), nil)
 			if c.refused == "" {
 				require.NoError(t, err)
 				require.NotEmpty(t, m.RemoteKeys)
@@ -125,7 +125,7 @@ func TestMergeAllowEntries(t *testing.T) {
 
 func TestMergeAccepted(t *testing.T) {
 	own := writeConfig(t, ownFile)
-	m, err := merge(own, []byte("[accept]\nanswer_count = 5\n[fleet.labels]\ngroup = \"north\"\n"),
+	m, err := merge(Default(), own, []byte("[accept]\nanswer_count = 5\n[fleet.labels]\ngroup = \"north\"\n"),
 		[]string{EnvFleetHeaderPrefix + "AUTHORIZATION=Bearer env"})
 	require.NoError(t, err)
 	require.Equal(t, 5, m.Config.Accept.AnswerCount)
@@ -136,7 +136,7 @@ func TestMergeAccepted(t *testing.T) {
 	require.Len(t, m.Hash, 64)
 
 	for _, blank := range []string{"", "  \n", "# nothing yet\n"} {
-		m, err := merge(own, []byte(blank), nil)
+		m, err := merge(Default(), own, []byte(blank), nil)
 		require.NoError(t, err)
 		require.Equal(t, 3*time.Second, m.Config.Accept.Wait.Duration)
 		require.Equal(t, QueuedAnswer202, m.Config.Accept.QueuedAnswer)
@@ -146,7 +146,7 @@ func TestMergeAccepted(t *testing.T) {
 
 func TestMergeBadOwnFile(t *testing.T) {
 	own := writeConfig(t, "[sync]\nconcurrency = 0\n")
-	_, err := merge(own, []byte("[log]\nlevel = \"debug\"\n"), nil)
+	_, err := merge(Default(), own, []byte("[log]\nlevel = \"debug\"\n"), nil)
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, own, e.Source, "the own file is named, not the fragment")
@@ -182,15 +182,15 @@ Authorization = "Bearer own"
 allow = ["fleet", "fleet.remote_write_url", "fleet.headers"]
 `)
 	env := []string{EnvFleetHeaderPrefix + "X_SCOPE=from-env"}
-	m, err := merge(own, []byte("[fleet]\ninterval = \"2m\"\n"), env)
+	m, err := merge(Default(), own, []byte("[fleet]\ninterval = \"2m\"\n"), env)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"Authorization": "Bearer own", "X-Scope": "from-env"}, RevealAll(m.Config.Fleet.Headers), "the own URL: the own headers")
 
-	m, err = merge(own, []byte("[fleet]\nremote_write_url = \"https://elsewhere.example/write\"\n"), env)
+	m, err = merge(Default(), own, []byte("[fleet]\nremote_write_url = \"https://elsewhere.example/write\"\n"), env)
 	require.NoError(t, err)
 	require.Empty(t, m.Config.Fleet.Headers, "another URL gets none of the till's own headers")
 
-	m, err = merge(own, []byte("[fleet]\nremote_write_url = \"https://elsewhere.example/write\"\n[fleet.headers]\nX-Token = \"sent-by-hq\"\n"), env)
+	m, err = merge(Default(), own, []byte("[fleet]\nremote_write_url = \"https://elsewhere.example/write\"\n[fleet.headers]\nX-Token = \"sent-by-hq\"\n"), env)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"X-Token": "sent-by-hq"}, RevealAll(m.Config.Fleet.Headers), "only the fragment's own")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -50,10 +51,19 @@ func isBlank(fragment []byte) bool { return strings.TrimSpace(string(fragment)) 
 // fragment (0 when the key is not in it), in an *Error whose Source is
 // FragmentSource. A refused own file is Load's error, with its Source.
 func Merge(ownPath string, fragment []byte) (Merged, error) {
-	return merge(ownPath, fragment, os.Environ())
+	return merge(Default(), ownPath, fragment, os.Environ())
 }
 
-func merge(ownPath string, fragment []byte, environ []string) (Merged, error) {
+// MergeOnto is Merge over base instead of Default: the own file (if any)
+// is read onto base, then the fragment laid over it. A till without a
+// file of its own whose settings were made otherwise (receiptd demo's
+// data directory, listen address and simulator) passes them as base, so a
+// fragment changes what it names and nothing else.
+func MergeOnto(base Config, ownPath string, fragment []byte) (Merged, error) {
+	return merge(base, ownPath, fragment, os.Environ())
+}
+
+func merge(start Config, ownPath string, fragment []byte, environ []string) (Merged, error) {
 	var own []byte
 	if ownPath != "" {
 		var err error
@@ -61,7 +71,7 @@ func merge(ownPath string, fragment []byte, environ []string) (Merged, error) {
 			return Merged{}, fmt.Errorf("read config: %w", err)
 		}
 	}
-	base, problems := parse(own, environ)
+	base, problems := parseOnto(start, own, environ)
 	if len(problems) > 0 {
 		return Merged{}, &Error{Source: ownPath, Problems: problems}
 	}
@@ -71,7 +81,7 @@ func merge(ownPath string, fragment []byte, environ []string) (Merged, error) {
 	if problem := oversized(fragment); problem != nil {
 		return Merged{}, &Error{Source: FragmentSource, Problems: []*KeyError{problem}}
 	}
-	cfg, keys, problems := overlay(own, fragment, environ, base.Control.Allow)
+	cfg, keys, problems := overlay(start, own, fragment, environ, base.Control.Allow)
 	if len(problems) == 0 {
 		problems = remoteValues(base, &cfg, keys) // remote.go
 	}
@@ -114,8 +124,9 @@ func oversized(fragment []byte) *KeyError {
 // overlay decodes own (known good), then fragment over it, then the
 // environment, and returns the result with the fragment's keys, or every
 // problem, sorted by its line in the fragment.
-func overlay(own, fragment []byte, environ, allow []string) (Config, []string, []*KeyError) {
-	cfg := Default()
+func overlay(start Config, own, fragment []byte, environ, allow []string) (Config, []string, []*KeyError) {
+	cfg := start
+	cloneRefs(reflect.ValueOf(&cfg).Elem())
 	decodeDoc(own, &cfg)
 	lines, problems := decodeDoc(fragment, &cfg)
 	if len(problems) > 0 && problems[0].Key == "" {

@@ -42,7 +42,7 @@ func TestMergeRefusesAnOversizedFragment(t *testing.T) {
 		{"lines", []byte(strings.Repeat("# padding\n", 20000) + "[accept]\nqueued_answer = \"error\"\n"), "the fragment has 20003 lines; at most 10000 are read"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := merge(own, c.fragment, nil)
+			_, err := merge(Default(), own, c.fragment, nil)
 			require.Error(t, err)
 			var e *Error
 			require.ErrorAs(t, err, &e)
@@ -50,7 +50,7 @@ func TestMergeRefusesAnOversizedFragment(t *testing.T) {
 			require.Contains(t, e.Problems[0].Problem, c.want)
 		})
 	}
-	_, err := merge(own, labelsFragment(maxFragmentKeys-1), nil)
+	_, err := merge(Default(), own, labelsFragment(maxFragmentKeys-1), nil)
 	var e *Error
 	if errors.As(err, &e) {
 		for _, p := range e.Problems {
@@ -84,13 +84,38 @@ func BenchmarkMergeLabels(b *testing.B) {
 		unknown := []byte(strings.ReplaceAll(string(labels), "[fleet.labels]", "[accept]"))
 		b.Run(fmt.Sprintf("labels=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				_, _ = merge(own, labels, nil)
+				_, _ = merge(Default(), own, labels, nil)
 			}
 		})
 		b.Run(fmt.Sprintf("unknown=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				_, _ = merge(own, unknown, nil)
+				_, _ = merge(Default(), own, unknown, nil)
 			}
 		})
 	}
+}
+
+// TestMergeOntoKeepsWhatTheBaseSet: a till without a file of its own
+// (receiptd demo: its data directory, listen address and simulator made
+// in code) lays a fragment over those settings, not over the defaults; a
+// fragment naming sync.concurrency changes that and nothing else. Merge
+// over the defaults would move such a till to the default data_dir, which
+// the daemon refuses in place.
+func TestMergeOntoKeepsWhatTheBaseSet(t *testing.T) {
+	t.Parallel()
+	base := Default()
+	base.DataDir = filepath.Join(t.TempDir(), "demo")
+	base.Listen = "127.0.0.1:7390"
+	base.Upstream.BaseURL = "http://127.0.0.1:7391"
+	m, err := MergeOnto(base, "", []byte("[sync]\nconcurrency = 3\n"))
+	require.NoError(t, err)
+	require.Equal(t, base.DataDir, m.Config.DataDir)
+	require.Equal(t, base.Listen, m.Config.Listen)
+	require.Equal(t, base.Upstream.BaseURL, m.Config.Upstream.BaseURL)
+	require.Equal(t, 3, m.Config.Sync.Concurrency)
+	require.Equal(t, []string{"sync.concurrency"}, m.RemoteKeys)
+
+	blank, err := MergeOnto(base, "", nil)
+	require.NoError(t, err)
+	require.Equal(t, base.DataDir, blank.Config.DataDir, "an empty fragment gives the base back")
 }

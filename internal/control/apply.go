@@ -162,7 +162,7 @@ func (c *Client) apply(ctx context.Context, rc *protobufs.AgentRemoteConfig, g *
 		c.fail(out, err.Error())
 		return 0
 	}
-	merged, mergeErr := config.Merge(c.opts.OwnPath, fragment)
+	merged, mergeErr := mergeOwn(c.opts.OwnPath, c.opts.Own, fragment)
 	c.mu.Lock()
 	effective := c.effective.Config
 	c.mu.Unlock()

@@ -37,8 +37,12 @@ type Options struct {
 	// Start is the configuration the daemon started with (StartConfig's).
 	Start config.Merged
 	// OwnPath is the till's own config file, re-read for each fragment;
-	// "" when the daemon runs on the defaults.
+	// "" when the till has none.
 	OwnPath string
+	// Own is the till's own configuration when OwnPath is "": the base a
+	// fragment is laid over (receiptd demo's, made in code; nil: the
+	// defaults). Ignored when OwnPath is set: the file is read again.
+	Own *config.Config
 	// Version is receiptd's version (service.version).
 	Version string
 	Log     *zap.Logger

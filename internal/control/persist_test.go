@@ -121,3 +121,20 @@ func TestStartConfig(t *testing.T) {
 		require.False(t, strings.HasSuffix(e.Name(), ".tmp"), "no temporary file left: %s", e.Name())
 	}
 }
+
+// TestMergeOwnKeepsATillsSettingsMadeInCode: a till without a file of its
+// own (receiptd demo) lays a fragment over the settings it started with:
+// it used to be laid over the defaults, so a demo given [sync]
+// concurrency = 3 by a head office was refused, its data_dir "changed" to
+// the default one.
+func TestMergeOwnKeepsATillsSettingsMadeInCode(t *testing.T) {
+	own := config.Default()
+	own.DataDir = t.TempDir()
+	m, err := mergeOwn("", &own, []byte("[sync]\nconcurrency = 3\n"))
+	require.NoError(t, err)
+	require.Equal(t, own.DataDir, m.Config.DataDir)
+	require.Equal(t, 3, m.Config.Sync.Concurrency)
+	m, err = mergeOwn("", nil, []byte("[sync]\nconcurrency = 3\n"))
+	require.NoError(t, err)
+	require.Equal(t, config.Default().DataDir, m.Config.DataDir, "no own config: the defaults")
+}

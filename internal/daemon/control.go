@@ -24,11 +24,11 @@ func NewManaged(own config.Config, ownPath string, log *zap.Logger, version stri
 		log.Warn("starting without the last remote config", zap.Error(err))
 	}
 	s := newSupervisor(log, version, own.Control.RollbackAfter.Duration)
-	err = s.initManaged(start, ownPath)
+	err = s.initManaged(start, own, ownPath)
 	if err != nil && start.Hash != "" {
 		log.Error("the last remote config does not start; starting on the till's own file", zap.Error(err),
 			zap.String("hash", start.Hash))
-		err = s.initManaged(config.Merged{Config: own}, ownPath)
+		err = s.initManaged(config.Merged{Config: own}, own, ownPath)
 	}
 	if err != nil {
 		return nil, err
@@ -38,10 +38,10 @@ func NewManaged(own config.Config, ownPath string, log *zap.Logger, version stri
 
 // initManaged makes the OpAMP client, when [control] is on, then the
 // first Daemon from start.
-func (s *Supervisor) initManaged(start config.Merged, ownPath string) error {
+func (s *Supervisor) initManaged(start config.Merged, own config.Config, ownPath string) error {
 	s.control = nil
 	if start.Config.Control.Enabled() {
-		c, err := control.New(control.Options{Start: start, OwnPath: ownPath, Version: s.version,
+		c, err := control.New(control.Options{Start: start, OwnPath: ownPath, Own: &own, Version: s.version,
 			Log: s.baseLog, Applier: s, Health: s.health, PosNo: s.posNo})
 		if err != nil {
 			return err
