@@ -105,7 +105,7 @@ func TestManagedRefusesAHugeMessage(t *testing.T) {
 			require.NotEqual(t, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED, a.RemoteStatus.GetStatus(),
 				"the message was never read, so no config was refused")
 
-			hash, _ := srv.SetConfig(this, "[accept]\nqueued_answer = \"error\"\n")
+			hash, _ := srv.SetConfig(this, "[sync]\nconcurrency = 3\n")
 			waitRemoteStatus(t, srv, uid, hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
 			resp, body := post(t, sup.URL(), testkit.Receipt("after"))
 			require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
