@@ -26,10 +26,12 @@ func TestEveryKeyDecidesHowItChanges(t *testing.T) {
 }
 
 // TestNeverRemoteFromTags pins what the tags say today: a head office
-// may not move the listeners or the data, nor touch [auth] or [control].
+// may not move the listeners or the data, nor touch [auth] or [control],
+// nor choose the keys a release is signed by or let an older one run.
 func TestNeverRemoteFromTags(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []string{"listen", "listen_unix", "data_dir", "auth", "control"}, NeverRemote)
+	require.Equal(t, []string{"listen", "listen_unix", "data_dir", "auth", "control",
+		"update.trusted_keys", "update.allow_downgrade"}, NeverRemote)
 	for _, key := range leafKeys() {
 		require.Equal(t, neverRemote(key) != "", !isRemote(key), key)
 	}

@@ -88,6 +88,7 @@ func (c Config) Validate() error {
 	c.Backup.check(&ch, c.DataDir)
 	c.Fleet.check(&ch)
 	c.Control.check(&ch)
+	c.Update.check(&ch)
 	c.Auth.check(&ch)
 	c.Log.check(&ch)
 	return errors.Join(ch.errs...)
