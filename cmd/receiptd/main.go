@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/receiptd/receiptd/internal/daemon"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -98,6 +100,11 @@ func runMain(ctx context.Context, args []string, env *cmdEnv) int {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	default:
+		var ce *daemon.ChildExitError
+		if errors.As(err, &ce) { // the version an update installed ended: its code is ours
+			fmt.Fprintf(env.stderr, "receiptd %s: %v\n", name, err)
+			return ce.Code
+		}
 		var ue usageError
 		if !errors.As(err, &ue) || !ue.reported {
 			fmt.Fprintf(env.stderr, "receiptd %s: %v\n", name, err)

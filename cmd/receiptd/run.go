@@ -157,7 +157,7 @@ const salvageHint = "Next step: `receiptd salvage` reads what the damaged file a
 
 // runDaemon starts the daemon and serves until ctx ends.
 func runDaemon(ctx context.Context, cfg config.Config, ownPath string, log *zap.Logger) error {
-	d, err := startDaemon(cfg, ownPath, log)
+	d, err := startServing(cfg, ownPath, log)
 	if err != nil {
 		return err
 	}

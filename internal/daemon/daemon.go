@@ -78,6 +78,11 @@ type supervised struct {
 	// sims, when not nil, are the Supervisor's answers to "is base_url
 	// the simulator?", so a swap does not ask again; nil: ask afresh.
 	sims *simAnswers
+	// updater, when not nil, takes the update routes (the Supervisor).
+	updater api.Updater
+	// noMigrate: this process is a release on probation; its store never
+	// migrates the database (store.Options.NoMigrate).
+	noMigrate bool
 }
 
 // build is New as a Supervisor asks for it.
@@ -100,7 +105,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 		m.Unwatch() // the Daemon before has stopped (Supervisor.Apply)
 	}
 	path := layout.DB(cfg.DataDir)
-	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path)})
+	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path), NoMigrate: sv.noMigrate})
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +152,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 	if err := d.newFleet(m); err != nil {
 		return nil, err
 	}
-	if d.api, err = d.newAPI(m, version, sv.control); err != nil {
+	if d.api, err = d.newAPI(m, version, sv.control, sv.updater); err != nil {
 		return nil, err
 	}
 	if err := d.listen(sv.listeners); err != nil {
@@ -170,7 +175,7 @@ func skipFullCheck(path string) bool {
 
 // newAPI builds the local API server from the config; ctl, when not nil,
 // is the head office channel it and the metrics report.
-func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client) (*api.Server, error) {
+func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client, upd api.Updater) (*api.Server, error) {
 	loc, err := d.cfg.Accept.Location()
 	if err != nil {
 		return nil, fmt.Errorf("accept.timezone: %w", err)
@@ -190,7 +195,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client)
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
 		Warmth: d.cache.Warmth, PosAPI: d.posapi, Backup: d.backups.Status,
-		Fleet: d.fleetState, Control: ctlStatus,
+		Fleet: d.fleetState, Control: ctlStatus, Update: upd,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token.Reveal(), MetricsToken: d.cfg.Auth.MetricsToken.Reveal(), AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
