@@ -87,6 +87,13 @@ func runMain(ctx context.Context, args []string, env *cmdEnv) int {
 		}
 		name, rest = "config check", rest[1:]
 	}
+	if name == "update" {
+		if len(rest) == 0 || (rest[0] != "apply" && rest[0] != "status") {
+			fmt.Fprintln(env.stderr, "usage: receiptd update apply [flags] RELEASE | receiptd update status [flags]")
+			return exitUsage
+		}
+		name, rest = "update "+rest[0], rest[1:]
+	}
 	cmd, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(env.stderr, "receiptd: unknown command %q\n\n", name)

@@ -19,23 +19,8 @@ import (
 )
 
 func init() {
-	commands["update"] = command{summary: "take a signed release from a file (apply FILE), or show the update's state (status)", run: runUpdate}
-}
-
-const updateSynopsis = "update apply [-config FILE] [-version V] [-wait D] [-addr URL] [-token T] RELEASE | update status [-config FILE]"
-
-func runUpdate(ctx context.Context, env *cmdEnv, args []string) error {
-	synopses.Store("update", updateSynopsis)
-	if len(args) == 0 {
-		return usagef("want apply or status")
-	}
-	switch args[0] {
-	case "apply":
-		return runUpdateApply(ctx, env, args[1:])
-	case "status":
-		return runUpdateStatus(ctx, env, args[1:])
-	}
-	return usagef("unknown update command %q: want apply or status", args[0])
+	commands["update apply"] = command{summary: "verify a signed release file, keep it and switch to it (Linux)", run: runUpdateApply}
+	commands["update status"] = command{summary: "the update's state and the version answering", run: runUpdateStatus}
 }
 
 // devRunning is the version a build from source ("dev") compares as when
@@ -43,7 +28,7 @@ func runUpdate(ctx context.Context, env *cmdEnv, args []string) error {
 const devRunning = "0.0.0-dev"
 
 func runUpdateApply(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "update", updateSynopsis)
+	fs := newFlagSet(env, "update apply", "update apply [-config FILE] [-version V] [-wait D] [-addr URL] [-token T] RELEASE")
 	var df daemonFlags
 	df.register(fs)
 	ver := fs.String("version", "", "the release's version (default: read from the signature's trusted comment)")
@@ -210,7 +195,7 @@ func waitSwitched(ctx context.Context, env *cmdEnv, dataDir string, wait time.Du
 }
 
 func runUpdateStatus(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "update", updateSynopsis)
+	fs := newFlagSet(env, "update status", "update status [-config FILE] [-addr URL] [-token T]")
 	var df daemonFlags
 	df.register(fs)
 	if err := parseFlags(fs, args, 0); err != nil {

@@ -65,12 +65,20 @@ func TestSignedVersion(t *testing.T) {
 	require.ErrorContains(t, err, "not a minisign signature")
 }
 
-// TestUpdateUsage: update without a known subcommand is a usage error.
+// TestUpdateUsage: update without apply or status, or apply without a
+// file, is a usage error naming the commands.
 func TestUpdateUsage(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"update"}, {"update", "install"}, {"update", "apply"}} {
-		code, _, stderr := runCLI(t, args...)
-		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
-		require.Contains(t, stderr, "usage: receiptd update")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"update"}, "usage: receiptd update apply [flags] RELEASE | receiptd update status"},
+		{[]string{"update", "install"}, "usage: receiptd update apply [flags] RELEASE | receiptd update status"},
+		{[]string{"update", "apply"}, "usage: receiptd update apply [-config FILE]"},
+	} {
+		code, _, stderr := runCLI(t, c.args...)
+		require.Equal(t, exitUsage, code, "%v: %s", c.args, stderr)
+		require.Contains(t, stderr, c.want)
 	}
 }
