@@ -226,6 +226,24 @@ func TestUpdateInstallsThenRollsBackABadRelease(t *testing.T) {
 	require.Equal(t, before, versionsIn(t, cfg.DataDir))
 	v, _ = served(t, p.URL())
 	require.Equal(t, "1.1.0", v)
+
+	// A restart runs the installed version, as the entry point's child;
+	// kill -9 of the entry point takes it down too (the next start
+	// finds the port and the database free).
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stopCancel()
+	require.NoError(t, p.Stop(stopCtx), "the parent exits with the child's code 0")
+	p, err = harness.StartFile(context.Background(), v100, p.ConfigPath())
+	require.NoError(t, err)
+	require.NoError(t, p.WaitReady(ctx), "log: %s", p.LogTail(4000))
+	v, _ = served(t, p.URL())
+	require.Equal(t, "1.1.0", v, "a start runs the installed version")
+	require.NoError(t, p.Kill())
+	p, err = harness.StartFile(context.Background(), v100, p.ConfigPath())
+	require.NoError(t, err)
+	require.NoError(t, p.WaitReady(ctx), "log: %s", p.LogTail(4000))
+	v, _ = served(t, p.URL())
+	require.Equal(t, "1.1.0", v)
 }
 
 func versionsIn(t *testing.T, dataDir string) []string {
@@ -276,6 +294,39 @@ func TestKillDuringProbationRollsBack(t *testing.T) {
 	require.Contains(t, st.Message, "receiptd stopped while 1.1.0 was probation")
 	require.Len(t, st.RolledBack, 1)
 	require.Nil(t, st.Running)
+}
+
+// TestApplyWithNoDaemonSwitchesAtTheNextStart: with no receiptd
+// running, update apply keeps the release and says the next start
+// switches; the next start of 1.0.0 puts 1.1.0 on probation, then
+// installs it.
+func TestApplyWithNoDaemonSwitchesAtTheNextStart(t *testing.T) {
+	testkit.Parallel(t)
+	v100, v110, _ := buildReleases(t)
+	s := updatetest.NewSigner(t)
+	cfg := updateTill(t, s, time.Second)
+	addr, err := harness.FreeAddr()
+	require.NoError(t, err)
+	cfg.Listen = addr
+	cfgPath := filepath.Join(t.TempDir(), "receiptd.toml")
+	require.NoError(t, harness.WriteConfig(cfgPath, cfg))
+
+	code, out := apply(t, v100, cfgPath, signed(t, s, v110, "1.1.0"))
+	require.Equal(t, exitOK, code, out)
+	require.Contains(t, out, "the next `receiptd run` switches to it")
+	require.Equal(t, release.Staged, readState(t, cfg.DataDir).Phase)
+
+	p, err := harness.StartFile(context.Background(), v100, cfgPath)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, p.Stop(ctx))
+	})
+	require.Eventually(t, func() bool { return readState(t, cfg.DataDir).Phase == release.Installed },
+		20*time.Second, 50*time.Millisecond, "log: %s", p.LogTail(4000))
+	v, _ := served(t, p.URL())
+	require.Equal(t, "1.1.0", v)
 }
 
 // TestUpdateApplyRefusals: each refusal of update.Policy, through the
