@@ -134,7 +134,7 @@ func pos(base string, stop <-chan struct{}) (acked *[]string, failures *[]string
 			}
 			resp, err := c.Post(base+"/rest/receipt", "application/json", strings.NewReader(testkit.Receipt(fmt.Sprintf("U%06d", i))))
 			if err != nil {
-				fails = append(fails, err.Error())
+				fails = append(fails, time.Now().UTC().Format("15:04:05.000000")+" "+err.Error())
 				continue
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
@@ -160,7 +160,7 @@ func TestUpdateInstallsThenRollsBackABadRelease(t *testing.T) {
 	testkit.Parallel(t)
 	v100, v110, bad := buildReleases(t)
 	s := updatetest.NewSigner(t)
-	cfg := updateTill(t, s, 2*time.Second)
+	cfg := updateTill(t, s, 4*time.Second)
 	p, err := harness.Start(context.Background(), v100, t.TempDir(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -26,6 +26,9 @@ type handoff struct {
 	quit chan struct{} // closed by suspend
 	done chan struct{} // this acceptLoop has returned
 	held []net.Conn
+	// suspended: suspend ended the loop and resume has not started
+	// another.
+	suspended bool
 }
 
 type accepted struct {

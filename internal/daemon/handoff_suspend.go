@@ -25,6 +25,11 @@ func (h *handoff) suspend() ([]net.Conn, error) {
 		return nil, fmt.Errorf("listener %s cannot be handed on", h.ln.Addr())
 	}
 	h.mu.Lock()
+	if h.suspended {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("listener %s is handed on already", h.ln.Addr())
+	}
+	h.suspended = true
 	quit, done := h.quit, h.done
 	h.mu.Unlock()
 	close(quit)
@@ -52,16 +57,17 @@ func (h *handoff) suspend() ([]net.Conn, error) {
 }
 
 // resume starts accepting again after suspend; conns (those suspend
-// returned, when nobody took them) are served first.
+// returned, when nobody took them) are served first. On a handoff that
+// is not suspended it only queues conns: one accept loop at a time.
 func (h *handoff) resume(conns []net.Conn) {
-	for _, c := range conns {
-		select {
-		case h.back <- accepted{c: c}:
-		default:
-			_ = c.Close()
-		}
+	h.seed(conns)
+	h.mu.Lock()
+	was := h.suspended
+	h.suspended = false
+	h.mu.Unlock()
+	if was {
+		h.startLoop()
 	}
-	h.startLoop()
 }
 
 // seed gives h connections accepted by another process (inherited at a
