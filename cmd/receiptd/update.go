@@ -70,16 +70,24 @@ func runUpdateApply(ctx context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil { // a till that never ran
+		return err
+	}
+	before := st
+	st.Enter(release.Verifying, "checking "+file+" as "+*ver, time.Now())
+	if err := st.Write(cfg.DataDir); err != nil {
+		return err
+	}
 	v, err := release.Stage(cfg.DataDir, p, update.Offer{Version: *ver, Signature: sig}, file)
 	if err != nil {
-		if update.ReasonOf(err) != "" {
-			st.Enter(release.Refused, err.Error(), time.Now())
-			if werr := st.Write(cfg.DataDir); werr != nil {
-				return werr
-			}
-			return usageError{err: err}
+		if update.ReasonOf(err) == "" { // not a verdict on the file: as it was
+			return errors.Join(err, before.Write(cfg.DataDir))
 		}
-		return err
+		st.Enter(release.Refused, err.Error(), time.Now())
+		if werr := st.Write(cfg.DataDir); werr != nil {
+			return werr
+		}
+		return usageError{err: err}
 	}
 	st.Offered = &v
 	st.Enter(release.Staged, v.Version+" verified; waiting for the switch", time.Now())

@@ -196,6 +196,12 @@ func TestUpdateInstallsThenRollsBackABadRelease(t *testing.T) {
 	v, onProbation = served(t, p.URL())
 	require.Equal(t, "1.1.0", v)
 	require.False(t, onProbation)
+	status, err := exec.Command(v100, "update", "status", "-config", p.ConfigPath()).CombinedOutput()
+	require.NoError(t, err, "%s", status)
+	require.Contains(t, string(status), "state:       installed\n")
+	require.Contains(t, string(status), "running:     1.1.0 (")
+	require.Contains(t, string(status), "previous:    the entry point's own (1.0.0)\n")
+	require.Contains(t, string(status), "daemon:      1.1.0 answers\n")
 
 	entries, err := testkit.ListEntries[testkit.Entry](context.Background(), http.DefaultClient, p.URL())
 	require.NoError(t, err)
