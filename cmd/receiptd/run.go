@@ -161,11 +161,10 @@ const salvageHint = "Next step: `receiptd salvage` reads what the damaged file a
 // runDaemon starts the daemon, its log.level followed by level, and
 // serves until ctx ends.
 func runDaemon(ctx context.Context, cfg config.Config, ownPath string, log *zap.Logger, level zap.AtomicLevel) error {
-	d, err := startDaemon(cfg, ownPath, log)
+	d, err := startServing(cfg, ownPath, log, level)
 	if err != nil {
 		return err
 	}
-	d.FollowLogLevel(level)
 	if err := d.Run(ctx); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}

@@ -27,7 +27,7 @@ import (
 // receiptdBinary is the command under test, built once per test run.
 func receiptdBinary(t *testing.T) string { return testkit.Binary(t) }
 
-func TestMain(m *testing.M) { testkit.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m, removeReleases) }
 
 // binCmd returns an exec.Cmd of the binary with a clean environment
 // (no RECEIPTD_ variables from the developer's shell), in a process group

@@ -67,12 +67,7 @@ func runAsService(ctx context.Context, lc loadedConfig) error {
 	defer func() { _ = closeLog() }()
 	lc.logSource(log)
 	return service.Run(ctx, lc.definition(), log, func(cfg config.Config, log *zap.Logger) (service.Daemon, error) {
-		d, err := startDaemon(cfg, lc.ownPath(), log)
-		if err != nil {
-			return nil, err
-		}
-		d.FollowLogLevel(level)
-		return d, nil
+		return startServing(cfg, lc.ownPath(), log, level)
 	})
 }
 

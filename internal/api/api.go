@@ -77,6 +77,10 @@ type Deps struct {
 	// (control.Client.Status) for /receiptd/status and the status page;
 	// nil: the channel is off.
 	Control func() control.Status
+	// Update, when set, takes POST /receiptd/update (switch to the release
+	// staged by `receiptd update apply`) and GET /receiptd/update; nil:
+	// both answer 503.
+	Update Updater
 }
 
 // Options tune the API. Every zero value means the default given.
@@ -208,6 +212,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /receiptd/entries/{queueId}/retry", s.retryEntry)
 	mux.HandleFunc("GET /receiptd/status", s.status)
 	mux.HandleFunc("GET /receiptd/backup", s.backup)
+	mux.HandleFunc("POST /receiptd/update", s.switchRelease)
+	mux.HandleFunc("GET /receiptd/update", s.updateStatus)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /{$}", statuspage.Handler(s.pageData, s.log))

@@ -42,6 +42,7 @@ type envOpts struct {
 	control   func() control.Status
 	warmth    func() cache.Warmth
 	fleet     func() api.FleetState
+	update    api.Updater
 }
 
 // env is the whole stack of the end-to-end tests: the simulator as the
@@ -91,7 +92,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.metrics {
 		deps.Metrics = metrics.New()
 	}
-	deps.Control, deps.Warmth, deps.Fleet = o.control, o.warmth, o.fleet
+	deps.Control, deps.Warmth, deps.Fleet, deps.Update = o.control, o.warmth, o.fleet, o.update
 	if o.realCache {
 		c, err := cache.New(context.Background(), st, cl, cache.Config{}, log, nil)
 		require.NoError(t, err)

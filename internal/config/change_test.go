@@ -28,11 +28,13 @@ func TestEveryKeyDecidesHowItChanges(t *testing.T) {
 // TestNeverRemoteFromTags pins what the tags say today: a head office
 // may not move the listeners or the data, nor touch [auth] or [control],
 // nor choose the log file (opened once, where the service may write
-// anything) or its format and rotation.
+// anything) or its format and rotation, nor choose the keys a release is
+// signed by or let an older one run.
 func TestNeverRemoteFromTags(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, []string{"listen", "listen_unix", "data_dir", "auth",
-		"log.file", "log.format", "log.max_size_mb", "log.max_files", "control"}, NeverRemote)
+		"log.file", "log.format", "log.max_size_mb", "log.max_files", "control",
+		"update.trusted_keys", "update.allow_downgrade"}, NeverRemote)
 	for _, key := range leafKeys() {
 		require.Equal(t, neverRemote(key) != "", !isRemote(key), key)
 	}

@@ -42,6 +42,7 @@ type Config struct {
 	Log       Log       `toml:"log"`
 	PosAPI    PosAPI    `toml:"posapi"`
 	Control   Control   `toml:"control"`
+	Update    Update    `toml:"update"`
 }
 
 // Accept is how POST /rest/receipt answers.
@@ -262,6 +263,7 @@ func Default() Config {
 		Log:       Log{Level: "info", Format: "auto", MaxSizeMB: 10, MaxFiles: 5},
 		PosAPI:    defaultPosAPI(),
 		Control:   defaultControl(),
+		Update:    defaultUpdate(),
 	}
 }
 

@@ -81,7 +81,7 @@ func TestLeafKeysSeesNestedKeys(t *testing.T) {
 	require.Contains(t, keys, "upstream.paths.classification")
 	require.Contains(t, keys, "cache.refresh.info")
 	require.Contains(t, keys, "upstream.headers")
-	require.Len(t, keys, 89) // 61 + 8 [posapi] + 3 [backup] + 9 [fleet] + 7 [control] + alerts.outage_critical_after
+	require.Len(t, keys, 94) // 61 + 8 [posapi] + 3 [backup] + 9 [fleet] + 7 [control] + alerts.outage_critical_after + 5 [update]
 }
 
 // requireRefused requires a file holding text to be refused as a config

@@ -171,6 +171,8 @@ var notSecrets = map[string]string{
 	// Labels go out with every series pushed, by design (docs/contract.md,
 	// [fleet]): they name the shop and the till.
 	"fleet.labels": "labels are pushed with every series",
+	// Public keys: they check signatures, they open nothing.
+	"update.trusted_keys": "minisign public keys",
 }
 
 // TestEveryCredentialIsASecret walks Config: a key that may hold a

@@ -82,6 +82,7 @@ func (c Config) Validate() error {
 	c.Backup.check(&ch, c.DataDir)
 	c.Fleet.check(&ch)
 	c.Control.check(&ch)
+	c.Update.check(&ch)
 	c.Auth.check(&ch)
 	c.Log.check(&ch)
 	c.checkBounds(&ch)

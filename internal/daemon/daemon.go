@@ -82,6 +82,11 @@ type supervised struct {
 	// carried, when not nil, is what the Daemon this one replaces knew
 	// (carry): the new one goes on from it.
 	carried *carried
+	// updater, when not nil, takes the update routes (the Supervisor).
+	updater api.Updater
+	// noMigrate: this process is a release on probation; its store never
+	// migrates the database (store.Options.NoMigrate).
+	noMigrate bool
 }
 
 // build is New as a Supervisor asks for it.
@@ -104,7 +109,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 		m.Unwatch() // the Daemon before has stopped (Supervisor.Apply)
 	}
 	path := layout.DB(cfg.DataDir)
-	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path)})
+	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path), NoMigrate: sv.noMigrate})
 	if err != nil {
 		return nil, openRefusal(cfg.DataDir, err)
 	}
@@ -154,7 +159,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 	if err := d.newFleet(m, sv.carried); err != nil {
 		return nil, err
 	}
-	if d.api, err = d.newAPI(m, version, sv.control); err != nil {
+	if d.api, err = d.newAPI(m, version, sv.control, sv.updater); err != nil {
 		return nil, err
 	}
 	if err := d.listen(sv.listeners); err != nil {
@@ -177,7 +182,7 @@ func skipFullCheck(path string) bool {
 
 // newAPI builds the local API server from the config; ctl, when not nil,
 // is the head office channel it and the metrics report.
-func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client) (*api.Server, error) {
+func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client, upd api.Updater) (*api.Server, error) {
 	loc, err := d.cfg.Accept.Location()
 	if err != nil {
 		return nil, fmt.Errorf("accept.timezone: %w", err)
@@ -197,7 +202,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client)
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
 		Warmth: d.cache.Warmth, PosAPI: d.posapi, Backup: d.backups.Status,
-		Fleet: d.fleetState, Control: ctlStatus,
+		Fleet: d.fleetState, Control: ctlStatus, Update: upd,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token.Reveal(), MetricsToken: d.cfg.Auth.MetricsToken.Reveal(), AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,

@@ -59,4 +59,22 @@
 // under a lock that no swap holds across a wait, so it answers at once:
 // "starting or changing its configuration" while no Daemon serves. A
 // Daemon that has stopped is not kept.
+//
+// # The switch to a new version
+//
+// With EnableUpdates, the Supervisor also switches to a release that
+// `receiptd update apply` staged (RequestSwitch, inside update.window;
+// switch.go, Linux only: switch_linux.go). It stops its Daemon as a swap
+// does, suspends the handoffs without closing the listeners, and starts
+// the release as a child process that inherits them and the connections
+// accepted but not served (RECEIPTD_LISTEN_FDS, RECEIPTD_HELD_FDS; init
+// takes them instead of binding). The child is on probation
+// (RECEIPTD_PROBATION: its store never migrates the schema) until it has
+// answered /readyz within control.rollback_after and stayed up for
+// update.probation; then it is installed, and this process stays as its
+// thin parent until it ends. Otherwise the child is stopped, its file
+// recorded as rolled back, and a Daemon started here again on the same
+// listeners: the rollback is the old version's code. Only this process
+// writes update.json (package release). The child dies with this process,
+// even on kill -9 (Pdeathsig); docs/decisions/updates.md says why.
 package daemon

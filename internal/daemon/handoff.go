@@ -19,7 +19,16 @@ type handoff struct {
 	// the next view takes them first. A view returns at most one.
 	back chan accepted
 	stop chan struct{}
-	done chan struct{} // acceptLoop has returned
+
+	// mu guards the fields below: the acceptLoop running now (suspend
+	// ends it, resume starts another) and what it held as it ended.
+	mu   sync.Mutex
+	quit chan struct{} // closed by suspend
+	done chan struct{} // this acceptLoop has returned
+	held []net.Conn
+	// suspended: suspend ended the loop and resume has not started
+	// another.
+	suspended bool
 }
 
 type accepted struct {
@@ -33,23 +42,40 @@ const backSlots = 8
 
 func newHandoff(ln net.Listener) *handoff {
 	h := &handoff{ln: ln, conns: make(chan accepted), back: make(chan accepted, backSlots),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go h.acceptLoop()
+		stop: make(chan struct{})}
+	h.startLoop()
 	return h
+}
+
+func (h *handoff) startLoop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.quit, h.done = make(chan struct{}), make(chan struct{})
+	go h.acceptLoop(h.quit, h.done)
 }
 
 // acceptLoop passes every Accept's result on, errors included (the view's
 // http.Server decides, as it would on the listener itself, whether to
-// retry or stop). It ends when the listener is closed.
-func (h *handoff) acceptLoop() {
-	defer close(h.done)
+// retry or stop). It ends when the listener is closed, or when quit is
+// closed (suspend): a connection it holds then is kept in held.
+func (h *handoff) acceptLoop(quit, done chan struct{}) {
+	defer close(done)
 	for {
 		c, err := h.ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
 			return
 		}
 		select {
+		case <-quit:
+			h.hold(c)
+			return
+		default:
+		}
+		select {
 		case h.conns <- accepted{c, err}:
+		case <-quit:
+			h.hold(c)
+			return
 		case <-h.stop:
 			if c != nil {
 				_ = c.Close()
@@ -59,12 +85,28 @@ func (h *handoff) acceptLoop() {
 	}
 }
 
+func (h *handoff) hold(c net.Conn) {
+	if c == nil {
+		return
+	}
+	h.mu.Lock()
+	h.held = append(h.held, c)
+	h.mu.Unlock()
+}
+
 // close closes the listener and waits for acceptLoop. Connections handed
 // back and never taken are closed.
 func (h *handoff) close() error {
 	close(h.stop)
 	err := h.ln.Close()
-	<-h.done
+	h.mu.Lock()
+	done, held := h.done, h.held
+	h.held = nil
+	h.mu.Unlock()
+	<-done
+	for _, c := range held {
+		_ = c.Close()
+	}
 	for {
 		select {
 		case a := <-h.back:

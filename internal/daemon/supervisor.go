@@ -56,6 +56,7 @@ type Supervisor struct {
 	metrics       *metrics.Metrics // every Daemon's: counters go on across a swap
 	sims          *simAnswers      // every Daemon's: base_url is asked once per process
 	dbPath        string           // data_dir never changes in place
+	upd           switcher         // the switch to a new version (switch.go); off unless EnableUpdates
 
 	swaps chan swapRequest // from Apply to Run's loop
 	// carried is what the last Daemon to stop knew (Daemon.carry), for
@@ -126,13 +127,25 @@ func newSupervisor(log *zap.Logger, version string, rollbackAfter time.Duration)
 // init builds the first Daemon, binding the listeners, and keeps them
 // in handoffs.
 func (s *Supervisor) init(cfg config.Config) error {
-	d, err := s.build(cfg, nil)
+	inh, err := inherit(cfg) // the listeners a parent passed at a switch
+	if err != nil {
+		return err
+	}
+	var lns []net.Listener
+	if inh != nil {
+		lns = inh.listeners
+	}
+	d, err := s.build(cfg, lns)
 	if err != nil {
 		return err
 	}
 	s.first, s.cfg, s.dbPath = d, cfg, d.DBPath()
-	for _, ln := range d.listeners {
-		s.handoffs = append(s.handoffs, newHandoff(ln))
+	for i, ln := range d.listeners {
+		h := newHandoff(ln)
+		if inh != nil {
+			h.seed(inh.held[i])
+		}
+		s.handoffs = append(s.handoffs, h)
 	}
 	d.listeners = s.views()
 	return nil
@@ -142,7 +155,7 @@ func (s *Supervisor) init(cfg config.Config) error {
 // s.control.
 func (s *Supervisor) build(cfg config.Config, lns []net.Listener) (*Daemon, error) {
 	return build(cfg, s.baseLog, s.version, supervised{listeners: lns, control: s.control, metrics: s.metrics, sims: s.sims,
-		carried: s.carried})
+		carried: s.carried, updater: s, noMigrate: OnProbation()})
 }
 
 func (s *Supervisor) views() []net.Listener {
@@ -208,6 +221,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	defer s.closeListeners()
 	ctlDone := s.runControl(ctx)
 	defer func() { stop(); <-ctlDone }()
+	updDone := s.runUpdates(ctx)
+	defer func() { stop(); <-updDone }()
 	return s.loop(ctx, s.start(ctx, first))
 }
 
@@ -237,6 +252,12 @@ func (s *Supervisor) loop(ctx context.Context, cur *instance) error {
 			return cur.err
 		case req := <-s.swaps:
 			next, err := s.swap(ctx, cur, req)
+			if next == nil {
+				return err
+			}
+			cur = next
+		case <-s.upd.due: // a new version, inside update.window (switch.go)
+			next, err := s.switchRelease(ctx, cur)
 			if next == nil {
 				return err
 			}

@@ -14,11 +14,15 @@
 //	│                      the segments)
 //	├── fleet/             the push buffer of [fleet] (daemon gives it to fleet, which
 //	│                      names the segments and the cursor)
-//	└── control/           the OpAMP channel's state, when [control] is on (control)
-//	    ├── instance-uid   the till's UUIDv7, made once
-//	    ├── received.toml  the last fragment received, refused or not
-//	    ├── good.toml      the last fragment applied: what a start lays over the config
-//	    └── status.json    the remote configuration's status
+//	├── control/           the OpAMP channel's state, when [control] is on (control)
+//	│   ├── instance-uid   the till's UUIDv7, made once
+//	│   ├── received.toml  the last fragment received, refused or not
+//	│   ├── good.toml      the last fragment applied: what a start lays over the config
+//	│   └── status.json    the remote configuration's status
+//	├── update.json        the update's state: running, previous, offered, rolled back (release)
+//	└── versions/          releases taken by `receiptd update apply` (release)
+//	    └── 1.4.0-3f2a9c81d0e7/   <version>-<first 12 hex digits of the file's SHA-256>
+//	        └── receiptd   the verified executable (receiptd.exe on Windows), mode 0755
 //
 // A file replaced in place (the marker, control's files) is written as
 // <name>.tmp first (fileutil.WriteFileAtomic). There is no lock file: bbolt

@@ -26,6 +26,15 @@ const (
 	// SalvageTemp is the database receiptd salvage builds, until it is
 	// renamed to DBFile.
 	SalvageTemp = DBFile + ".salvage.tmp"
+	// UpdateFile is the update's state (JSON): the version running, the
+	// previous one, the one offered, and every file rolled back.
+	UpdateFile = "update.json"
+	// VersionsDir holds the releases taken, one folder each
+	// (VersionFolder).
+	VersionsDir = "versions"
+	// VersionExe is the executable's name in a version's folder; ".exe"
+	// is added on Windows (Version).
+	VersionExe = "receiptd"
 )
 
 // Names inside ControlDir.
@@ -68,6 +77,28 @@ func Fleet(dataDir string) string { return filepath.Join(dataDir, FleetDir) }
 
 // Control is the OpAMP channel's folder in dataDir.
 func Control(dataDir string) string { return filepath.Join(dataDir, ControlDir) }
+
+// Update is the update's state file in dataDir.
+func Update(dataDir string) string { return filepath.Join(dataDir, UpdateFile) }
+
+// Versions is the releases' folder in dataDir.
+func Versions(dataDir string) string { return filepath.Join(dataDir, VersionsDir) }
+
+// VersionFolder is a release's folder name: its version and the first 12
+// hex digits of its SHA-256 (hexSum), so two files signed as one version
+// never share a folder.
+func VersionFolder(version, hexSum string) string {
+	if len(hexSum) > 12 {
+		hexSum = hexSum[:12]
+	}
+	return version + "-" + hexSum
+}
+
+// Version is a release's executable in dataDir: exe is "receiptd.exe" on
+// Windows, VersionExe elsewhere.
+func Version(dataDir, version, hexSum, exe string) string {
+	return filepath.Join(Versions(dataDir), VersionFolder(version, hexSum), exe)
+}
 
 // KeptSuffix is what a command appends to the name of a file or folder it
 // sets aside for why (BeforeRestore, Damaged, BeforeInit) at t:

@@ -72,6 +72,16 @@ func TestDocDrawsEveryName(t *testing.T) {
 	require.GreaterOrEqual(t, drawn, 10, "the walk found the names")
 }
 
+// TestVersion: a release's folder is its version and 12 hex digits of its
+// hash, under versions/.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("var", "lib", "receiptd")
+	require.Equal(t, filepath.Join(dir, "versions", "1.4.0-3f2a9c81d0e7", "receiptd"),
+		Version(dir, "1.4.0", "3f2a9c81d0e7aa55bb", VersionExe))
+	require.Equal(t, filepath.Join(dir, "update.json"), Update(dir))
+}
+
 // emptyImports gives every import as an empty package.
 type emptyImports struct{}
 

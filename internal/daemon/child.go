@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// child is a receiptd process this one started: a release on probation,
+// or the installed version (RunInstalled).
+type child struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once Wait has returned
+	err    error         // Wait's, set before exited is closed
+}
+
+func startedChild(cmd *exec.Cmd) *child {
+	ch := &child{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		defer close(ch.exited)
+		ch.err = cmd.Wait()
+	}()
+	return ch
+}
+
+// describe says how the child ended, once it has.
+func (ch *child) describe() string {
+	<-ch.exited
+	if ch.err == nil {
+		return "exit status 0"
+	}
+	return ch.err.Error()
+}
+
+// stop asks the child to shut down as at a service stop (SIGTERM: its
+// requests answered, its database closed), kills it after grace and a
+// margin, and returns how it ended.
+func (ch *child) stop(grace time.Duration) error {
+	select {
+	case <-ch.exited:
+		return ch.exitError()
+	default:
+	}
+	_ = ch.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(grace + 5*time.Second)
+	defer t.Stop()
+	select {
+	case <-ch.exited:
+	case <-t.C:
+		_ = ch.cmd.Process.Kill()
+		<-ch.exited
+	}
+	return ch.exitError()
+}
+
+// ChildExitError is a child receiptd's end, which its parent's `run`
+// exits with: Code is its exit code.
+type ChildExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ChildExitError) Error() string { return fmt.Sprintf("the running version ended: %v", e.Err) }
+func (e *ChildExitError) Unwrap() error { return e.Err }
+
+// exitError is nil when the child exited 0, else a ChildExitError.
+func (ch *child) exitError() error {
+	<-ch.exited
+	if ch.err == nil {
+		return nil
+	}
+	code := 1
+	var ee *exec.ExitError
+	if errors.As(ch.err, &ee) && ee.ExitCode() > 0 {
+		code = ee.ExitCode()
+	}
+	return &ChildExitError{Code: code, Err: ch.err}
+}
+
+// childCommand is path with args, this process's standard output and
+// error, and env.
+func childCommand(path string, args, env []string) *exec.Cmd {
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr, cmd.Env = os.Stdout, os.Stderr, env
+	return cmd
+}
