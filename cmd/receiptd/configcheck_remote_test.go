@@ -127,7 +127,7 @@ func TestConfigCheckRefusesEvenWhenNamed(t *testing.T) {
 		{"UNC share", "[backup]\ndir = '\\\\host\\share\\receiptd'\n", "backup.dir", backslashed},
 		{"forward slashes", "[backup]\ndir = \"//host/share\"\n", "backup.dir", network},
 		{"long UNC", "[backup]\ndir = '\\\\?\\UNC\\host\\share'\n", "backup.dir", backslashed},
-		{"..", "[backup]\ndir = \"/srv/../etc/cron.d\"\n", "backup.dir", `holds ".."`},
+		{"..", "[backup]\ndir = " + tomlString(throughDotDot()) + "\n", "backup.dir", `holds ".."`},
 		{"inside data_dir", "[backup]\ndir = " + tomlString(filepath.Join(dataDir, "snapshots")) + "\n", "backup.dir", "must not be inside data_dir"},
 		{"data_dir", "[backup]\ndir = " + tomlString(dataDir) + "\n", "backup.dir", "must not be data_dir"},
 		{"above data_dir", "[backup]\ndir = " + tomlString(filepath.Dir(dataDir)) + "\n", "backup.dir", "must not hold data_dir"},
@@ -175,4 +175,11 @@ func TestConfigCheckHoldsTheOwnFileToTheBounds(t *testing.T) {
 			require.Contains(t, stderr, c.want)
 		})
 	}
+}
+
+// throughDotDot is an absolute path through "..", not cleaned away:
+// /srv/../etc/cron.d, or C:\srv\..\etc\cron.d on Windows.
+func throughDotDot() string {
+	sep := string(filepath.Separator)
+	return filepath.VolumeName(os.TempDir()) + sep + strings.Join([]string{"srv", "..", "etc", "cron.d"}, sep)
 }

@@ -100,7 +100,7 @@ func TestRunRefusesPortInUse(t *testing.T) {
 
 func portHolder(port string) string {
 	if runtime.GOOS == "windows" {
-		return "`netstat -ano | findstr :" + port + "`"
+		return "`netstat -ano | findstr :" + port + "` (then `tasklist /fi \"pid eq PID\"`)"
 	}
 	return "`sudo ss -ltnp 'sport = :" + port + "'`"
 }
