@@ -4,10 +4,8 @@ package backup_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,22 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/backup"
+	"github.com/receiptd/receiptd/internal/store/storetest"
 )
-
-// smallVolume mounts a tmpfs of size bytes for the test. It needs root;
-// without it the test is skipped, except in CI, which runs as root.
-func smallVolume(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("mount a small tmpfs (CI runs as root): %v", err)
-		}
-		t.Skipf("mount a small tmpfs: %v (needs root)", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, 0) })
-	return dir
-}
 
 // TestASnapshotNeverFillsTheDisk (issue 38): on a disk where the copy
 // would leave less free than the guard keeps, the snapshot is skipped,
@@ -38,7 +22,7 @@ func smallVolume(t *testing.T, size int) string {
 // once there is room again, snapshots are written. With the default guard
 // (256 MiB) a disk of 8 MiB never takes one.
 func TestASnapshotNeverFillsTheDisk(t *testing.T) {
-	vol := smallVolume(t, 8<<20)
+	vol := storetest.SmallVolume(t, 8<<20)
 	dir := filepath.Join(vol, "snapshots")
 	q := openQueue(t, 50)
 
