@@ -11,7 +11,6 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
-	"github.com/receiptd/receiptd/internal/datadir"
 	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/release"
 	"github.com/receiptd/receiptd/internal/service"
@@ -87,7 +86,7 @@ func (i installed) URL() string {
 	if i.cfg.Listen == "" {
 		return ""
 	}
-	return "http://" + datadir.Dialable(i.cfg.Listen)
+	return "http://" + config.Dialable(i.cfg.Listen)
 }
 
 func (i installed) DBPath() string { return layout.DB(i.cfg.DataDir) }

@@ -307,7 +307,7 @@ func (s *Supervisor) childReady(ctx context.Context, ch *child, cfg config.Confi
 func readyProbe(addr net.Addr, token string) func(context.Context) error {
 	network, address := addr.Network(), addr.String()
 	if network == "tcp" {
-		address = loopback(address)
+		address = config.Dialable(address)
 	}
 	c := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -332,22 +332,6 @@ func readyProbe(addr net.Addr, token string) func(context.Context) error {
 		}
 		return nil
 	}
-}
-
-// loopback turns a wildcard listen address into one a local client can
-// dial.
-func loopback(hostport string) string {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return hostport
-	}
-	switch host {
-	case "", "0.0.0.0":
-		host = "127.0.0.1"
-	case "::":
-		host = "::1"
-	}
-	return net.JoinHostPort(host, port)
 }
 
 // childEnv is this process's environment without the variables a switch

@@ -12,20 +12,6 @@ import (
 	"github.com/receiptd/receiptd/internal/store"
 )
 
-func TestDialable(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"127.0.0.1:7080":   "127.0.0.1:7080",
-		"0.0.0.0:7080":     "127.0.0.1:7080",
-		":7080":            "127.0.0.1:7080",
-		"[::]:7080":        "[::1]:7080",
-		"till.lan:7080":    "till.lan:7080",
-		"192.168.1.5:7080": "192.168.1.5:7080",
-	} {
-		require.Equal(t, want, Dialable(in), in)
-	}
-}
-
 // TestRefusesWhileReceiptdRuns: restore and salvage change nothing while
 // a receiptd holds the database (its lock), or answers /healthz on the
 // configured address (it may run on a database no longer in place).
