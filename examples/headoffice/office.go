@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -110,8 +109,9 @@ func (o *office) onMessage(_ context.Context, conn types.Connection, msg *protob
 		}
 	}
 	resp := &protobufs.ServerToAgent{InstanceUid: msg.InstanceUid}
-	if rc := o.configFor(t); rc != nil && !bytes.Equal(msg.GetRemoteConfigStatus().GetLastRemoteConfigHash(), rc.ConfigHash) &&
-		t.Config.Hash != hexOf(rc.ConfigHash) {
+	// t.Config is the till's last report (this message's, when it has
+	// one): a till that reported the config's hash has it.
+	if rc := o.configFor(t); rc != nil && t.Config.Hash != hexOf(rc.ConfigHash) {
 		resp.RemoteConfig = rc
 	}
 	return resp
