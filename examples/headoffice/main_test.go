@@ -138,8 +138,15 @@ func TestHeadOfficeManagesRealTills(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the till goes on as it was")
 
-	code, _ = push(t, admin, "shop=999", "[sync]\nconcurrency = 4\n")
-	require.Equal(t, http.StatusOK, code, "a rule for tills not seen yet is kept")
+	code, body = push(t, admin, "shop=999", "[sync]\nconcurrency = 4\n")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"tills":0`, "no till of shop 999 yet")
+	req, err := http.NewRequest(http.MethodDelete, admin+"/config?shop=999", nil)
+	require.NoError(t, err)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "the rule for tills not seen yet was kept")
 }
 
 // remoteStatus is the remote config's status as the till's own
