@@ -151,31 +151,29 @@ func (s *Sim) putFaults(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	patch := func(f *Faults) error { return json.Unmarshal(body, f) }
-	preview := s.Faults()
-	err = patch(&preview)
-	if err == nil {
-		err = preview.validate()
+	patch := func(f *Faults) error {
+		if err := json.Unmarshal(body, f); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadFaults, err)
+		}
+		return nil // changeFaults validates
 	}
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-		return
-	}
-	if preview.Down {
-		// Answer first: going down closes this very connection.
-		writeJSON(w, http.StatusOK, preview)
+	answered := false
+	_, err = s.changeFaults(patch, false, func(f Faults) {
+		// Answered once in force, and before going down closes this very
+		// connection: a client that reads 200 finds the faults it asked for.
+		writeJSON(w, http.StatusOK, f)
 		if fl, ok := w.(http.Flusher); ok {
 			fl.Flush()
 		}
-		_, _ = s.UpdateFaults(patch) // fails only once closed
-		return
-	}
-	f, err := s.UpdateFaults(patch)
-	if err != nil {
+		answered = true
+	})
+	switch {
+	case answered:
+	case errors.Is(err, ErrBadFaults):
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	default:
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-		return
 	}
-	writeJSON(w, http.StatusOK, f)
 }
 
 // deleteFaults is DELETE /sim/faults: every fault cleared.

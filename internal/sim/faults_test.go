@@ -60,6 +60,7 @@ func TestPutDownKeepsTheOtherFaults(t *testing.T) {
 	require.NoError(t, err, "the answer comes before the listener closes")
 	require.Equal(t, http.StatusOK, code, string(b))
 	require.Contains(t, string(b), `"rejectNext":1`)
+	require.True(t, s.Faults().Down, "in force once answered")
 	require.Eventually(t, func() bool { return !s.Faults().Down }, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, sim.Faults{RejectNext: 1, RejectMessage: "merchantTin: not registered"}, s.Faults())
 	code, body := create(t, s, "B2C_RECEIPT", "R00001")

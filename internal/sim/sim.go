@@ -251,7 +251,7 @@ func (s *Sim) stopTimer() {
 // Down with DownFor > 0 ends by itself after DownFor, counted from this
 // call.
 func (s *Sim) SetFaults(f Faults) error {
-	_, err := s.changeFaults(func(cur *Faults) error { *cur = f; return nil }, true)
+	_, err := s.changeFaults(func(cur *Faults) error { *cur = f; return nil }, true, nil)
 	return err
 }
 
@@ -263,12 +263,14 @@ func (s *Sim) SetFaults(f Faults) error {
 // outage's DownFor timer goes on running when change leaves Down and
 // DownFor as they were.
 func (s *Sim) UpdateFaults(change func(*Faults) error) (Faults, error) {
-	return s.changeFaults(change, false)
+	return s.changeFaults(change, false, nil)
 }
 
 // changeFaults is SetFaults (restart: a Down's timer starts again) and
-// UpdateFaults.
-func (s *Sim) changeFaults(change func(*Faults) error, restart bool) (Faults, error) {
+// UpdateFaults. inForce, if not nil, is called with the faults once they
+// are in force and before an outage closes the connections: the /sim/
+// API answers there, so that its answer is true when the caller reads it.
+func (s *Sim) changeFaults(change func(*Faults) error, restart bool, inForce func(Faults)) (Faults, error) {
 	s.srvMu.Lock()
 	defer s.srvMu.Unlock()
 	if s.closed {
@@ -287,13 +289,22 @@ func (s *Sim) changeFaults(change func(*Faults) error, restart bool) (Faults, er
 	s.spendOthersLocked() // the pace in force until now applies until now
 	s.faults = f
 	s.mu.Unlock()
+	if inForce == nil {
+		inForce = func(Faults) {}
+	}
 	if !restart && old.Down && f.Down && old.DownFor == f.DownFor {
+		inForce(f)
 		return f, nil // the outage goes on as it was
 	}
 	s.stopTimer()
 	if !f.Down {
-		return f, s.relisten()
+		if err := s.relisten(); err != nil {
+			return f, err
+		}
+		inForce(f)
+		return f, nil
 	}
+	inForce(f) // while this connection is still open
 	s.stopServing()
 	if f.DownFor > 0 {
 		s.timers.Add(1)
