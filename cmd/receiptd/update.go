@@ -23,10 +23,6 @@ func init() {
 	commands["update status"] = command{summary: "the update's state and the version answering", run: runUpdateStatus}
 }
 
-// devRunning is the version a build from source ("dev") compares as when
-// update.allow_downgrade lets it take a release: older than any release.
-const devRunning = "0.0.0-dev"
-
 func runUpdateApply(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, "update apply", "update apply [-config FILE] [-version V] [-wait D] [-addr URL] [-token T] RELEASE")
 	var df daemonFlags
@@ -59,39 +55,14 @@ func runUpdateApply(ctx context.Context, env *cmdEnv, args []string) error {
 			return usageError{err: err}
 		}
 	}
-	st, err := release.ReadState(cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	if st.Phase == release.Switching || st.Phase == release.Probation {
-		return usagef("a switch to %s is under way (%s): wait for it (receiptd update status)", st.Offered.Version, st.Phase)
-	}
-	p, err := updatePolicy(cfg, st)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil { // a till that never ran
 		return err
 	}
-	before := st
-	st.Enter(release.Verifying, "checking "+file+" as "+*ver, time.Now())
-	if err := st.Write(cfg.DataDir); err != nil {
-		return err
-	}
-	v, err := release.Stage(cfg.DataDir, p, update.Offer{Version: *ver, Signature: sig}, file)
-	if err != nil {
-		if update.ReasonOf(err) == "" { // not a verdict on the file: as it was
-			return errors.Join(err, before.Write(cfg.DataDir))
-		}
-		st.Enter(release.Refused, err.Error(), time.Now())
-		if werr := st.Write(cfg.DataDir); werr != nil {
-			return werr
-		}
+	v, err := tillOf(cfg).Take(update.Offer{Version: *ver, Signature: sig}, file, file)
+	switch {
+	case errors.Is(err, release.ErrDevBuild), errors.Is(err, release.ErrBusy), update.ReasonOf(err) != "":
 		return usageError{err: err}
-	}
-	st.Offered = &v
-	st.Enter(release.Staged, v.Version+" verified; waiting for the switch", time.Now())
-	if err := st.Write(cfg.DataDir); err != nil {
+	case err != nil:
 		return err
 	}
 	fmt.Fprintf(env.stdout, "%s verified and kept as %s\n", v.Version, v.Path)
@@ -120,26 +91,11 @@ func signedVersion(sigFile []byte) (string, error) {
 	return f[1], nil
 }
 
-// updatePolicy is what this till accepts: the running version is the one
-// update.json says runs, else this binary's. A build from source
-// ("dev") takes a release only with update.allow_downgrade.
-func updatePolicy(cfg config.Config, st release.State) (update.Policy, error) {
-	keys, err := update.ParseKeys(cfg.Update.TrustedKeys)
-	if err != nil {
-		return update.Policy{}, usageError{err: err}
-	}
-	running := version
-	if st.Running != nil && st.Running.Version != "" {
-		running = st.Running.Version
-	}
-	if running == "dev" {
-		if !cfg.Update.AllowDowngrade {
-			return update.Policy{}, usagef("this receiptd is a build from source (version dev): it takes a release only with update.allow_downgrade = true")
-		}
-		running = devRunning
-	}
-	return update.Policy{Keys: keys, Platform: runtime.GOOS + "/" + runtime.GOARCH, Running: running,
-		AllowDowngrade: cfg.Update.AllowDowngrade, RolledBack: st.IsRolledBack}, nil
+// tillOf is what this till takes a release by: cfg's [update] and this
+// binary's version.
+func tillOf(cfg config.Config) release.Till {
+	return release.Till{DataDir: cfg.DataDir, TrustedKeys: cfg.Update.TrustedKeys,
+		AllowDowngrade: cfg.Update.AllowDowngrade, Binary: version}
 }
 
 // askSwitch asks the running daemon to switch, and waits for the new

@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/release"
 	"github.com/receiptd/receiptd/internal/update/updatetest"
 )
 
@@ -25,30 +23,6 @@ func TestUpdateApplyWhereTheSwitchIsNotBuilt(t *testing.T) {
 		require.Equal(t, exitUsage, code)
 		require.Contains(t, stderr, "not built on "+runtime.GOOS)
 	}
-}
-
-// TestDevBuildTakesAReleaseOnlyWithAllowDowngrade: a build from source
-// ("dev") compares as older than any release only when
-// update.allow_downgrade says so; else the policy is refused.
-func TestDevBuildTakesAReleaseOnlyWithAllowDowngrade(t *testing.T) {
-	t.Parallel()
-	if version != "dev" {
-		t.Skip("built with a version")
-	}
-	cfg := config.Default()
-	_, err := updatePolicy(cfg, release.State{})
-	require.ErrorContains(t, err, "build from source (version dev)")
-	var ue usageError
-	require.ErrorAs(t, err, &ue)
-
-	cfg.Update.AllowDowngrade = true
-	p, err := updatePolicy(cfg, release.State{})
-	require.NoError(t, err)
-	require.Equal(t, devRunning, p.Running)
-
-	p, err = updatePolicy(cfg, release.State{Running: &release.Version{Version: "1.1.0", Path: "/x"}})
-	require.NoError(t, err)
-	require.Equal(t, "1.1.0", p.Running, "the version an update installed is the running one")
 }
 
 // TestSignedVersion reads the version from the trusted comment, and

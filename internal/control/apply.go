@@ -56,6 +56,7 @@ func (c *Client) callbacks() types.Callbacks {
 			if msg.RemoteConfig != nil {
 				c.offer(msg.RemoteConfig)
 			}
+			c.pkgs.received(c.log, msg.PackagesAvailable)
 		},
 		GetEffectiveConfig: func(context.Context) (*protobufs.EffectiveConfig, error) {
 			return c.effectiveProto()

@@ -56,6 +56,10 @@ type Options struct {
 	// ConnectTimeout bounds the opening of a connection to the head
 	// office (transports); zero: DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// Updates, when not nil, takes the releases the head office offers
+	// (packages.go); nil: updates are off and the till does not say it
+	// accepts packages.
+	Updates *Updates
 	// ApplyEvery is the least time between two configs that change the
 	// daemon (each costs a rebuild), and the first wait after one the
 	// daemon refused; zero: DefaultApplyEvery. MaxApplyBackoff bounds the
@@ -94,6 +98,7 @@ type Client struct {
 	// the config back: it is applied again.
 	applying string
 	opamp    client.OpAMPClient
+	pkgs     *packages // nil: updates off
 	// sendMu guards sentDesc and sentHealth, the description and health
 	// last handed to the OpAMP client: a change is sent, whenever it
 	// happens. It is never held by a callback of the OpAMP client.
@@ -127,13 +132,17 @@ func New(opts Options) (*Client, error) {
 	if opts.MaxApplyBackoff <= 0 {
 		opts.MaxApplyBackoff = DefaultMaxApplyBackoff
 	}
-	return &Client{
+	c := &Client{
 		opts: opts, ctl: cfg.Control, disk: d, uid: uid, started: time.Now(),
 		log:       opts.Log.Named("control"),
 		wake:      make(chan struct{}, 1),
 		effective: opts.Start,
 		status:    Status{URL: cfg.Control.OpAMPURL, RemoteConfig: rc, Started: time.Now()},
-	}, nil
+	}
+	if c.pkgs, err = newPackages(opts.Updates, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // InstanceUID is the till's OpAMP instance UID.
@@ -153,7 +162,9 @@ func (c *Client) Status() Status {
 // Run connects to control.opamp_url and serves the channel until ctx
 // ends, then stops the OpAMP client and every goroutine it started. With
 // the channel off it returns nil at once. An error means the client could
-// not start (a bad CA file).
+// not start (a bad CA file). Run may be called again once it returned (a
+// switch to a new version stops the channel, a rollback starts it again):
+// each run is a new OpAMP client, told everything afresh.
 func (c *Client) Run(ctx context.Context) error {
 	if !c.ctl.Enabled() {
 		return nil
@@ -165,6 +176,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := oc.Start(ctx, settings); err != nil {
 		return fmt.Errorf("control: start OpAMP client: %w", err)
 	}
+
 	c.mu.Lock()
 	c.opamp = oc
 	c.mu.Unlock()
@@ -174,6 +186,10 @@ func (c *Client) Run(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); c.applyLoop(ctx) }()
 	go func() { defer wg.Done(); c.healthLoop(ctx, oc) }()
+	if c.pkgs != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.packageLoop(ctx, oc) }()
+	}
 	<-ctx.Done()
 	wg.Wait()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -192,6 +208,9 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 		return nil, types.StartSettings{}, fmt.Errorf("control: control.opamp_url: %w", err)
 	}
 	logger := opampLogger{l: c.log.Sugar(), refused: c.refused}
+	c.sendMu.Lock()
+	c.sentDesc, c.sentHealth = nil, nil // a new client has been told nothing
+	c.sendMu.Unlock()
 	var oc client.OpAMPClient
 	if u.Scheme == "ws" || u.Scheme == "wss" {
 		oc = client.NewWebSocket(logger)
@@ -205,12 +224,14 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
 	}
 	// After the health: the capability to report it needs one.
-	caps := protobufs.AgentCapabilities_AgentCapabilities_ReportsStatus |
-		protobufs.AgentCapabilities_AgentCapabilities_AcceptsRemoteConfig |
-		protobufs.AgentCapabilities_AgentCapabilities_ReportsRemoteConfig |
-		protobufs.AgentCapabilities_AgentCapabilities_ReportsEffectiveConfig |
-		protobufs.AgentCapabilities_AgentCapabilities_ReportsHealth |
-		protobufs.AgentCapabilities_AgentCapabilities_ReportsHeartbeat
+	caps := baseCaps
+	var provider types.PackagesStateProvider
+	if c.pkgs != nil {
+		provider = stateProvider{c.pkgs}
+		c.pkgs.sendMu.Lock()
+		c.pkgs.sent = nil
+		c.pkgs.sendMu.Unlock()
+	}
 	if err := oc.SetCapabilities(&caps); err != nil {
 		return nil, types.StartSettings{}, fmt.Errorf("control: %w", err)
 	}
@@ -232,17 +253,40 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 	}
 	poll := c.ctl.PollEvery.Duration
 	return oc, types.StartSettings{
-		OpAMPServerURL:     c.ctl.OpAMPURL,
-		Header:             header,
-		TLSConfig:          tlsConfig,
-		HTTPClient:         httpClient,
-		WebSocketDialer:    dialer,
-		MaxMessageBytes:    MaxMessage,
-		InstanceUid:        types.InstanceUid(c.uid),
-		Callbacks:          c.callbacks(),
-		RemoteConfigStatus: c.remoteStatusProto(),
-		HeartbeatInterval:  &poll,
+		OpAMPServerURL:        c.ctl.OpAMPURL,
+		Header:                header,
+		TLSConfig:             tlsConfig,
+		HTTPClient:            httpClient,
+		WebSocketDialer:       dialer,
+		MaxMessageBytes:       MaxMessage,
+		InstanceUid:           types.InstanceUid(c.uid),
+		Callbacks:             c.callbacks(),
+		RemoteConfigStatus:    c.remoteStatusProto(),
+		HeartbeatInterval:     &poll,
+		PackagesStateProvider: provider,
+		// opamp-go v0.23 takes the package capabilities only here
+		// (deprecated for SetCapabilities, which refuses them until Start
+		// has set the PackagesStateProvider, while Start refuses the
+		// provider without them).
+		Capabilities: startCaps(c.pkgs != nil),
 	}, nil
+}
+
+// baseCaps are the capabilities of every till.
+const baseCaps = protobufs.AgentCapabilities_AgentCapabilities_ReportsStatus |
+	protobufs.AgentCapabilities_AgentCapabilities_AcceptsRemoteConfig |
+	protobufs.AgentCapabilities_AgentCapabilities_ReportsRemoteConfig |
+	protobufs.AgentCapabilities_AgentCapabilities_ReportsEffectiveConfig |
+	protobufs.AgentCapabilities_AgentCapabilities_ReportsHealth |
+	protobufs.AgentCapabilities_AgentCapabilities_ReportsHeartbeat
+
+// startCaps are the capabilities Start is given: the package ones when
+// the till takes updates, else none (SetCapabilities' stand).
+func startCaps(updates bool) protobufs.AgentCapabilities {
+	if !updates {
+		return 0
+	}
+	return baseCaps | packageCaps
 }
 
 // tlsConfig trusts the system's CAs and control.ca_file's, as every

@@ -19,8 +19,10 @@
 //	│   ├── received.toml  the last fragment received, refused or not
 //	│   ├── good.toml      the last fragment applied: what a start lays over the config
 //	│   └── status.json    the remote configuration's status
+//	├── downloads/         releases offered by the head office, being fetched (control)
+//	│   └── 3f2a9c81d0e7….part  named by the offer's whole SHA-256; resumed, checked, then taken
 //	├── update.json        the update's state: running, previous, offered, rolled back (release)
-//	└── versions/          releases taken by `receiptd update apply` (release)
+//	└── versions/          releases taken (`receiptd update apply`, an offer) (release)
 //	    └── 1.4.0-3f2a9c81d0e7/   <version>-<first 12 hex digits of the file's SHA-256>
 //	        └── receiptd   the verified executable (receiptd.exe on Windows), mode 0755
 //

@@ -32,6 +32,9 @@ const (
 	// VersionsDir holds the releases taken, one folder each
 	// (VersionFolder).
 	VersionsDir = "versions"
+	// DownloadsDir holds the releases offered by the head office while
+	// they are fetched (Download).
+	DownloadsDir = "downloads"
 	// VersionExe is the executable's name in a version's folder; ".exe"
 	// is added on Windows (Version).
 	VersionExe = "receiptd"
@@ -83,6 +86,12 @@ func Update(dataDir string) string { return filepath.Join(dataDir, UpdateFile) }
 
 // Versions is the releases' folder in dataDir.
 func Versions(dataDir string) string { return filepath.Join(dataDir, VersionsDir) }
+
+// Download is where a release offered with the SHA-256 hexSum is fetched
+// to in dataDir, before it is checked and taken into Versions.
+func Download(dataDir, hexSum string) string {
+	return filepath.Join(dataDir, DownloadsDir, hexSum+".part")
+}
 
 // VersionFolder is a release's folder name: its version and the first 12
 // hex digits of its SHA-256 (hexSum), so two files signed as one version

@@ -25,7 +25,9 @@ func Exe() string {
 
 // Stage copies the release file at path into dataDir's versions/, as
 // versions/<version>-<hash>/receiptd, only when p passes o on the bytes
-// copied (the file is read once: what is checked is what is kept). It
+// copied (the file is read once: what is checked is what is kept). An
+// offer's SHA-256 (a head office's content_hash) must be the file's; an
+// offer without one (`update apply`) takes the file's. It
 // returns the Version kept. The copy is written as a temporary file,
 // fsynced, made executable, renamed and its folder fsynced; a refusal
 // (update.RefusedError) leaves nothing behind.
@@ -42,7 +44,9 @@ func Stage(dataDir string, p update.Policy, o update.Offer, path string) (Versio
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return Version{}, err
 	}
-	o.SHA256 = sum.Sum(nil)
+	if len(o.SHA256) == 0 { // a file from an operator: its own hash
+		o.SHA256 = sum.Sum(nil)
+	}
 	hexSum := hex.EncodeToString(o.SHA256)
 	// CheckOffer first: a refusal known from the signature alone makes no
 	// folder at all.

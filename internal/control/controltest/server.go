@@ -36,6 +36,10 @@ type Agent struct {
 	Health       *protobufs.ComponentHealth
 	Effective    []byte // the effective config's receiptd.toml body
 	RemoteStatus *protobufs.RemoteConfigStatus
+	// Packages is the agent's last package statuses; Capabilities its
+	// last capabilities.
+	Packages     *protobufs.PackageStatuses
+	Capabilities uint64
 	Messages     int
 	// Header is the HTTP header of the agent's last connection (WebSocket)
 	// or request (HTTP polling).
@@ -79,6 +83,7 @@ type Server struct {
 	addr    string
 	agents  map[string]*Agent
 	configs map[string]*protobufs.AgentRemoteConfig // by agent UID
+	offers  map[string]*protobufs.PackagesAvailable // by agent UID
 	conns   map[string]types.Connection
 	// open is every connection made and not yet closed, an agent's first
 	// message or not; stopped: Stop was called and no listen since.
@@ -104,6 +109,7 @@ func start(t testing.TB, tlsConfig *tls.Config) *Server {
 		tls:     tlsConfig,
 		agents:  map[string]*Agent{},
 		configs: map[string]*protobufs.AgentRemoteConfig{},
+		offers:  map[string]*protobufs.PackagesAvailable{},
 		conns:   map[string]types.Connection{},
 		open:    map[types.Connection]struct{}{},
 	}
@@ -233,10 +239,19 @@ func (s *Server) onMessage(conn types.Connection, header http.Header, msg *proto
 	if msg.RemoteConfigStatus != nil {
 		a.RemoteStatus = msg.RemoteConfigStatus
 	}
+	if msg.PackageStatuses != nil {
+		a.Packages = msg.PackageStatuses
+	}
+	if msg.Capabilities != 0 {
+		a.Capabilities = msg.Capabilities
+	}
 	s.conns[uid] = conn
 	resp := &protobufs.ServerToAgent{InstanceUid: msg.InstanceUid}
 	if rc := s.configs[uid]; rc != nil && (s.resend || !slices.Equal(a.RemoteStatus.GetLastRemoteConfigHash(), rc.ConfigHash)) {
 		resp.RemoteConfig = rc
+	}
+	if pa := s.offers[uid]; pa != nil && !slices.Equal(a.Packages.GetServerProvidedAllPackagesHash(), pa.AllPackagesHash) {
+		resp.PackagesAvailable = pa
 	}
 	return resp
 }
@@ -338,24 +353,44 @@ func (s *Server) SetConfigHash(match func(Agent) bool, fragment string, hash []b
 }
 
 func (s *Server) setConfig(match func(Agent) bool, fragment string, hash []byte) ([]byte, int) {
-	n := 0
 	rc := &protobufs.AgentRemoteConfig{
 		ConfigHash: hash,
 		Config: &protobufs.AgentConfigMap{ConfigMap: map[string]*protobufs.AgentConfigFile{
 			"receiptd.toml": {Body: []byte(fragment), ContentType: "application/toml"},
 		}},
 	}
+	n := s.push(match, func(uid string) { s.configs[uid] = rc }, func(msg *protobufs.ServerToAgent) {
+		msg.RemoteConfig = proto.Clone(rc).(*protobufs.AgentRemoteConfig)
+	})
+	return hash, n
+}
+
+// Offer offers pa (a release) to every agent seen for which match is
+// true: pushed at once over WebSocket, and with every answer until the
+// agent reports statuses for its all_packages_hash. It returns how many
+// agents it was offered to.
+func (s *Server) Offer(match func(Agent) bool, pa *protobufs.PackagesAvailable) int {
+	return s.push(match, func(uid string) { s.offers[uid] = pa }, func(msg *protobufs.ServerToAgent) {
+		msg.PackagesAvailable = proto.Clone(pa).(*protobufs.PackagesAvailable)
+	})
+}
+
+// push keeps what set keeps for every agent seen that match picks (s.mu
+// held), and sends it at once, as fill writes it into a message, to those
+// on WebSocket; none while stopped: the agent gets it with its first
+// answer after Restart, as HTTP agents with their next poll. It returns
+// how many agents were picked.
+func (s *Server) push(match func(Agent) bool, set func(uid string), fill func(*protobufs.ServerToAgent)) int {
 	s.mu.Lock()
 	var push []types.Connection
 	var uids [][]byte
+	n := 0
 	for uid, a := range s.agents {
 		if !match(*a) {
 			continue
 		}
-		s.configs[uid] = rc
+		set(uid)
 		n++
-		// None while stopped: the agent gets it with its first answer
-		// after Restart.
 		if conn := s.conns[uid]; conn != nil {
 			push = append(push, conn)
 			u := uuid.MustParse(uid)
@@ -364,10 +399,11 @@ func (s *Server) setConfig(match func(Agent) bool, fragment string, hash []byte)
 	}
 	s.mu.Unlock()
 	for i, conn := range push {
-		msg := &protobufs.ServerToAgent{InstanceUid: uids[i], RemoteConfig: proto.Clone(rc).(*protobufs.AgentRemoteConfig)}
-		_ = conn.Send(context.Background(), msg) // HTTP connections get it with the next poll
+		msg := &protobufs.ServerToAgent{InstanceUid: uids[i]}
+		fill(msg)
+		_ = conn.Send(context.Background(), msg)
 	}
-	return hash, n
+	return n
 }
 
 func uidString(b []byte) string {
