@@ -42,7 +42,7 @@ func (s *Supervisor) initManaged(start config.Merged, own config.Config, ownPath
 	s.control = nil
 	if start.Config.Control.Enabled() {
 		c, err := control.New(control.Options{Start: start, OwnPath: ownPath, Own: &own, Version: s.version,
-			Log: s.baseLog, Applier: s, Health: s.health, PosNo: s.posNo})
+			Log: s.baseLog, Applier: s, Health: s.health, PosNo: s.posNo, Updates: s.offers(own)})
 		if err != nil {
 			return err
 		}
@@ -54,21 +54,34 @@ func (s *Supervisor) initManaged(start config.Merged, own config.Config, ownPath
 // Control is the OpAMP client, nil when [control] is off.
 func (s *Supervisor) Control() *control.Client { return s.control }
 
-// runControl runs the OpAMP client, when there is one, until ctx ends;
-// the channel is closed when it has stopped.
-func (s *Supervisor) runControl(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	if s.control == nil {
-		close(done)
-		return done
+// startControl runs the OpAMP client, when there is one, until ctx ends
+// or stopControl. Only Run's goroutine starts and stops it: a switch to
+// a new version stops it (the new version runs its own, with the same
+// instance UID), a rollback starts it again.
+func (s *Supervisor) startControl(ctx context.Context) {
+	if s.control == nil || s.ctl.done != nil {
+		return
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.ctl.cancel, s.ctl.done = cancel, done
 	go func() {
 		defer close(done)
 		if err := s.control.Run(ctx); err != nil {
 			s.log.Error("the head office channel ([control]) could not start; the till runs on without it", zap.Error(err))
 		}
 	}()
-	return done
+}
+
+// stopControl stops the OpAMP client startControl started, and waits
+// for it.
+func (s *Supervisor) stopControl() {
+	if s.ctl.done == nil {
+		return
+	}
+	s.ctl.cancel()
+	<-s.ctl.done
+	s.ctl.cancel, s.ctl.done = nil, nil
 }
 
 // health is the running Daemon's health for the head office, as

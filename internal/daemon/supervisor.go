@@ -52,11 +52,15 @@ type Supervisor struct {
 	version       string
 	rollbackAfter time.Duration
 	handoffs      []*handoff
-	control       *control.Client  // nil: [control] is off (NewManaged)
-	metrics       *metrics.Metrics // every Daemon's: counters go on across a swap
-	sims          *simAnswers      // every Daemon's: base_url is asked once per process
-	dbPath        string           // data_dir never changes in place
-	upd           switcher         // the switch to a new version (switch.go); off unless EnableUpdates
+	control       *control.Client // nil: [control] is off (NewManaged)
+	ctl           struct {        // the running control client (startControl); Run's goroutine only
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	metrics *metrics.Metrics // every Daemon's: counters go on across a swap
+	sims    *simAnswers      // every Daemon's: base_url is asked once per process
+	dbPath  string           // data_dir never changes in place
+	upd     switcher         // the switch to a new version (switch.go); off unless EnableUpdates
 
 	swaps chan swapRequest // from Apply to Run's loop
 	// carried is what the last Daemon to stop knew (Daemon.carry), for
@@ -219,8 +223,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.closeListeners()
-	ctlDone := s.runControl(ctx)
-	defer func() { stop(); <-ctlDone }()
+	s.startControl(ctx)
+	defer func() { stop(); s.stopControl() }()
 	updDone := s.runUpdates(ctx)
 	defer func() { stop(); <-updDone }()
 	return s.loop(ctx, s.start(ctx, first))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/control"
 	"github.com/receiptd/receiptd/internal/release"
 )
 
@@ -60,6 +61,20 @@ type switcher struct {
 	due     chan struct{} // updateLoop → Run's loop, inside the window
 }
 
+// offers is what the OpAMP client takes the head office's releases
+// with: nil, so that the till does not say it accepts them, where
+// own's update.trusted_keys is empty or the switch is not built.
+func (s *Supervisor) offers(own config.Config) *control.Updates {
+	if len(own.Update.TrustedKeys) == 0 || !switchSupported {
+		return nil
+	}
+	return &control.Updates{
+		Till: release.Till{DataDir: own.DataDir, TrustedKeys: own.Update.TrustedKeys,
+			AllowDowngrade: own.Update.AllowDowngrade, Binary: s.version},
+		Switch: s.RequestSwitch,
+	}
+}
+
 // EnableUpdates lets s switch to a release staged in the data directory
 // (RequestSwitch). Call it before Run.
 func (s *Supervisor) EnableUpdates(u Updates) {
@@ -78,8 +93,6 @@ func (s *Supervisor) RequestSwitch() error {
 		return refuse("this receiptd was not started to take updates")
 	case !switchSupported:
 		return refuse("the switch to a new version is not built on this platform yet; install the release with the package manager")
-	case s.control != nil:
-		return refuse("[control] is on: the switch would have to hand the head office's channel to the new version, which is not built yet")
 	}
 	st, err := release.ReadState(s.Config().DataDir)
 	if err != nil {
@@ -199,6 +212,10 @@ func (s *Supervisor) switchRelease(ctx context.Context, cur *instance) (*instanc
 	}
 	began := time.Now()
 	s.serve(nil, nil)
+	// One agent per till: the new version connects to the head office
+	// itself, with the same instance UID; a rollback connects this one
+	// again.
+	s.stopControl()
 	if err := cur.stop(); err != nil {
 		log.Warn("the previous daemon stopped with an error", zap.Error(err))
 	}
@@ -275,6 +292,7 @@ func (s *Supervisor) rollBack(ctx context.Context, cfg config.Config, st *releas
 	in := s.start(ctx, d)
 	s.serve(d, nil)
 	s.release()
+	s.startControl(ctx)
 	return in, nil
 }
 
