@@ -29,6 +29,9 @@
 #   headoffice-accepted  it answers 200: ✓ received, ✓ connected
 #   headoffice-failing   it answers 503: not accepted since the last
 #              success, with the error, at once (no ✓ for 5 minutes)
+#   update-rolled-back  an update.json saying a release was rolled back an
+#              hour ago: its card (why, the version that runs) and the
+#              Updates section
 #   demo-outage    `receiptd demo` with its simulator down: the page names
 #              the terminal as the log, and the outage's failure is listed
 #
@@ -385,6 +388,7 @@ posapi_states() {
   fold_lacks "Lotteries run out" "a forecast to worry about"
 
   headoffice_states
+  update_state
   demo_state
 }
 
@@ -450,6 +454,31 @@ poll_every = \"1s\""
     "a failing push at once, with the error"
   page_lacks "receives this till's figures" "a ✓ for a failing push"
   extra=""
+}
+
+# update_state: a release rolled back an hour ago (issue 39, item 9), in
+# the update.json a rollback writes (package release), read by a daemon
+# started on it: a card in Needs attention and the Updates section.
+update_state() {
+  stop_pid "$daemon_pid"
+  local since
+  since=$(date -u -d '1 hour ago' +%Y-%m-%dT%H:%M:%SZ)
+  cat >"$work/data/update.json" <<EOF
+{
+  "state": "rolled_back",
+  "message": "rolled back: it stopped during its probation: exit status 3",
+  "since": "$since",
+  "offered": {"version": "1.2.0", "sha256": "4f1c0de9a8b7", "path": "$work/data/versions/1.2.0-4f1c0de9a8b7/receiptd"},
+  "rolled_back": ["4f1c0de9a8b7"]
+}
+EOF
+  start_daemon 72h 24h
+  shoot update-rolled-back
+  status_has '"update":{"state":"rolled_back"' || die "$state: /receiptd/status has no update rolled back: $(curl -sS --noproxy '*' "$api/receiptd/status")"
+  fold_has "⚠ receiptd 1.2.0 was rolled back: this till runs receiptd [^ ]+ again" "the rollback's card"
+  fold_has "Cause: rolled back: it stopped during its probation: exit status 3" "why it was rolled back"
+  page_has "✗ receiptd 1.2.0 was rolled back \(since [0-9:]+ [A-Z]+, 1h ago\)" "the Updates line, since when"
+  page_lacks "Updates ✓" "a ✓ for a rollback"
 }
 
 # hq_mode MODE: tell the stand-in head office how to answer (headoffice.go).

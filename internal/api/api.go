@@ -17,6 +17,7 @@ import (
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
+	"github.com/receiptd/receiptd/internal/release"
 	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
@@ -81,6 +82,9 @@ type Deps struct {
 	// staged by `receiptd update apply`) and GET /receiptd/update; nil:
 	// both answer 503.
 	Update Updater
+	// UpdateState, when set, reads update.json (release.ReadState) for
+	// /receiptd/status's update and the status page; nil: idle.
+	UpdateState func() (release.State, error)
 }
 
 // Options tune the API. Every zero value means the default given.

@@ -43,6 +43,7 @@ func (s *Server) pageOf(st Status) statuspage.Data {
 		LogFile: s.o.LogFile, LogTerminal: s.o.LogTerminal,
 	}
 	d.Control = pageControl(st.Control)
+	d.Update = pageUpdate(st.Update, st.Version)
 	if st.LastSuccess != nil {
 		d.LastSuccess = *st.LastSuccess
 	}

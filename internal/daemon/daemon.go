@@ -153,6 +153,7 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 		return h.DiskFull != "" || logFull != nil, h.Failed != ""
 	})
 	d.backups = d.newBackups(m)
+	d.watchUpdate(m, version)
 	if err := m.SetBuildInfo(version); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
@@ -202,7 +203,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client,
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
 		Warmth: d.cache.Warmth, PosAPI: d.posapi, Backup: d.backups.Status,
-		Fleet: d.fleetState, Control: ctlStatus, Update: upd,
+		Fleet: d.fleetState, Control: ctlStatus, Update: upd, UpdateState: d.updateState,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
 		Token: d.cfg.Auth.Token.Reveal(), MetricsToken: d.cfg.Auth.MetricsToken.Reveal(), AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,

@@ -11,7 +11,8 @@ import "sync"
 // total since it started (log_flushes_total, backup_snapshots_total,
 // send_data_total, ...) are read one last time and carried over, so none
 // of them starts again from zero at a swap (the control channel's count of
-// refused configs is not carried: the channel outlives the daemons). The
+// refused configs is not carried: the channel outlives the daemons; nor
+// are the update's rollbacks and refusals: update.json keeps them). The
 // Watch methods are the one
 // declaration of what is watched: the tests find them by reflection, so a
 // Watch that Unwatch forgets to stop, or whose counter it forgets to
@@ -25,6 +26,7 @@ func (m *Metrics) Unwatch() {
 	m.store.set(nil)
 	m.answers.set(nil)
 	m.control.set(nil)
+	m.update.set(nil) // its counters are update.json's, kept for good: nothing to carry
 	if f := m.log.take(); f != nil {
 		flushes, records := f()
 		m.log.carried.add(func(b [2]uint64) [2]uint64 { return [2]uint64{b[0] + flushes, b[1] + records} })

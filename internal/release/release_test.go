@@ -147,3 +147,27 @@ func TestPruneKeepsWhatTheStateNames(t *testing.T) {
 	}
 	require.Equal(t, []string{names[0], names[3]}, left)
 }
+
+// TestRefusalsAreCountedForGood: every refusal entered counts, the count
+// survives update.json's round trip and the states that follow (only the
+// last refusal's reason is kept in Message), so the refusals counter of
+// the metrics never goes down.
+func TestRefusalsAreCountedForGood(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	var st State
+	st.Enter(Verifying, "checking", now)
+	st.Enter(Refused, "refused (key): not a trusted key", now)
+	st.Enter(Verifying, "checking", now)
+	st.Enter(Refused, "refused (version): 0.9.0 is not newer", now)
+	require.Equal(t, uint64(2), st.Refusals)
+	st.Offered = &Version{Version: "1.2.0", SHA256: "cd34", Path: "/y"}
+	st.Enter(Staged, "1.2.0 verified", now)
+	st.Install(now)
+	require.NoError(t, st.Write(dir))
+	back, err := ReadState(dir)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), back.Refusals, "kept across the install and the file")
+	require.Equal(t, Installed, back.Phase)
+}

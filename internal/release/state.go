@@ -67,6 +67,11 @@ type State struct {
 	// RolledBack holds the SHA-256 (hex) of every file rolled back on
 	// this till: never tried again.
 	RolledBack []string `json:"rolled_back"`
+	// Refusals counts every refusal recorded on this till (Enter with
+	// Refused), kept for good like RolledBack: Message keeps only the
+	// last one's reason, and receiptd_update_refusals_total must never go
+	// down across restarts.
+	Refusals uint64 `json:"refusals,omitempty"`
 }
 
 // ReadState reads dataDir's update.json; a missing file is the zero
@@ -112,9 +117,13 @@ func (st State) IsRolledBack(sum []byte) bool {
 	return slices.Contains(st.RolledBack, hex.EncodeToString(sum))
 }
 
-// Enter moves st to phase p with msg, at now.
+// Enter moves st to phase p with msg, at now; entering Refused counts
+// the refusal (Refusals).
 func (st *State) Enter(p Phase, msg string, now time.Time) {
 	st.Phase, st.Message, st.Since = p, msg, now.UTC()
+	if p == Refused {
+		st.Refusals++
+	}
 }
 
 // RollBack records that the offered release did not pass: why, and its

@@ -108,6 +108,9 @@ func attention(d Data, waiting int, failures []failureRow) []attentionItem {
 	if it, ok := controlItem(d); ok {
 		items = append(items, it)
 	}
+	if it, ok := updateItem(d); ok {
+		items = append(items, it)
+	}
 	// The critical ones first, each level in the order above: a tax
 	// service out of reach for a minute (a warning) does not lead over an
 	// empty lottery reserve.

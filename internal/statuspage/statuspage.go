@@ -97,6 +97,8 @@ type Data struct {
 	Fleet *Fleet
 	// Control is the OpAMP channel to the head office; nil: off.
 	Control *Control
+	// Update is the update's state; nil: no release was ever offered.
+	Update *Update
 
 	// LogFile is log.file ("": standard error). LogTerminal: standard
 	// error is the terminal receiptd runs in (run in the foreground, the

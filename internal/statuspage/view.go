@@ -56,6 +56,7 @@ type view struct {
 	Backup    backupView
 	Fleet     *fleetView
 	Control   *controlView
+	Update    *updateView
 	PosAPI    *newsView
 	Shared    *sharedView
 }
@@ -122,6 +123,7 @@ func newView(d Data) view {
 	v.Backup = backupOf(d)
 	v.Fleet = fleetOf(d)
 	v.Control = controlOf(d)
+	v.Update = updateOf(d)
 	v.PosAPI = posapiNews(d)
 	v.Shared = sharedOf(d)
 	return v
