@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,6 +26,11 @@ const (
 	readTimeout       = 30 * time.Second
 	idleTimeout       = 15 * time.Second
 	writeMargin       = 30 * time.Second
+	// newConnGrace bounds how long a stop waits, its listener closed, for
+	// the connections accepted whose first request has not arrived yet:
+	// net/http drops a request it reads once Shutdown has begun,
+	// unanswered (Server.Serve). A POS sends its request as it connects.
+	newConnGrace = time.Second
 )
 
 // ErrSocketInUse means another process answers on the Unix socket path
@@ -36,7 +42,11 @@ var ErrSocketInUse = errors.New("unix socket is in use by another process")
 var ErrNotSocket = errors.New("path exists and is not a unix socket")
 
 // Serve serves the API on ln until ctx ends, then shuts down gracefully:
-// waiting requests are answered 202 at once, requests in flight get up to
+// it stops accepting, lets each connection already accepted bring its
+// first request (for up to newConnGrace: net/http would close one whose
+// request it reads after Shutdown began, unanswered, which a POS sees as
+// a sale lost on the wire, at every swap and switch), then waiting
+// requests are answered 202 at once, requests in flight get up to
 // Options.ShutdownTimeout, and connections still open after that are
 // closed. It returns nil after a shutdown, or the listener's error. Requests
 // on a Unix socket listener skip the Host check (no browser can reach one).
@@ -52,7 +62,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
 		ConnContext:       connContext(unix),
-		ConnState:         connState,
+	}
+	fresh := newFreshConns()
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		fresh.track(c, st)
+		connState(c, st)
 	}
 	ln = newConnLimit(ln, s.o.MaxConns, s.log.Named("http"), s.d.Metrics.ConnClosedAtCap)
 	errc := make(chan error, 1)
@@ -62,6 +76,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
+	// No new connection (the next Daemon's, at a swap); Serve returns once
+	// it has tracked the last one it accepted.
+	var serveErr error
+	closed := ln.Close() == nil
+	if closed {
+		serveErr = <-errc
+		fresh.wait(newConnGrace)
+	}
 	s.quitOnce()
 	sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
 	defer cancel()
@@ -69,10 +91,60 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("requests still running at shutdown were cut off", zap.Stringer("addr", ln.Addr()), zap.Error(err))
 		_ = srv.Close()
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	if !closed {
+		serveErr = <-errc
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) && !errors.Is(serveErr, net.ErrClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), serveErr)
 	}
 	return nil
+}
+
+// freshConns counts the connections in http.StateNew: accepted, their
+// first request not read yet.
+type freshConns struct {
+	mu   sync.Mutex
+	conn map[net.Conn]struct{}
+	none chan struct{} // closed while conn is empty; made again when one comes
+}
+
+func newFreshConns() *freshConns {
+	none := make(chan struct{})
+	close(none)
+	return &freshConns{conn: map[net.Conn]struct{}{}, none: none}
+}
+
+// track is the http.Server's ConnState hook.
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st == http.StateNew {
+		if len(f.conn) == 0 {
+			f.none = make(chan struct{})
+		}
+		f.conn[c] = struct{}{}
+		return
+	}
+	if _, ok := f.conn[c]; !ok {
+		return
+	}
+	delete(f.conn, c)
+	if len(f.conn) == 0 {
+		close(f.none)
+	}
+}
+
+// wait waits until no connection is fresh, or for grace.
+func (f *freshConns) wait(grace time.Duration) {
+	f.mu.Lock()
+	none := f.none
+	f.mu.Unlock()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-none:
+	case <-t.C:
+	}
 }
 
 // ListenUnix listens on a Unix domain socket at path. A socket file left by
