@@ -69,6 +69,16 @@ type packages struct {
 
 	mu      sync.Mutex
 	pending *packageOffer // the newest offer not handled yet
+	// current is the receiptd package of the last PackagesAvailable
+	// received (nil: none, or it offered none); offered says one was
+	// received since the start. Until then the statuses are update.json's
+	// alone.
+	current *packageOffer
+	offered bool
+	// handled is the last offer takeOffer was done with: a refusal in
+	// update.json is this offer's only when it is handled (the same file
+	// offered again with another signature is checked again).
+	handled *packageOffer
 	// serverHash is the all_packages_hash of the last offer received:
 	// the server reads from it which offer the statuses answer.
 	serverHash []byte
@@ -112,7 +122,7 @@ func (p *packages) received(log *zap.Logger, pa *protobufs.PackagesAvailable) {
 	if p.serverHash == nil {
 		p.serverHash = []byte{}
 	}
-	p.pending = o
+	p.pending, p.current, p.offered = o, o, true
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
@@ -139,8 +149,11 @@ func (c *Client) packageLoop(ctx context.Context, oc client.OpAMPClient) {
 		if o != nil {
 			done := c.takeOffer(ctx, oc, o)
 			p.mu.Lock()
-			if done && p.pending == o {
-				p.pending = nil
+			if done {
+				p.handled = o
+				if p.pending == o {
+					p.pending = nil
+				}
 			}
 			p.mu.Unlock()
 			if done {
@@ -180,11 +193,14 @@ func (c *Client) takeOffer(ctx context.Context, oc client.OpAMPClient, o *packag
 		return false
 	}
 	sum := hex.EncodeToString(o.offer.SHA256)
-	if running := p.upd.Till.Running(st); running.Version == o.offer.Version && (running.SHA256 == "" || running.SHA256 == sum) {
+	if isRunning(p.upd.Till.Running(st), o.offer) {
 		return true // what runs: INSTALLED
 	}
-	if st.Offered != nil && st.Offered.SHA256 == sum && st.Phase != release.Idle && st.Phase != release.Verifying {
-		return true // staged, being tried, installed, rolled back or refused: update.json says which
+	if st.Offered != nil && st.Offered.SHA256 == sum && st.Offered.Version == o.offer.Version {
+		switch st.Phase {
+		case release.Staged, release.Switching, release.Probation, release.Installed, release.RolledBack:
+			return true // update.json says what became of it
+		}
 	}
 	if err := p.upd.Till.CheckOffer(o.offer); err != nil {
 		if !release.Refusal(err) {
@@ -270,9 +286,12 @@ func percent(have, total int64) float64 {
 	return 100 * float64(have) / float64(total)
 }
 
-// statuses is what the till reports of its receiptd package: the version
-// it runs, and the offer update.json names (or the one being fetched)
-// with its status.
+// statuses is what the till reports of its receiptd package: the
+// version it runs, and the offer the server made last, with what became
+// of it as update.json says (or the download under way). The statuses
+// answer the server's last all_packages_hash, so an outcome update.json
+// holds of an earlier offer is never reported as this offer's: an offer
+// not handled yet is INSTALL_PENDING.
 func (p *packages) statuses() (*protobufs.PackageStatuses, error) {
 	st, err := release.ReadState(p.upd.Till.DataDir)
 	if err != nil {
@@ -283,15 +302,20 @@ func (p *packages) statuses() (*protobufs.PackageStatuses, error) {
 		ServerOfferedVersion: running.Version, ServerOfferedHash: unhex(running.SHA256),
 		Status: protobufs.PackageStatusEnum_PackageStatusEnum_Installed}
 	p.mu.Lock()
-	f, serverHash := p.fetch, p.serverHash
+	f, cur, offered, handled, serverHash := p.fetch, p.current, p.offered, p.handled, p.serverHash
 	p.mu.Unlock()
+	recorded := st.Offered
+	if offered && (cur == nil || recorded == nil || recorded.Version != cur.offer.Version ||
+		recorded.SHA256 != hex.EncodeToString(cur.offer.SHA256) || (st.Phase == release.Refused && !sameOffer(handled, cur))) {
+		recorded = nil // update.json speaks of another offer
+	}
 	switch {
 	case f != nil:
 		ps.ServerOfferedVersion, ps.ServerOfferedHash = f.version, f.sum
 		ps.Status, ps.ErrorMessage = protobufs.PackageStatusEnum_PackageStatusEnum_Downloading, f.err
 		ps.DownloadDetails = &protobufs.PackageDownloadDetails{DownloadPercent: percent(f.have, f.total)}
-	case st.Offered != nil:
-		ps.ServerOfferedVersion, ps.ServerOfferedHash = st.Offered.Version, unhex(st.Offered.SHA256)
+	case recorded != nil:
+		ps.ServerOfferedVersion, ps.ServerOfferedHash = recorded.Version, unhex(recorded.SHA256)
 		switch st.Phase {
 		case release.Installed, release.Idle:
 		case release.RolledBack, release.Refused:
@@ -299,9 +323,26 @@ func (p *packages) statuses() (*protobufs.PackageStatuses, error) {
 		default: // verifying, staged, switching, on probation
 			ps.Status, ps.ErrorMessage = protobufs.PackageStatusEnum_PackageStatusEnum_Installing, st.Message
 		}
+	case cur != nil && !isRunning(running, cur.offer):
+		ps.ServerOfferedVersion, ps.ServerOfferedHash = cur.offer.Version, cur.offer.SHA256
+		ps.Status = protobufs.PackageStatusEnum_PackageStatusEnum_InstallPending
 	}
 	return &protobufs.PackageStatuses{Packages: map[string]*protobufs.PackageStatus{PackageName: ps},
 		ServerProvidedAllPackagesHash: serverHash}, nil
+}
+
+// sameOffer reports whether a and b offer the same file, version and
+// signature.
+func sameOffer(a, b *packageOffer) bool {
+	return a != nil && b != nil && a.offer.Version == b.offer.Version &&
+		bytes.Equal(a.offer.SHA256, b.offer.SHA256) && bytes.Equal(a.offer.Signature, b.offer.Signature)
+}
+
+// isRunning reports whether o is the version running: the same file, or
+// the same version where the running file's hash is not known (the entry
+// point's own code).
+func isRunning(running release.Version, o update.Offer) bool {
+	return running.Version == o.Version && (running.SHA256 == "" || running.SHA256 == hex.EncodeToString(o.SHA256))
 }
 
 func unhex(s string) []byte {

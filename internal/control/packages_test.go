@@ -78,7 +78,7 @@ func receiptdStatus(t *testing.T, srv *controltest.Server, uid string, want prot
 		a, ok := srv.Agent(uid)
 		ps = a.Packages.GetPackages()[control.PackageName]
 		return ok && ps.GetStatus() == want
-	}, 20*time.Second, 20*time.Millisecond, "want %v, last %v", want, func() any { return ps })
+	}, 20*time.Second, 20*time.Millisecond, "want %v, last %v", want, func() string { return ps.String() }())
 	return ps
 }
 
@@ -185,5 +185,47 @@ func TestOfferedReleasesRefused(t *testing.T) {
 			parts, _ := filepath.Glob(filepath.Join(tl.dataDir, layout.DownloadsDir, "*"))
 			require.Empty(t, parts, "a refused download is not kept")
 		})
+	}
+}
+
+// TestAnEarlierOutcomeIsNotTheNewOffers: update.json keeps the outcome of
+// the last offer handled; once the server offers another, no status
+// answering the new offer carries the old one's INSTALL_FAILED (a head
+// office would halt the new release on it): the new offer is
+// INSTALL_PENDING until it is handled. The new offer is the same file,
+// signed again with the right key: it is checked again, and taken.
+func TestAnEarlierOutcomeIsNotTheNewOffers(t *testing.T) {
+	t.Parallel()
+	srv := controltest.Start(t)
+	signer, foreign := updatetest.NewSigner(t), updatetest.NewSigner(t)
+	tl := startUpdatingTill(t, srv, signer)
+	uid := tl.client.InstanceUID()
+	agent(t, srv, uid, func(a controltest.Agent) bool { return a.Packages != nil })
+	body := []byte("receiptd 1.1.0, the executable")
+	srv.Offer(func(a controltest.Agent) bool { return a.UID == uid },
+		offer(t, "1.1.0", body, body, foreign.Sign(body, update.Comment("1.1.0", platform))))
+	receiptdStatus(t, srv, uid, protobufs.PackageStatusEnum_PackageStatusEnum_InstallFailed)
+
+	next := offer(t, "1.1.0", body, body, signer.Sign(body, update.Comment("1.1.0", platform)))
+	next.AllPackagesHash = append([]byte("re-signed "), next.AllPackagesHash...)
+	srv.Offer(func(a controltest.Agent) bool { return a.UID == uid }, next)
+	defer func() {
+		if t.Failed() {
+			a, _ := srv.Agent(uid)
+			for _, r := range a.PackageReports {
+				t.Logf("report %x: %v", r.ServerProvidedAllPackagesHash, r.Packages[control.PackageName])
+			}
+		}
+	}()
+	receiptdStatus(t, srv, uid, protobufs.PackageStatusEnum_PackageStatusEnum_Installing)
+	require.Eventually(t, func() bool { return tl.switches.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+	a, _ := srv.Agent(uid)
+	for _, r := range a.PackageReports {
+		if bytes.Equal(r.ServerProvidedAllPackagesHash, next.AllPackagesHash) {
+			ps := r.Packages[control.PackageName]
+			require.NotEqual(t, protobufs.PackageStatusEnum_PackageStatusEnum_InstallFailed, ps.Status,
+				"the refusal of 1.1.0 reported as 1.1.1's: %v", ps)
+			require.Equal(t, "1.1.0", ps.ServerOfferedVersion)
+		}
 	}
 }

@@ -38,9 +38,11 @@ type Agent struct {
 	RemoteStatus *protobufs.RemoteConfigStatus
 	// Packages is the agent's last package statuses; Capabilities its
 	// last capabilities.
-	Packages     *protobufs.PackageStatuses
-	Capabilities uint64
-	Messages     int
+	Packages *protobufs.PackageStatuses
+	// PackageReports is every package statuses message, in order.
+	PackageReports []*protobufs.PackageStatuses
+	Capabilities   uint64
+	Messages       int
 	// Header is the HTTP header of the agent's last connection (WebSocket)
 	// or request (HTTP polling).
 	Header http.Header
@@ -241,6 +243,7 @@ func (s *Server) onMessage(conn types.Connection, header http.Header, msg *proto
 	}
 	if msg.PackageStatuses != nil {
 		a.Packages = msg.PackageStatuses
+		a.PackageReports = append(a.PackageReports, msg.PackageStatuses)
 	}
 	if msg.Capabilities != 0 {
 		a.Capabilities = msg.Capabilities
