@@ -35,9 +35,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/open-telemetry/opamp-go/protobufs"
 	"github.com/open-telemetry/opamp-go/server"
 	"github.com/open-telemetry/opamp-go/server/types"
 )
@@ -77,36 +79,58 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		tlsConfig, scheme = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, "wss"
 	}
-	srv := server.New(nil)
-	err := srv.Start(server.StartSettings{
-		ListenEndpoint: *listen,
-		TLSConfig:      tlsConfig,
-		Settings: server.Settings{Callbacks: types.Callbacks{
-			OnConnecting: func(*http.Request) types.ConnectionResponse {
-				return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
-					OnMessage:         h.onMessage,
-					OnConnectionClose: h.onClose,
-				}}
-			},
-		}},
-	})
+	opamp, connContext, err := server.New(nil).Attach(server.Settings{Callbacks: types.Callbacks{
+		OnConnecting: func(r *http.Request) types.ConnectionResponse {
+			base := "http://" + r.Host
+			if r.TLS != nil {
+				base = "https://" + r.Host
+			}
+			return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
+				OnMessage: func(ctx context.Context, conn types.Connection, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
+					return h.onMessage(ctx, base, conn, msg)
+				},
+				OnConnectionClose: h.onClose,
+			}}
+		},
+	}})
 	if err != nil {
-		return fmt.Errorf("start the OpAMP server on %s: %w", *listen, err)
+		return fmt.Errorf("start the OpAMP server: %w", err)
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Stop(sctx)
-	}()
+	// The tills' address: OpAMP, and the release file they download.
+	tillMux := http.NewServeMux()
+	tillMux.HandleFunc("/v1/opamp", opamp)
+	tillMux.HandleFunc("GET /releases/", h.download)
+	tillLn, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen on -listen %s: %w", *listen, err)
+	}
+	tills := &http.Server{Handler: tillMux, TLSConfig: tlsConfig, ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", *admin)
 	if err != nil {
+		_ = tillLn.Close()
 		return fmt.Errorf("listen on -admin %s: %w", *admin, err)
 	}
 	web := &http.Server{Handler: h.routes(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = web.Serve(ln) }()
-	defer web.Close()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if tlsConfig != nil {
+			_ = tills.ServeTLS(tillLn, "", "")
+		} else {
+			_ = tills.Serve(tillLn)
+		}
+	})
+	wg.Go(func() { _ = web.Serve(ln) })
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tills.Shutdown(sctx) // a WebSocket, hijacked, is the till's to close
+		_ = web.Shutdown(sctx)
+		_ = tills.Close()
+		_ = web.Close()
+		wg.Wait()
+	}()
 	fmt.Fprintf(out, "headoffice: tills connect to %s://%s/v1/opamp; the tills and config pushes at http://%s/\n",
-		scheme, srv.Addr(), ln.Addr())
+		scheme, tillLn.Addr(), ln.Addr())
 	<-ctx.Done()
 	return nil
 }
