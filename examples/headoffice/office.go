@@ -23,16 +23,19 @@ import (
 
 // Till is what the head office knows of one till, from its messages.
 type Till struct {
-	UID      string            `json:"uid"`
-	Host     string            `json:"host"`
-	Version  string            `json:"version"`
-	Labels   map[string]string `json:"labels"` // the till's [fleet.labels], posNo once known
-	Healthy  bool              `json:"healthy"`
-	Status   string            `json:"status"`       // the till's status page's first line
-	OS       string            `json:"os,omitempty"` // os.type
-	Config   ConfigStatus      `json:"config"`
-	Package  *PackageStatus    `json:"package,omitempty"` // its report on the package receiptd
-	LastSeen time.Time         `json:"lastSeen"`
+	UID     string            `json:"uid"`
+	Host    string            `json:"host"`
+	Version string            `json:"version"`
+	Labels  map[string]string `json:"labels"` // the till's [fleet.labels], posNo once known
+	Healthy bool              `json:"healthy"`
+	Status  string            `json:"status"`       // the till's status page's first line
+	OS      string            `json:"os,omitempty"` // os.type
+	// AcceptsPackages: the till announces AcceptsPackages (receiptd does
+	// with update.trusted_keys set); only such tills join a release's waves.
+	AcceptsPackages bool           `json:"acceptsPackages"`
+	Config          ConfigStatus   `json:"config"`
+	Package         *PackageStatus `json:"package,omitempty"` // its report on the package receiptd
+	LastSeen        time.Time      `json:"lastSeen"`
 
 	conn      types.Connection
 	base      string // the scheme and host it reached the head office by, for download URLs
@@ -153,6 +156,9 @@ func (o *office) take(base string, conn types.Connection, msg *protobufs.AgentTo
 	t.conn, t.base, t.LastSeen = conn, base, time.Now()
 	if d := msg.AgentDescription; d != nil {
 		t.describe(d)
+	}
+	if c := msg.Capabilities; c != 0 { // 0: unchanged
+		t.AcceptsPackages = c&uint64(protobufs.AgentCapabilities_AgentCapabilities_AcceptsPackages) != 0
 	}
 	if h := msg.Health; h != nil {
 		t.Healthy, t.Status = h.Healthy, h.Status

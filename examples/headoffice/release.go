@@ -102,7 +102,7 @@ func loadRelease(req releaseRequest, match url.Values) (*release, error) {
 	if req.Version != "" && req.Version != version {
 		return nil, fmt.Errorf("the signature's trusted comment names version %s, not %s: the tills would refuse it", version, req.Version)
 	}
-	if !semver.IsValid("v" + version) {
+	if c := "v" + version; !semver.IsValid(c) || semver.Canonical(c) != strings.SplitN(c, "+", 2)[0] {
 		return nil, fmt.Errorf("version %q is not a semantic version (MAJOR.MINOR.PATCH): the tills would refuse it", version)
 	}
 	sum := sha256.Sum256(data)
@@ -148,10 +148,11 @@ func (r *release) selects(t *Till) bool {
 	return labelsMatch(r.match, t) && (t.OS == "" || t.OS == goos)
 }
 
-// candidate reports whether t may join a wave: selected, described, in
-// no wave yet, and running neither this version nor a newer one.
+// candidate reports whether t may join a wave: selected, described,
+// accepting packages, in no wave yet, and running neither this version
+// nor a newer one.
 func (r *release) candidate(t *Till) bool {
-	if _, in := r.members[t.UID]; in || t.Version == "" || !r.selects(t) {
+	if _, in := r.members[t.UID]; in || t.Version == "" || !t.AcceptsPackages || !r.selects(t) {
 		return false
 	}
 	v := "v" + t.Version
