@@ -176,14 +176,20 @@ func TestReleaseGoesOutInWavesAfterEachIsInstalled(t *testing.T) {
 	require.Equal(t, []int{1, 5, 0}, []int{v.Waves[0].Installed, v.Waves[1].Installed, v.Waves[2].Installed})
 }
 
-// TestAFailureHaltsTheRelease: the canary's INSTALL_FAILED, a rollback
-// or a refusal, halts the release: GET /release and the page name the
-// till and its message, and no other till is ever offered it, one that
-// connects afterwards included.
+// TestAFailureHaltsTheRelease: a till's INSTALL_FAILED for the offer, a
+// rollback or a refusal, from the canary or from a till of the last wave,
+// halts the release: GET /release and the page name the till and its
+// message, and no till not offered it before is offered it afterwards,
+// one that connects into the last wave's room included.
 func TestAFailureHaltsTheRelease(t *testing.T) {
-	for name, message := range map[string]string{
-		"rolled back": "rolled back: the new version did not answer /readyz within 1m0s",
-		"refused":     "refused (key): signed by key 0123456789ABCDEF, which this till does not trust (update.trusted_keys)",
+	rolledBack := "rolled back: the new version did not answer /readyz within 1m0s"
+	for name, c := range map[string]struct {
+		message string
+		wave    int // the wave of the till that fails: 1, the canary, or 2, the rest
+	}{
+		"the canary rolled back":         {rolledBack, 1},
+		"the canary refused":             {"refused (key): signed by key 0123456789ABCDEF, which this till does not trust (update.trusted_keys)", 1},
+		"a till of the rest rolled back": {rolledBack, 2},
 	} {
 		t.Run(name, func(t *testing.T) {
 			opamp, admin := startOffice(t)
@@ -195,24 +201,30 @@ func TestAFailureHaltsTheRelease(t *testing.T) {
 			waitListed(t, admin, len(all))
 			code, body := putRelease(t, admin, "", map[string]string{"file": file, "waves": "1,all"})
 			require.Equal(t, http.StatusOK, code, body)
-			canary := all[0]
+			canary, failing, before := all[0], all[0], uids(all[0])
 			require.Eventually(t, func() bool { return canary.offer() != nil }, 10*time.Second, 10*time.Millisecond)
+			if c.wave == 2 {
+				canary.install(t)
+				failing, before = all[1], uids(all...)
+				require.Eventually(t, func() bool { return fmt.Sprint(offered(all)) == fmt.Sprint(before) },
+					10*time.Second, 10*time.Millisecond, "wave 2 is every till")
+			}
 
-			canary.download(t)
-			canary.report(t, protobufs.PackageStatusEnum_PackageStatusEnum_Installing, "")
-			canary.report(t, protobufs.PackageStatusEnum_PackageStatusEnum_InstallFailed, message)
+			failing.download(t)
+			failing.report(t, protobufs.PackageStatusEnum_PackageStatusEnum_Installing, "")
+			failing.report(t, protobufs.PackageStatusEnum_PackageStatusEnum_InstallFailed, c.message)
 			var v ReleaseView
 			require.Eventually(t, func() bool { _, v = getRelease(t, admin); return v.State == "halted" }, 10*time.Second, 10*time.Millisecond)
-			require.Equal(t, &Halt{Till: canary.uid, Wave: 1, Message: message}, v.Halted)
+			require.Equal(t, &Halt{Till: failing.uid, Wave: c.wave, Message: c.message}, v.Halted)
 
 			all = append(all, startTill(t, opamp, tillOptions{uid: uidOf(5), version: "1.0.0", shop: "017"}))
 			waitListed(t, admin, len(all))
 			barrier(t, admin, all...)
-			require.Equal(t, uids(canary), offered(all), "no other till is offered it")
+			require.Equal(t, before, offered(all), "no other till is offered it")
 			for _, tl := range tills(t, admin) {
-				if tl.UID == canary.uid {
+				if tl.UID == failing.uid {
 					require.Equal(t, &PackageStatus{Status: "INSTALL_FAILED", Version: "1.0.0", OfferedVersion: "1.1.0",
-						OfferedHash: v.SHA256, Message: message}, tl.Package)
+						OfferedHash: v.SHA256, Message: c.message}, tl.Package)
 				}
 			}
 			resp, err := http.Get(admin + "/")
@@ -220,7 +232,7 @@ func TestAFailureHaltsTheRelease(t *testing.T) {
 			page, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			require.NoError(t, resp.Body.Close())
-			require.Contains(t, string(page), "HALTED in wave 1: till "+canary.uid+": "+message)
+			require.Contains(t, string(page), fmt.Sprintf("HALTED in wave %d: till %s: %s", c.wave, failing.uid, c.message))
 		})
 	}
 }
