@@ -26,15 +26,16 @@ import (
 // remote configs, and reports the package statuses a test makes it
 // report. It never syncs a package: the test decides what happens.
 type fakeTill struct {
-	uid     string
-	oc      client.OpAMPClient
-	pkgs    *reportedStatuses
-	mu      sync.Mutex
-	version string
-	hash    []byte // agent_has_hash: the file installed
-	shop    string
-	offers  []*protobufs.PackagesAvailable // every PackagesAvailable received, in order
-	configs map[string]bool                // hashes (hex) of the remote configs received
+	uid      string
+	oc       client.OpAMPClient
+	pkgs     *reportedStatuses
+	stopOnce sync.Once
+	mu       sync.Mutex
+	version  string
+	hash     []byte // agent_has_hash: the file installed
+	shop     string
+	offers   []*protobufs.PackagesAvailable // every PackagesAvailable received, in order
+	configs  map[string]bool                // hashes (hex) of the remote configs received
 }
 
 // tillOptions describes a fake till; http: HTTP polling, else WebSocket.
@@ -43,13 +44,19 @@ type tillOptions struct {
 	version string
 	shop    string
 	http    bool
+	// pkgs are the statuses it reported before, as a till keeps them
+	// across a restart; nil: none.
+	pkgs *reportedStatuses
 }
 
 // startTill connects a fake till to the head office's OpAMP URL (ws://)
 // until the test ends.
 func startTill(t *testing.T, opampURL string, o tillOptions) *fakeTill {
 	t.Helper()
-	f := &fakeTill{uid: o.uid, version: o.version, shop: o.shop, pkgs: &reportedStatuses{}, configs: map[string]bool{}}
+	f := &fakeTill{uid: o.uid, version: o.version, shop: o.shop, pkgs: o.pkgs, configs: map[string]bool{}}
+	if f.pkgs == nil {
+		f.pkgs = &reportedStatuses{}
+	}
 	url := opampURL
 	if o.http {
 		poller := client.NewHTTP(nil)
@@ -74,8 +81,14 @@ func startTill(t *testing.T, opampURL string, o tillOptions) *fakeTill {
 			protobufs.AgentCapabilities_AgentCapabilities_ReportsPackageStatuses,
 		Callbacks: types.Callbacks{OnMessage: f.onMessage},
 	}))
-	t.Cleanup(func() { _ = f.oc.Stop(context.Background()) })
+	t.Cleanup(f.stop)
 	return f
+}
+
+// stop disconnects the till; it may be called more than once (opamp-go's
+// Stop may not).
+func (f *fakeTill) stop() {
+	f.stopOnce.Do(func() { _ = f.oc.Stop(context.Background()) })
 }
 
 func describe(version, shop string) *protobufs.AgentDescription {
@@ -139,13 +152,15 @@ func (f *fakeTill) report(t *testing.T, status protobufs.PackageStatusEnum, mess
 	f.mu.Lock()
 	has, hasHash := f.version, f.hash
 	f.mu.Unlock()
-	require.NoError(t, f.oc.SetPackageStatuses(&protobufs.PackageStatuses{
+	s := &protobufs.PackageStatuses{
 		ServerProvidedAllPackagesHash: o.AllPackagesHash,
 		Packages: map[string]*protobufs.PackageStatus{packageName: {
 			Name: packageName, AgentHasVersion: has, AgentHasHash: hasHash, ServerOfferedVersion: p.Version, ServerOfferedHash: p.Hash,
 			Status: status, ErrorMessage: message,
 		}},
-	}))
+	}
+	require.NoError(t, f.pkgs.SetLastReportedStatuses(s)) // kept, as a till keeps them across a restart
+	require.NoError(t, f.oc.SetPackageStatuses(s))
 }
 
 // install downloads the offered file, checks it against the offer's

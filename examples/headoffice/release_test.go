@@ -338,3 +338,38 @@ func TestPutReleaseRefusesWhatTheTillsWouldRefuse(t *testing.T) {
 		})
 	}
 }
+
+// TestAPutAfterAHaltStartsOver: PUT again after a halt offers the release
+// anew (another all_packages_hash), and the canary's failure of the first
+// offer, reported again when it reconnects, does not halt the new one;
+// its failure of the new offer does.
+func TestAPutAfterAHaltStartsOver(t *testing.T) {
+	opamp, admin := startOffice(t)
+	file, _ := makeRelease(t, updatetest.NewSigner(t), "1.1.0")
+	canary := startTill(t, opamp, tillOptions{uid: uidOf(1), version: "1.0.0", shop: "017"})
+	other := startTill(t, opamp, tillOptions{uid: uidOf(2), version: "1.0.0", shop: "017"})
+	waitListed(t, admin, 2)
+	code, body := putRelease(t, admin, "", map[string]string{"file": file})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Eventually(t, func() bool { return canary.offer() != nil }, 10*time.Second, 10*time.Millisecond)
+	first := canary.offer().AllPackagesHash
+	canary.report(t, protobufs.PackageStatusEnum_PackageStatusEnum_InstallFailed, "rolled back: it crashed")
+	require.Eventually(t, func() bool { _, v := getRelease(t, admin); return v.State == "halted" }, 10*time.Second, 10*time.Millisecond)
+
+	code, body = putRelease(t, admin, "", map[string]string{"file": file})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Eventually(t, func() bool { return !bytes.Equal(canary.offer().AllPackagesHash, first) }, 10*time.Second, 10*time.Millisecond,
+		"the canary is offered the release anew")
+	canary.stop()
+	again := startTill(t, opamp, tillOptions{uid: canary.uid, version: "1.0.0", shop: "017", pkgs: canary.pkgs})
+	barrier(t, admin, again, other)
+	_, v := getRelease(t, admin)
+	require.Equal(t, "offering", v.State, "the status of the first offer halts nothing: %+v", v.Halted)
+	require.Equal(t, []string{canary.uid}, v.Waves[0].Tills)
+
+	again.report(t, protobufs.PackageStatusEnum_PackageStatusEnum_InstallFailed,
+		"refused (rolled back): the file 0c2f73eaef3f was rolled back on this till before and is never tried again")
+	require.Eventually(t, func() bool { _, v = getRelease(t, admin); return v.State == "halted" }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, canary.uid, v.Halted.Till)
+	require.False(t, other.offeredReceiptd(), "the halt holds the second wave")
+}
