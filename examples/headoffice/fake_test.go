@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +31,7 @@ type fakeTill struct {
 	uid      string
 	oc       client.OpAMPClient
 	pkgs     *reportedStatuses
+	web      *http.Client // downloads
 	stopOnce sync.Once
 	mu       sync.Mutex
 	version  string
@@ -47,6 +50,8 @@ type tillOptions struct {
 	// pkgs are the statuses it reported before, as a till keeps them
 	// across a restart; nil: none.
 	pkgs *reportedStatuses
+	// ca is the head office's certificate, for wss:// and https://.
+	ca *x509.CertPool
 }
 
 // startTill connects a fake till to the head office's OpAMP URL (ws://)
@@ -56,6 +61,12 @@ func startTill(t *testing.T, opampURL string, o tillOptions) *fakeTill {
 	f := &fakeTill{uid: o.uid, version: o.version, shop: o.shop, pkgs: o.pkgs, configs: map[string]bool{}}
 	if f.pkgs == nil {
 		f.pkgs = &reportedStatuses{}
+	}
+	var tlsConfig *tls.Config
+	f.web = http.DefaultClient
+	if o.ca != nil {
+		tlsConfig = &tls.Config{RootCAs: o.ca, MinVersion: tls.VersionTLS12}
+		f.web = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 	}
 	url := opampURL
 	if o.http {
@@ -70,6 +81,7 @@ func startTill(t *testing.T, opampURL string, o tillOptions) *fakeTill {
 	require.NoError(t, err)
 	require.NoError(t, f.oc.Start(context.Background(), types.StartSettings{
 		OpAMPServerURL:        url,
+		TLSConfig:             tlsConfig,
 		InstanceUid:           types.InstanceUid(uid),
 		PackagesStateProvider: f.pkgs,
 		// opamp-go's SetCapabilities refuses the package capabilities
@@ -186,7 +198,7 @@ func (f *fakeTill) download(t *testing.T) []byte {
 	require.NotNil(t, o)
 	p := o.Packages[packageName]
 	require.NotNil(t, p, "the last offer to %s names no receiptd", f.uid)
-	resp, err := http.Get(p.File.DownloadUrl)
+	resp, err := f.web.Get(p.File.DownloadUrl)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, p.File.DownloadUrl)
