@@ -136,6 +136,15 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
+// wavesText is the waves as asked for, "1,5,all".
+func (r *release) wavesText() string {
+	var parts []string
+	for _, w := range r.waves {
+		parts = append(parts, w.spec.text)
+	}
+	return strings.Join(parts, ",")
+}
+
 // path is where the file is served, on the tills' address.
 func (r *release) path() string {
 	return "/releases/" + hexOf(r.sha) + "/" + url.PathEscape(r.name)
@@ -230,8 +239,8 @@ func (o *office) putRelease(w http.ResponseWriter, r *http.Request) {
 	view := o.releaseView()
 	o.mu.Unlock()
 	o.send(r.Context(), sends)
-	o.log.Printf("release %s (%s, %s) offered in waves %q to tills matching %q", rel.version, rel.platform,
-		hexOf(rel.sha)[:12], req.Waves, r.URL.RawQuery)
+	o.log.Printf("release %s (%s, %s) offered in waves %s to tills matching %q", rel.version, rel.platform,
+		hexOf(rel.sha)[:12], rel.wavesText(), r.URL.RawQuery)
 	writeJSON(w, view)
 }
 
