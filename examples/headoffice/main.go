@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	listen := fs.String("listen", "127.0.0.1:4320", "the tills' address: the OpAMP server (/v1/opamp) and the release's download (/releases/)")
 	admin := fs.String("admin", "127.0.0.1:4321", "the admin address: the list of tills, the config pushes and the release")
-	cert := fs.String("cert", "", "TLS certificate file (PEM): wss:// instead of ws://")
+	cert := fs.String("cert", "", "TLS certificate file (PEM): wss:// and https:// downloads instead of ws:// and http://")
 	key := fs.String("key", "", "TLS key file (PEM), with -cert")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,32 +116,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		tlsConfig, scheme = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, "wss"
 	}
-	opamp, connContext, err := server.New(nil).Attach(server.Settings{Callbacks: types.Callbacks{
-		OnConnecting: func(r *http.Request) types.ConnectionResponse {
-			base := "http://" + r.Host
-			if r.TLS != nil {
-				base = "https://" + r.Host
-			}
-			return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
-				OnMessage: func(ctx context.Context, conn types.Connection, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
-					return h.onMessage(ctx, base, conn, msg)
-				},
-				OnConnectionClose: h.onClose,
-			}}
-		},
-	}})
+	tills, err := h.tillServer(tlsConfig)
 	if err != nil {
-		return fmt.Errorf("start the OpAMP server: %w", err)
+		return err
 	}
-	// The tills' address: OpAMP, and the release file they download.
-	tillMux := http.NewServeMux()
-	tillMux.HandleFunc("/v1/opamp", opamp)
-	tillMux.HandleFunc("GET /releases/", h.download)
 	tillLn, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen on -listen %s: %w", *listen, err)
 	}
-	tills := &http.Server{Handler: tillMux, TLSConfig: tlsConfig, ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", *admin)
 	if err != nil {
 		_ = tillLn.Close()
@@ -170,6 +152,32 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		scheme, tillLn.Addr(), ln.Addr())
 	<-ctx.Done()
 	return nil
+}
+
+// tillServer is the tills' address: the OpAMP server, on opamp-go's
+// handler, and the release file they download.
+func (o *office) tillServer(tlsConfig *tls.Config) (*http.Server, error) {
+	opamp, connContext, err := server.New(nil).Attach(server.Settings{Callbacks: types.Callbacks{
+		OnConnecting: func(r *http.Request) types.ConnectionResponse {
+			base := "http://" + r.Host
+			if r.TLS != nil {
+				base = "https://" + r.Host
+			}
+			return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
+				OnMessage: func(ctx context.Context, conn types.Connection, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
+					return o.onMessage(ctx, base, conn, msg)
+				},
+				OnConnectionClose: o.onClose,
+			}}
+		},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("start the OpAMP server: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/opamp", opamp)
+	mux.HandleFunc("GET /releases/", o.download)
+	return &http.Server{Handler: mux, TLSConfig: tlsConfig, ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second}, nil
 }
 
 // fragmentHash is the hash a pushed fragment is known by, as the tills
