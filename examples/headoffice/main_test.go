@@ -36,16 +36,18 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-var announced = regexp.MustCompile(`tills connect to (ws://\S+); the tills and config pushes at (http://\S+)/`)
+var announced = regexp.MustCompile(`tills connect to (wss?://\S+); the tills and config pushes at (http://\S+)/`)
 
 // startOffice runs the head office on free ports until the test ends and
-// returns its OpAMP URL and admin base URL.
-func startOffice(t *testing.T) (opamp, admin string) {
+// returns its OpAMP URL and admin base URL; args are more flags.
+func startOffice(t *testing.T, args ...string) (opamp, admin string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, out) }()
+	go func() {
+		done <- run(ctx, append([]string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, args...), out)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
