@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
@@ -164,6 +166,9 @@ func (r *switchRound) report(f switchFigures) string {
 		fmt.Fprintf(&b, "- NOT INSTALLED: %s\n", r.failed)
 	}
 	fmt.Fprintf(&b, "- %s\n", r.timeline())
+	if down, stopped, ok := r.oldStop(); ok {
+		fmt.Fprintf(&b, "- the old daemon (its log): \"shutting down\" %s, \"stopped\" %s after update.json said switching\n", at(down), at(stopped))
+	}
 	fmt.Fprintf(&b, "- head office: %s\n", r.headOfficeLine())
 	if r.via == "apply" {
 		fmt.Fprintf(&b, "- update apply exited after %s: %q\n", dur(r.applied.Sub(r.t0)), r.applyOut)
@@ -250,3 +255,29 @@ func (r *switchRound) headOfficeLine() string {
 }
 
 func dur(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
+
+// oldStop reads, from the till's log, when the daemon that ran before the
+// switch logged "shutting down" and "stopped": the first of each after
+// the offer.
+func (r *switchRound) oldStop() (down, stopped time.Time, ok bool) {
+	data, err := os.ReadFile(r.logPath)
+	if err != nil {
+		return down, stopped, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var l struct {
+			Msg string    `json:"msg"`
+			TS  time.Time `json:"ts"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.TS.Before(r.t0) {
+			continue
+		}
+		switch {
+		case l.Msg == "shutting down" && down.IsZero():
+			down = l.TS
+		case l.Msg == "stopped" && stopped.IsZero() && !down.IsZero():
+			stopped = l.TS
+		}
+	}
+	return down, stopped, !down.IsZero() && !stopped.IsZero()
+}
