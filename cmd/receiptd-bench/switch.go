@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"aead.dev/minisign"
@@ -167,11 +166,10 @@ type switchRound struct {
 	logPath  string
 }
 
-// runSwitchRound starts a new till on 1.0.0 (update.trusted_keys, a
-// short probation, [control] on this step's head office), puts the POS
-// clients to work, and after switchFlags.before hands it 1.1.0 by via;
-// it ends once the head office has seen 1.1.0 INSTALLED and the POS
-// clients have posted on for half a second more.
+// runSwitchRound starts a new till on 1.0.0 (startSwitchTill), puts the
+// POS clients to work, and after switchFlags.before hands it 1.1.0 by
+// via; it ends once the head office has seen 1.1.0 INSTALLED and the
+// POS clients have posted on for half a second more.
 func (b *bench) runSwitchRound(ctx context.Context, rel *switchRelease, via string, n int) (*switchRound, error) {
 	r := &switchRound{n: n, via: via}
 	up := sim.New(sim.Options{Seed: 1})
@@ -189,74 +187,35 @@ func (b *bench) runSwitchRound(ctx context.Context, rel *switchRelease, via stri
 		return nil, err
 	}
 	defer files.close()
-	cfg, dir, err := b.config(up.URL(), 2)
+	p, dataDir, err := b.startSwitchTill(ctx, rel, up.URL(), ho)
+	if p != nil {
+		defer func() { _ = stop(ctx, p) }()
+	}
 	if err != nil {
 		return nil, err
 	}
-	cfg.Log.Level = "info" // the switch's own lines: how long it took, what it did
-	cfg.Update.TrustedKeys = []string{rel.publicKey}
-	cfg.Update.Probation = config.Dur(switchFlags.probation)
-	cfg.Control.OpAMPURL = ho.url()
-	p, err := harness.Start(ctx, rel.v100, dir, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = stop(ctx, p) }()
 	r.logPath = p.LogPath()
-	if err := p.WaitReady(ctx); err != nil {
-		return nil, err
-	}
-	if err := waitHeadOffice(ctx, ho, 30*time.Second, func(e pkgEvent, caps uint64) bool {
-		return caps&uint64(protobufs.AgentCapabilities_AgentCapabilities_AcceptsPackages) != 0 &&
-			e.has == "1.0.0" && e.status == "Installed"
-	}); err != nil {
-		return nil, fmt.Errorf("switch: 1.0.0 never said it takes packages: %w\nlog: %s", err, p.LogTail(4000))
-	}
 	stopWatch := make(chan struct{})
-	phases := watchPhases(cfg.DataDir, stopWatch)
+	phases := watchPhases(dataDir, stopWatch)
 	pos := startPOS(p.URL(), switchFlags.clients, switchFlags.pause)
-	finish := func() {
-		r.attempts = pos.finish()
-		close(stopWatch)
-		r.phases = <-phases
-		r.events, r.connects = ho.history()
-		_, _, r.uids = ho.till()
+	if clock.Sleep(ctx, switchFlags.before) {
+		r.t0 = time.Now()
+		applied := r.handOver(ctx, rel, ho, files.url, p.ConfigPath())
+		if err := waitInstalled(ctx, ho); err != nil {
+			r.failed = err.Error()
+		}
+		r.reported = time.Now()
+		<-applied
+		clock.Sleep(ctx, 500*time.Millisecond)
 	}
-	if !clock.Sleep(ctx, switchFlags.before) {
-		finish()
+	r.attempts = pos.finish()
+	close(stopWatch)
+	r.phases = <-phases
+	r.events, r.connects = ho.history()
+	_, _, r.uids = ho.till()
+	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	r.t0 = time.Now()
-	var applyWG sync.WaitGroup
-	if via == "offer" {
-		ho.offerRelease(files.url, "1.1.0", rel.body, rel.sig)
-	} else {
-		applyWG.Add(1)
-		go func() {
-			defer applyWG.Done()
-			out, err := exec.CommandContext(ctx, rel.v100, "update", "apply", "-config", p.ConfigPath(), rel.file).CombinedOutput()
-			r.applied, r.applyOut = time.Now(), strings.TrimSpace(string(out))
-			if err != nil {
-				r.applyOut += " (" + err.Error() + ")"
-			}
-		}()
-	}
-	err = waitHeadOffice(ctx, ho, 90*time.Second, func(e pkgEvent, _ uint64) bool {
-		if e.status == "InstallFailed" {
-			return true
-		}
-		return e.has == "1.1.0" && e.status == "Installed" && e.version == "1.1.0"
-	})
-	r.reported = time.Now()
-	if last, _, _ := ho.till(); err == nil && last.status == "InstallFailed" {
-		err = fmt.Errorf("INSTALL_FAILED: %s", last.message)
-	}
-	if err != nil {
-		r.failed = err.Error()
-	}
-	applyWG.Wait()
-	clock.Sleep(ctx, 500*time.Millisecond)
-	finish()
 	files.mu.Lock()
 	r.fetches = files.requests
 	files.mu.Unlock()
@@ -264,6 +223,69 @@ func (b *bench) runSwitchRound(ctx context.Context, rel *switchRelease, via stri
 		return r, fmt.Errorf("switch: read what the till stored: %w\nlog: %s", err, p.LogTail(4000))
 	}
 	return r, nil
+}
+
+// startSwitchTill starts a new till on 1.0.0: update.trusted_keys the
+// bench's key, a short probation, [control] on ho, upstream the
+// simulator; it returns once the head office has seen it take packages.
+// A Process returned is the caller's to stop, error or not.
+func (b *bench) startSwitchTill(ctx context.Context, rel *switchRelease, upstream string, ho *headOffice) (*harness.Process, string, error) {
+	cfg, dir, err := b.config(upstream, 2)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg.Log.Level = "info" // the switch's own lines: when the old daemon stopped, how long the switch took
+	cfg.Update.TrustedKeys = []string{rel.publicKey}
+	cfg.Update.Probation = config.Dur(switchFlags.probation)
+	cfg.Control.OpAMPURL = ho.url()
+	p, err := harness.Start(ctx, rel.v100, dir, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := p.WaitReady(ctx); err != nil {
+		return p, "", err
+	}
+	if err := waitHeadOffice(ctx, ho, 30*time.Second, func(e pkgEvent, caps uint64) bool {
+		return caps&uint64(protobufs.AgentCapabilities_AgentCapabilities_AcceptsPackages) != 0 &&
+			e.has == "1.0.0" && e.status == "Installed"
+	}); err != nil {
+		return p, "", fmt.Errorf("switch: 1.0.0 never said it takes packages: %w\nlog: %s", err, p.LogTail(4000))
+	}
+	return p, cfg.DataDir, nil
+}
+
+// handOver gives the till 1.1.0 by r.via: offered by ho (the file at
+// fileURL), or `receiptd update apply` run as an operator would (its
+// exit and output kept in r). The channel is closed once update apply
+// has exited (at once for an offer).
+func (r *switchRound) handOver(ctx context.Context, rel *switchRelease, ho *headOffice, fileURL, cfgPath string) <-chan struct{} {
+	done := make(chan struct{})
+	if r.via == "offer" {
+		ho.offerRelease(fileURL, "1.1.0", rel.body, rel.sig)
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		out, err := exec.CommandContext(ctx, rel.v100, "update", "apply", "-config", cfgPath, rel.file).CombinedOutput()
+		r.applied, r.applyOut = time.Now(), strings.TrimSpace(string(out))
+		if err != nil {
+			r.applyOut += " (" + err.Error() + ")"
+		}
+	}()
+	return done
+}
+
+// waitInstalled waits until the head office sees 1.1.0 INSTALLED and
+// answering, or INSTALL_FAILED (an error).
+func waitInstalled(ctx context.Context, ho *headOffice) error {
+	err := waitHeadOffice(ctx, ho, 90*time.Second, func(e pkgEvent, _ uint64) bool {
+		return e.status == "InstallFailed" || e.has == "1.1.0" && e.status == "Installed" && e.version == "1.1.0"
+	})
+	if last, _, _ := ho.till(); err == nil && last.status == "InstallFailed" {
+		return fmt.Errorf("INSTALL_FAILED: %s", last.message)
+	}
+	return err
 }
 
 // waitHeadOffice waits until cond holds for the one till the head office

@@ -75,8 +75,15 @@ func (r *switchRound) figures() switchFigures {
 		}
 	}
 	f.sales, f.acked = len(sales), len(ids)
+	f.checkStored(acked, r.entries)
+	return f
+}
+
+// checkStored counts the acknowledged queueIds stored once, and names
+// those stored never or more than once; entries is what the till holds.
+func (f *switchFigures) checkStored(acked map[string]bool, entries map[string]int) {
 	for id := range acked {
-		switch n := r.entries[id]; {
+		switch n := entries[id]; {
 		case n == 1:
 			f.storedOnce++
 		case n == 0:
@@ -85,12 +92,11 @@ func (r *switchRound) figures() switchFigures {
 			f.double = append(f.double, fmt.Sprintf("%s ×%d", id, n))
 		}
 	}
-	for id := range r.entries {
+	for id := range entries {
 		if !acked[id] {
 			f.notAcked++
 		}
 	}
-	return f
 }
 
 // phase returns the first sighting of name in update.json after the
@@ -251,7 +257,11 @@ func (r *switchRound) headOfficeLine() string {
 		}
 		out = append(out, s)
 	}
-	return fmt.Sprintf("%s; %d OpAMP connections, %d instance UID(s)", strings.Join(out, "; "), r.connects, r.uids)
+	fetched := ""
+	if r.via == "offer" {
+		fetched = fmt.Sprintf("; the release file fetched with %d request(s)", r.fetches)
+	}
+	return fmt.Sprintf("%s; %d OpAMP connections, %d instance UID(s)%s", strings.Join(out, "; "), r.connects, r.uids, fetched)
 }
 
 func dur(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
