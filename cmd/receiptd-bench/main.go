@@ -10,7 +10,7 @@
 //	go run ./cmd/receiptd-bench -floor-only   # accept against the naive and group-commit servers alone, about 2.5 minutes
 //	go run ./cmd/receiptd-bench -floor-profile DIR   # CPU profiles and traces of one client
 //	go run ./cmd/receiptd-bench -phases DIR/trace-receiptd.out   # where each µs of a receipt goes
-//	go run ./cmd/receiptd-bench -switch-only   # switches to a new version under POS load (Linux), about 2 minutes
+//	go run ./cmd/receiptd-bench -switch-only   # switches to a new version under POS load (Linux), about a minute
 //
 // All data lives under one scratch directory (-dir, default a new temporary
 // directory), so the daemon's writes and the raw fsync reference hit the
