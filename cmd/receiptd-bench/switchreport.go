@@ -167,7 +167,7 @@ func (s switchResult) report() string {
 func (r *switchRound) report(f switchFigures) string {
 	var b strings.Builder
 	at := func(t time.Time) string { return fmt.Sprintf("%+.3fs", t.Sub(f.from).Seconds()) }
-	fmt.Fprintf(&b, "\nRound %d, by %s (log %s):\n", r.n, r.via, r.logPath)
+	fmt.Fprintf(&b, "\nRound %d, by %s (the till's log: %s, kept with -keep):\n", r.n, r.via, r.logPath)
 	if r.failed != "" {
 		fmt.Fprintf(&b, "- NOT INSTALLED: %s\n", r.failed)
 	}
