@@ -186,7 +186,7 @@ func (c *Client) Run(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); c.applyLoop(ctx) }()
 	go func() { defer wg.Done(); c.healthLoop(ctx, oc) }()
-	if c.pkgs != nil {
+	if c.pkgs.on() {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.packageLoop(ctx, oc) }()
 	}
@@ -226,7 +226,7 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 	// After the health: the capability to report it needs one.
 	caps := baseCaps
 	var provider types.PackagesStateProvider
-	if c.pkgs != nil {
+	if c.pkgs.on() {
 		provider = stateProvider{c.pkgs}
 		c.pkgs.sendMu.Lock()
 		c.pkgs.sent = nil
@@ -268,7 +268,7 @@ func (c *Client) prepare() (client.OpAMPClient, types.StartSettings, error) {
 		// (deprecated for SetCapabilities, which refuses them until Start
 		// has set the PackagesStateProvider, while Start refuses the
 		// provider without them).
-		Capabilities: startCaps(c.pkgs != nil),
+		Capabilities: startCaps(c.pkgs.on()),
 	}, nil
 }
 

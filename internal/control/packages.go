@@ -32,6 +32,11 @@ const PackageName = "receiptd"
 // writes: a release on probation never reports itself installed.
 type Updates struct {
 	Till release.Till
+	// Enabled reports, as the channel connects, whether the daemon
+	// switches to releases (daemon.Supervisor.EnableUpdates); nil: it
+	// does. Where it does not (receiptd demo), the till does not say it
+	// accepts packages.
+	Enabled func() bool
 	// Switch asks the daemon to switch to the release just staged
 	// (daemon.Supervisor.RequestSwitch).
 	Switch func() error
@@ -97,6 +102,11 @@ func newPackages(u *Updates, c *Client) (*packages, error) {
 		return nil, err
 	}
 	return &packages{upd: *u, dl: dl, wake: make(chan struct{}, 1), serverHash: []byte{}}, nil
+}
+
+// on reports whether the till takes releases now.
+func (p *packages) on() bool {
+	return p != nil && (p.upd.Enabled == nil || p.upd.Enabled())
 }
 
 // received takes a PackagesAvailable: its receiptd package becomes the

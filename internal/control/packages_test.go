@@ -229,3 +229,22 @@ func TestAnEarlierOutcomeIsNotTheNewOffers(t *testing.T) {
 		}
 	}
 }
+
+// TestNoPackagesWhereTheDaemonDoesNotSwitch: a till whose daemon does not
+// switch to releases (receiptd demo) does not say it accepts packages,
+// trusted keys or not.
+func TestNoPackagesWhereTheDaemonDoesNotSwitch(t *testing.T) {
+	t.Parallel()
+	srv := controltest.Start(t)
+	signer := updatetest.NewSigner(t)
+	tl := startTillOpts(t, srv.WSURL(), "", func(o *control.Options) {
+		o.Updates = &control.Updates{
+			Till:    release.Till{DataDir: o.Start.Config.DataDir, TrustedKeys: []string{signer.PublicKey()}, Binary: "1.0.0"},
+			Switch:  func() error { return nil },
+			Enabled: func() bool { return false },
+		}
+	})
+	a := agent(t, srv, tl.client.InstanceUID(), func(a controltest.Agent) bool { return a.Description != nil && a.Health != nil })
+	require.Zero(t, a.Capabilities&uint64(protobufs.AgentCapabilities_AgentCapabilities_AcceptsPackages))
+	require.Empty(t, a.Packages.GetPackages())
+}

@@ -71,7 +71,8 @@ func (s *Supervisor) offers(own config.Config) *control.Updates {
 	return &control.Updates{
 		Till: release.Till{DataDir: own.DataDir, TrustedKeys: own.Update.TrustedKeys,
 			AllowDowngrade: own.Update.AllowDowngrade, Binary: s.version},
-		Switch: s.RequestSwitch,
+		Switch:  s.RequestSwitch,
+		Enabled: func() bool { return s.upd.enabled },
 	}
 }
 

@@ -17,4 +17,12 @@
 // the security read on every till (compromised_test.go) is FAILED naming
 // each key, and the tills take sales on and write nothing outside their
 // folders.
+//
+// TestFleetUpdateEndToEnd (opt-in: RECEIPTD_UPDATE_E2E=1, update_test.go)
+// checks what issue 39 asks of releases: 20 receiptd 1.0.0 processes
+// under examples/headoffice, run as its own program, take a signed
+// release in waves of 1, 5 and the rest; one that exits at start is
+// rolled back on the canary and halts the release; tampered, foreign-key
+// and wrong-platform files are refused by the canary with nothing run;
+// every receipt posted all through is stored once and issued once.
 package fleetcontrol
