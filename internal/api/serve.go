@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,11 +27,18 @@ const (
 	readTimeout       = 30 * time.Second
 	idleTimeout       = 15 * time.Second
 	writeMargin       = 30 * time.Second
-	// newConnGrace bounds how long a stop waits, its listener closed, for
-	// the connections accepted whose first request has not arrived yet:
-	// net/http drops a request it reads once Shutdown has begun,
-	// unanswered (Server.Serve). A POS sends its request as it connects.
-	newConnGrace = time.Second
+	// drainGrace bounds how long a stop waits, its listener closed, for
+	// the connections that are waiting for a request (accepted and not
+	// read from yet, or kept alive between two) to bring it: net/http
+	// drops a request it reads once Shutdown has begun, unanswered
+	// (Server.Serve), and Shutdown closes a kept-alive connection a
+	// request may be on its way on. A POS sends its request as it
+	// connects, and one that keeps its connection sends the next sale on
+	// it.
+	drainGrace = time.Second
+	// idleGrace is drainGrace for a connection kept alive: it waits
+	// for a request only this long.
+	idleGrace = 100 * time.Millisecond
 )
 
 // ErrSocketInUse means another process answers on the Unix socket path
@@ -41,12 +49,16 @@ var ErrSocketInUse = errors.New("unix socket is in use by another process")
 // than a socket, which ListenUnix refuses to remove.
 var ErrNotSocket = errors.New("path exists and is not a unix socket")
 
-// Serve serves the API on ln until ctx ends, then shuts down gracefully:
-// it stops accepting, lets each connection already accepted bring its
-// first request (for up to newConnGrace: net/http would close one whose
-// request it reads after Shutdown began, unanswered, which a POS sees as
-// a sale lost on the wire, at every swap and switch), then waiting
-// requests are answered 202 at once, requests in flight get up to
+// Serve serves the API on ln until ctx ends, then shuts down gracefully.
+// It stops accepting (at a swap or a switch the next Daemon takes the
+// connections made meanwhile) and drains: every answer now says
+// Connection: close, and each connection waiting for a request may bring
+// one more: up to drainGrace for one just accepted, idleGrace for one kept
+// alive. Only
+// then does Shutdown begin, because net/http closes a request it reads
+// after that unanswered, and closes kept-alive connections at once: a
+// POS would see a sale lost on the wire. Then waiting requests are
+// answered 202 at once, requests in flight get up to
 // Options.ShutdownTimeout, and connections still open after that are
 // closed. It returns nil after a shutdown, or the listener's error. Requests
 // on a Unix socket listener skip the Host check (no browser can reach one).
@@ -63,11 +75,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
 		ConnContext:       connContext(unix),
 	}
-	fresh := newFreshConns()
+	waiting := newWaitingConns()
 	srv.ConnState = func(c net.Conn, st http.ConnState) {
-		fresh.track(c, st)
+		waiting.track(c, st)
 		connState(c, st)
 	}
+	var draining atomic.Bool
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			w.Header().Set("Connection", "close") // the next request: to the next Daemon
+		}
+		s.handler.ServeHTTP(w, r)
+	})
 	ln = newConnLimit(ln, s.o.MaxConns, s.log.Named("http"), s.d.Metrics.ConnClosedAtCap)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -82,7 +101,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	closed := ln.Close() == nil
 	if closed {
 		serveErr = <-errc
-		fresh.wait(newConnGrace)
+		draining.Store(true)
+		waiting.wait(drainGrace, idleGrace)
 	}
 	s.quitOnce()
 	sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
@@ -100,50 +120,55 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// freshConns counts the connections in http.StateNew: accepted, their
-// first request not read yet.
-type freshConns struct {
+// waitingConns tracks the connections waiting for a request: in
+// http.StateNew (accepted, nothing read yet) or http.StateIdle (kept
+// alive between two requests).
+type waitingConns struct {
 	mu   sync.Mutex
-	conn map[net.Conn]struct{}
-	none chan struct{} // closed while conn is empty; made again when one comes
+	conn map[net.Conn]http.ConnState
 }
 
-func newFreshConns() *freshConns {
-	none := make(chan struct{})
-	close(none)
-	return &freshConns{conn: map[net.Conn]struct{}{}, none: none}
-}
+func newWaitingConns() *waitingConns { return &waitingConns{conn: map[net.Conn]http.ConnState{}} }
 
 // track is the http.Server's ConnState hook.
-func (f *freshConns) track(c net.Conn, st http.ConnState) {
+func (f *waitingConns) track(c net.Conn, st http.ConnState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if st == http.StateNew {
-		if len(f.conn) == 0 {
-			f.none = make(chan struct{})
-		}
-		f.conn[c] = struct{}{}
-		return
-	}
-	if _, ok := f.conn[c]; !ok {
+	if st == http.StateNew || st == http.StateIdle {
+		f.conn[c] = st
 		return
 	}
 	delete(f.conn, c)
-	if len(f.conn) == 0 {
-		close(f.none)
-	}
 }
 
-// wait waits until no connection is fresh, or for grace.
-func (f *freshConns) wait(grace time.Duration) {
+// counts returns how many connections are new and how many idle.
+func (f *waitingConns) counts() (fresh, idle int) {
 	f.mu.Lock()
-	none := f.none
-	f.mu.Unlock()
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-none:
-	case <-t.C:
+	defer f.mu.Unlock()
+	for _, st := range f.conn {
+		if st == http.StateNew {
+			fresh++
+		} else {
+			idle++
+		}
+	}
+	return fresh, idle
+}
+
+// wait waits until no connection just accepted waits for its request
+// (at most grace: a POS sends it as it connects) and no kept-alive one
+// has for idleGrace (the next sale of a POS that keeps its connection
+// comes at once; a connection idle longer is a spare, and the requests
+// waiting for the next Daemon must not wait for it).
+func (f *waitingConns) wait(grace, idleGrace time.Duration) {
+	began := time.Now()
+	for {
+		fresh, idle := f.counts()
+		waited := time.Since(began)
+		if (fresh == 0 && (idle == 0 || waited >= idleGrace)) || waited >= grace {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
