@@ -66,15 +66,14 @@ var ErrNotSocket = errors.New("path exists and is not a unix socket")
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	unix := ln.Addr().Network() == "unix"
 	srv := &http.Server{
-		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      s.o.MaxWait + writeMargin,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
-		ConnContext:       connContext(unix),
 	}
+	srv.ConnContext = connContext(unix)
 	waiting := newWaitingConns()
 	srv.ConnState = func(c net.Conn, st http.ConnState) {
 		waiting.track(c, st)
@@ -101,10 +100,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	closed := ln.Close() == nil
 	if closed {
 		serveErr = <-errc
-		draining.Store(true)
+	}
+	draining.Store(true)
+	s.quitOnce() // requests waiting for the tax service: 202 now
+	if closed {
 		waiting.wait(drainGrace, idleGrace)
 	}
-	s.quitOnce()
 	sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -120,9 +121,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// waitingConns tracks the connections waiting for a request: in
-// http.StateNew (accepted, nothing read yet) or http.StateIdle (kept
-// alive between two requests).
+// waitingConns tracks the open connections that a Shutdown could cut a
+// request off on: accepted and not read yet (http.StateNew), reading or
+// answering a request (http.StateActive: net/http drops a request it
+// reads once Shutdown began, and an answer begun before the drain does
+// not say Connection: close, so the POS sends its next sale on the same
+// connection), or kept alive between two (http.StateIdle).
 type waitingConns struct {
 	mu   sync.Mutex
 	conn map[net.Conn]http.ConnState
@@ -134,38 +138,41 @@ func newWaitingConns() *waitingConns { return &waitingConns{conn: map[net.Conn]h
 func (f *waitingConns) track(c net.Conn, st http.ConnState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if st == http.StateNew || st == http.StateIdle {
+	switch st {
+	case http.StateNew, http.StateIdle, http.StateActive:
 		f.conn[c] = st
-		return
+	default:
+		delete(f.conn, c)
 	}
-	delete(f.conn, c)
 }
 
-// counts returns how many connections are new and how many idle.
-func (f *waitingConns) counts() (fresh, idle int) {
+// counts returns how many connections are busy (new, or with a request)
+// and how many are kept alive idle.
+func (f *waitingConns) counts() (busy, idle int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, st := range f.conn {
-		if st == http.StateNew {
-			fresh++
-		} else {
+		if st == http.StateIdle {
 			idle++
+		} else {
+			busy++
 		}
 	}
-	return fresh, idle
+	return busy, idle
 }
 
-// wait waits until no connection just accepted waits for its request
-// (at most grace: a POS sends it as it connects) and no kept-alive one
-// has for idleGrace (the next sale of a POS that keeps its connection
-// comes at once; a connection idle longer is a spare, and the requests
-// waiting for the next Daemon must not wait for it).
+// wait waits until no connection is busy (at most grace: a POS sends its
+// request as it connects, and each answer is quick once waiting ones
+// were answered) and none has been kept alive idle for idleGrace (the
+// next sale of a POS that keeps its connection comes at once, and is
+// answered with Connection: close; a connection idle longer is a spare,
+// and the requests waiting for the next Daemon must not wait for it).
 func (f *waitingConns) wait(grace, idleGrace time.Duration) {
 	began := time.Now()
 	for {
-		fresh, idle := f.counts()
+		busy, idle := f.counts()
 		waited := time.Since(began)
-		if (fresh == 0 && (idle == 0 || waited >= idleGrace)) || waited >= grace {
+		if (busy == 0 && (idle == 0 || waited >= idleGrace)) || waited >= grace {
 			return
 		}
 		time.Sleep(2 * time.Millisecond)
