@@ -4,7 +4,10 @@
 # "<!-- walkthrough: NAME -->" followed by two ```sh blocks: the first is
 # terminal 1 (one command that runs until Ctrl-C: started in the
 # background, and waited for until it prints its daemon's address), the
-# second terminal 2 (each line run in turn; each must exit 0).
+# second terminal 2 (each line run in turn; each must exit 0). A line
+# "<!-- walkthrough: NAME, with a server -->" is followed by three: the
+# first a server started before terminal 1 (one command, run until
+# Ctrl-C, waited for until it prints its first line).
 # `go run ./cmd/receiptd` runs the binary built once here.
 #
 # Checks, besides each command's exit status:
@@ -43,8 +46,10 @@ unset HTTP_PROXY HTTPS_PROXY http_proxy https_proxy
 work=$(mktemp -d)
 export TMPDIR=$work # what a walkthrough writes under ${TMPDIR:-/tmp} goes with it
 bg=""
+server=""
 cleanup() {
   if [ -n "$bg" ] && kill -0 "$bg" 2>/dev/null; then kill -INT "$bg" 2>/dev/null || true; wait "$bg" 2>/dev/null || true; fi
+  if [ -n "$server" ]; then kill -INT -- -"$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -53,13 +58,14 @@ docs=(README.md docs/operations.md)
 # extract: the walkthroughs into $work/NAME.1 and $work/NAME.2.
 awk -v dir="$work" '
   /^<!-- walkthrough: [a-z0-9-]+ -->$/ { name = $3; block = 0; next }
+  /^<!-- walkthrough: [a-z0-9-]+, with a server -->$/ { name = substr($3, 1, length($3) - 1); block = -1; next }
   name != "" && /^```sh$/ { block++; inblock = 1; next }
   inblock && /^```$/ { inblock = 0; if (block == 2) name = ""; next }
   inblock { print > (dir "/" name "." block) }
 ' "${docs[@]}"
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-  mapfile -t names < <(sed -n 's/^<!-- walkthrough: \([a-z0-9-]*\) -->$/\1/p' "${docs[@]}")
+  mapfile -t names < <(sed -n 's/^<!-- walkthrough: \([a-z0-9-]*\)\(, with a server\)\{0,1\} -->$/\1/p' "${docs[@]}")
 fi
 [ ${#names[@]} -gt 0 ] || die "no walkthrough in ${docs[*]}"
 
@@ -69,6 +75,21 @@ run_one() {
   local name=$1 line log=$work/$1.log api=""
   [ -s "$work/$name.1" ] && [ -s "$work/$name.2" ] || die "$name: want two sh blocks after its marker"
   [ "$(wc -l <"$work/$name.1")" -eq 1 ] || die "$name: terminal 1 is one command"
+  if [ -s "$work/$name.0" ]; then
+    [ "$(wc -l <"$work/$name.0")" -eq 1 ] || die "$name: the server is one command"
+    say "$name: server: $(cat "$work/$name.0")"
+    : >"$work/$name.server.log"
+    # Its own session, so that Ctrl-C reaches the program `go run` starts.
+    setsid bash -c "$(as_run "$(cat "$work/$name.0")")" >"$work/$name.server.log" 2>&1 &
+    server=$!
+    for _ in $(seq 1 600); do
+      [ -s "$work/$name.server.log" ] && break
+      kill -0 "$server" 2>/dev/null || { cat "$work/$name.server.log"; die "$name: the server exited"; }
+      sleep 0.1
+    done
+    [ -s "$work/$name.server.log" ] || die "$name: the server printed nothing within 60s"
+    head -n 1 "$work/$name.server.log" | sed 's/^/    /'
+  fi
   say "$name: terminal 1: $(cat "$work/$name.1")"
   : >"$log"
   bash -c "$(as_run "$(cat "$work/$name.1")")" >"$log" 2>&1 &
@@ -93,6 +114,11 @@ run_one() {
   kill -INT "$bg"
   wait "$bg" || die "$name: terminal 1 did not stop cleanly on Ctrl-C (exit $?): $(tail -n 20 "$log")"
   bg=""
+  if [ -n "$server" ]; then
+    kill -INT -- -"$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    server=""
+  fi
   if grep -nE 'api\.ebarimt\.mn|service\.itc\.gov\.mn|no such host|network is unreachable' "$log"; then
     die "$name: a request left 127.0.0.0/8 (the lines above)"
   fi
@@ -160,6 +186,16 @@ expect() {
       die "posapi: the failed sendData is not under Needs attention: $(grep -o 'id="attention-[a-z-]*"' "$work/page.html" | tr '\n' ' ')"
     attention_has "$2" clock "clock is about 5 min ahead of" ||
       die "posapi: the skewed clock is not under Needs attention: $(grep -o 'id="attention-[a-z-]*"' "$work/page.html" | tr '\n' ' ')"
+    ;;
+  release)
+    # The config pushed is applied; 1.1.0 installed and answering; the
+    # release that exits at start rolled back by it and halted.
+    want "$(out release /receiptd/update 2)" '"version":"1.1.0"' "release: 1.1.0 does not answer"
+    want "$(out release /receiptd/update 2)" '"state":"rolled_back","message":"rolled back: it stopped at start' \
+      "release: the release that exits at start was not rolled back"
+    want "$(out release /tills)" '"config":\{("hash":"[0-9a-f]+",)?"status":"APPLIED"' "release: the config pushed was not applied"
+    want "$(out release /tills)" '"package":\{"status":"INSTALL_FAILED","version":"1.1.0"' \
+      "release: the head office does not see 1.1.0 running and the bad release failed"
     ;;
   operator)
     want "$(out operator /rest/receipt)" '"status":"SUCCESS"' "operator: the receipt was not issued at once"

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/demo"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/logging"
 	"github.com/receiptd/receiptd/internal/sim"
 )
@@ -60,6 +62,19 @@ func runDemo(ctx context.Context, env *cmdEnv, args []string) error {
 		d, err := startDaemon(cfg, "", log)
 		if err != nil {
 			return nil, err
+		}
+		if len(cfg.Update.TrustedKeys) > 0 {
+			// A release the demo switches to runs as `run` on the demo's
+			// own config, beside the demo's simulator, which stays.
+			path := layout.DemoConfig(cfg.DataDir)
+			data, err := config.FileTOML(cfg)
+			if err == nil {
+				err = os.WriteFile(path, data, 0o600)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("demo: the config a new version runs on: %w", err)
+			}
+			d.EnableUpdates(daemon.Updates{Args: []string{"run", "-config", path}})
 		}
 		return d, nil
 	})

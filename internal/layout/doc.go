@@ -19,6 +19,7 @@
 //	│   ├── received.toml  the last fragment received, refused or not
 //	│   ├── good.toml      the last fragment applied: what a start lays over the config
 //	│   └── status.json    the remote configuration's status
+//	├── demo.toml          receiptd demo's own config, when it takes updates (a release runs on it)
 //	├── downloads/         releases offered by the head office, being fetched (control)
 //	│   └── 3f2a9c81d0e7….part  named by the offer's whole SHA-256; resumed, checked, then taken
 //	├── update.json        the update's state: running, previous, offered, rolled back (release)

@@ -32,6 +32,9 @@ const (
 	// VersionsDir holds the releases taken, one folder each
 	// (VersionFolder).
 	VersionsDir = "versions"
+	// DemoConfigFile is receiptd demo's configuration as a file, for a
+	// release the demo switches to (`run -config` on it).
+	DemoConfigFile = "demo.toml"
 	// DownloadsDir holds the releases offered by the head office while
 	// they are fetched (Download).
 	DownloadsDir = "downloads"
@@ -86,6 +89,9 @@ func Update(dataDir string) string { return filepath.Join(dataDir, UpdateFile) }
 
 // Versions is the releases' folder in dataDir.
 func Versions(dataDir string) string { return filepath.Join(dataDir, VersionsDir) }
+
+// DemoConfig is receiptd demo's configuration file in its dataDir.
+func DemoConfig(dataDir string) string { return filepath.Join(dataDir, DemoConfigFile) }
 
 // Download is where a release offered with the SHA-256 hexSum is fetched
 // to in dataDir, before it is checked and taken into Versions.
