@@ -19,7 +19,8 @@ import (
 	"github.com/receiptd/receiptd/internal/release"
 )
 
-// The environment a version started by a switch reads (switch_linux.go).
+// The environment a version started by a switch reads (switch_linux.go,
+// switch_windows.go).
 const (
 	// EnvChild marks a receiptd started by another one (a release on
 	// probation, or the installed version under the entry point): its
@@ -37,6 +38,11 @@ const (
 	// the index of its listener ("0,0,1"): accepted by the parent and
 	// not yet served.
 	envHeldFDs = "RECEIPTD_HELD_FDS"
+	// envListenAddrs names, on Windows, the addresses the parent
+	// listened on and closed ("tcp=127.0.0.1:8080|unix=C:\\...\\r.sock"),
+	// which the child binds again: Windows cannot pass a listening
+	// socket through CreateProcess.
+	envListenAddrs = "RECEIPTD_LISTEN_ADDRS"
 )
 
 // IsChild reports whether this process was started by another receiptd
@@ -281,8 +287,9 @@ func (s *Supervisor) rollBack(ctx context.Context, cfg config.Config, st *releas
 	st.RollBack(why, time.Now())
 	s.writeState(cfg, *st)
 	log.Error("the new version did not pass; rolling back", zap.String("why", why))
-	for _, h := range s.handoffs {
-		h.resume(nil)
+	if err := s.takeBack(); err != nil {
+		s.stopped()
+		return nil, fmt.Errorf("roll back to the previous version: %w", err)
 	}
 	d, err := s.build(cfg, s.views())
 	if err != nil {
@@ -303,7 +310,7 @@ func (s *Supervisor) childReady(ctx context.Context, ch *child, cfg config.Confi
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	probe := readyProbe(s.handoffs[0].ln.Addr(), cfg.Auth.Token.Reveal())
+	probe := readyProbe(s.handoffs[0].addr, cfg.Auth.Token.Reveal())
 	var last error
 	for {
 		if last = probe(ctx); last == nil {
@@ -352,6 +359,25 @@ func readyProbe(addr net.Addr, token string) func(context.Context) error {
 	}
 }
 
+// matchListeners checks that lns, taken from a parent at a switch, are
+// the ones cfg binds, in the order the Daemon binds them.
+func matchListeners(cfg config.Config, lns []net.Listener) error {
+	var want, got []string
+	if cfg.Listen != "" {
+		want = append(want, "tcp")
+	}
+	if cfg.ListenUnix != "" {
+		want = append(want, "unix")
+	}
+	for _, ln := range lns {
+		got = append(got, ln.Addr().Network())
+	}
+	if strings.Join(want, ",") != strings.Join(got, ",") {
+		return fmt.Errorf("the listeners passed (%s) are not the config's (%s)", strings.Join(got, ","), strings.Join(want, ","))
+	}
+	return nil
+}
+
 // childEnv is this process's environment without the variables a switch
 // sets, and then with extra.
 func childEnv(extra ...string) []string {
@@ -359,7 +385,7 @@ func childEnv(extra ...string) []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case EnvChild, EnvProbation, envListenFDs, envHeldFDs:
+		case EnvChild, EnvProbation, envListenFDs, envHeldFDs, envListenAddrs:
 			continue
 		}
 		env = append(env, kv)
