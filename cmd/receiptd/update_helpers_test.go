@@ -191,4 +191,3 @@ func versionsIn(t *testing.T, dataDir string) []string {
 	}
 	return names
 }
-
