@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/release"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/testing/harness"
@@ -179,15 +178,4 @@ func pos(base string, stop <-chan struct{}, unanswered *[]string, patience time.
 		}
 	}()
 	return &ids, &fails, fin
-}
-
-func versionsIn(t *testing.T, dataDir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(layout.Versions(dataDir))
-	require.NoError(t, err)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
 }

@@ -125,6 +125,17 @@ func TestUpdateInstallsThenRollsBackABadRelease(t *testing.T) {
 	require.Equal(t, "1.1.0", v)
 }
 
+func versionsIn(t *testing.T, dataDir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(layout.Versions(dataDir))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
 // TestKillDuringProbationRollsBack: kill -9 of the till's process while
 // the new version is on probation takes the new version down with it
 // (Pdeathsig: the next start finds the database and the port free), and

@@ -81,20 +81,3 @@ func (h *handoff) seed(conns []net.Conn) {
 		}
 	}
 }
-
-// suspendedNow reports whether suspend has ended the accept loop and no
-// resume has started another.
-func (h *handoff) suspendedNow() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.suspended
-}
-
-// rebind gives a suspended handoff ln, bound again on h.addr after its
-// own listener was closed (a switch on Windows), and resumes it.
-func (h *handoff) rebind(ln net.Listener) {
-	h.mu.Lock()
-	h.ln = ln
-	h.mu.Unlock()
-	h.resume(nil)
-}

@@ -75,6 +75,23 @@ func (s *Supervisor) takeBack() error {
 	return nil
 }
 
+// suspendedNow reports whether suspend has ended the accept loop and no
+// resume has started another.
+func (h *handoff) suspendedNow() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.suspended
+}
+
+// rebind gives a suspended handoff ln, bound again on h.addr after its
+// own listener was closed (a switch on Windows), and resumes it.
+func (h *handoff) rebind(ln net.Listener) {
+	h.mu.Lock()
+	h.ln = ln
+	h.mu.Unlock()
+	h.resume(nil)
+}
+
 // listenAgain binds address as the Daemon does, retrying for rebindWait
 // while it is refused as in use.
 func listenAgain(network, address string) (net.Listener, error) {
