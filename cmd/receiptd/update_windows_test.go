@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -115,7 +117,9 @@ func refused(addr string) bool {
 // with `receiptd.exe update apply`: 1.1.0 answers on the same address as
 // the service's child, and the service's registered executable is still
 // 1.0.0's. A release that exits at start is rolled back (1.1.0 answers),
-// and a service stop stops 1.1.0 too, cleanly.
+// and a service stop stops 1.1.0 too, cleanly. 1.1.0's log lines reach
+// the service's default log file through the service (a service's child
+// has no output of its own).
 func TestServiceUpdateUnderTheServiceManager(t *testing.T) {
 	if os.Getenv(serviceTestEnv) != "1" {
 		t.Skipf("installs the system service receiptd; set %s=1 to run it", serviceTestEnv)
@@ -129,7 +133,11 @@ func TestServiceUpdateUnderTheServiceManager(t *testing.T) {
 	addr, err := harness.FreeAddr()
 	require.NoError(t, err)
 	cfg.Listen = addr
-	cfg.Log.File = filepath.Join(dir, "receiptd.log")
+	cfg.Log.File = "" // the service's default, which the service writes alone
+	logFile := service.DefaultLogFile()
+	if err := os.Remove(logFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		require.NoError(t, err)
+	}
 	cfgPath := filepath.Join(dir, "receiptd.toml")
 	require.NoError(t, harness.WriteConfig(cfgPath, cfg))
 	run := func(args ...string) (int, string) {
@@ -143,7 +151,7 @@ func TestServiceUpdateUnderTheServiceManager(t *testing.T) {
 		return 0, string(out)
 	}
 	logTail := func() string {
-		b, _ := os.ReadFile(cfg.Log.File)
+		b, _ := os.ReadFile(logFile)
 		if len(b) > 6000 {
 			b = b[len(b)-6000:]
 		}
@@ -191,7 +199,11 @@ func TestServiceUpdateUnderTheServiceManager(t *testing.T) {
 	require.Equal(t, svc.Stopped, serviceState(t))
 	require.True(t, refused(addr), "1.1.0 stopped with the service")
 	require.Equal(t, registered, servicePath(t))
-	require.Contains(t, logTail(), `"msg":"stopped"`)
+	log, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	require.Contains(t, string(log), `"msg":"the new version did not pass; rolling back","release":"1.2.0"`,
+		"1.1.0's own line, passed on by the service")
+	require.Contains(t, string(log), `"msg":"stopped"`)
 }
 
 // servicePath is the service's registered command line, read with

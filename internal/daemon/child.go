@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -91,11 +92,15 @@ func (ch *child) exitError() error {
 	return &ChildExitError{Code: code, Err: ch.err}
 }
 
-// childCommand is path with args, this process's standard output and
-// error, and env.
-func childCommand(path string, args, env []string) *exec.Cmd {
+// childCommand is path with args and env, its standard output and error
+// going to out (told so: LogsToParent), or to this process's when out is
+// nil.
+func childCommand(path string, args, env []string, out io.Writer) *exec.Cmd {
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr, cmd.Env = os.Stdout, os.Stderr, env
+	if out != nil {
+		cmd.Stdout, cmd.Stderr, cmd.Env = out, out, append(env, envLogToParent+"=1")
+	}
 	return cmd
 }
 
@@ -104,11 +109,12 @@ func childCommand(path string, args, env []string) *exec.Cmd {
 // grace and a margin), or until the child exits: its exit is Run's error
 // (a *ChildExitError carries its code). This process stays, thin: should
 // it be killed, even by kill -9 or TerminateProcess, the child dies too
-// (startChild: Pdeathsig on Linux, a Job Object on Windows).
-func RunInstalled(ctx context.Context, path string, args []string, grace time.Duration) error {
+// (startChild: Pdeathsig on Linux, a Job Object on Windows). out is as
+// Updates.Output.
+func RunInstalled(ctx context.Context, path string, args []string, grace time.Duration, out io.Writer) error {
 	runtime.LockOSThread() // as in switchRelease: Pdeathsig follows the thread
 	defer runtime.UnlockOSThread()
-	ch, err := startChild(childCommand(path, args, childEnv(EnvChild+"=1")))
+	ch, err := startChild(childCommand(path, args, childEnv(EnvChild+"=1"), out))
 	if err != nil {
 		return fmt.Errorf("start the installed version %s: %w", path, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -43,11 +44,21 @@ const (
 	// which the child binds again: Windows cannot pass a listening
 	// socket through CreateProcess.
 	envListenAddrs = "RECEIPTD_LISTEN_ADDRS"
+	// envLogToParent tells a child that its standard error is its
+	// parent's log (Updates.Output): it logs there as JSON, never to
+	// log.file, which its parent has open (Windows cannot rotate a file
+	// another process holds).
+	envLogToParent = "RECEIPTD_LOG_TO_PARENT"
 )
 
 // IsChild reports whether this process was started by another receiptd
 // (EnvChild).
 func IsChild() bool { return os.Getenv(EnvChild) == "1" }
+
+// LogsToParent reports whether this process's standard error is its
+// parent's log (envLogToParent): `run` then logs JSON there, whatever
+// log.file says.
+func LogsToParent() bool { return IsChild() && os.Getenv(envLogToParent) == "1" }
 
 // OnProbation reports whether this process is a release on probation.
 func OnProbation() bool { return os.Getenv(EnvProbation) == "1" }
@@ -57,12 +68,17 @@ type Updates struct {
 	// Args start the new executable as this process was started: "run",
 	// "-config", the till's file.
 	Args []string
+	// Output receives the new version's standard output and error; nil:
+	// this process's. A Windows service has none to pass on: its
+	// logger's Lines (logging.Options) take the child's log instead.
+	Output io.Writer
 }
 
 // switcher is the Supervisor's part of an update (EnableUpdates).
 type switcher struct {
 	enabled bool
 	args    []string
+	out     io.Writer
 	asked   chan struct{} // RequestSwitch → updateLoop; one slot
 	due     chan struct{} // updateLoop → Run's loop, inside the window
 }
@@ -84,7 +100,7 @@ func (s *Supervisor) offers(own config.Config) *control.Updates {
 // EnableUpdates lets s switch to a release staged in the data directory
 // (RequestSwitch). Call it before Run.
 func (s *Supervisor) EnableUpdates(u Updates) {
-	s.upd = switcher{enabled: true, args: u.Args, asked: make(chan struct{}, 1), due: make(chan struct{})}
+	s.upd = switcher{enabled: true, args: u.Args, out: u.Output, asked: make(chan struct{}, 1), due: make(chan struct{})}
 }
 
 // RequestSwitch asks Run to switch to the release update.json has staged,
@@ -225,7 +241,7 @@ func (s *Supervisor) switchRelease(ctx context.Context, cur *instance) (*instanc
 	if err := cur.stop(); err != nil {
 		log.Warn("the previous daemon stopped with an error", zap.Error(err))
 	}
-	ch, err := s.spawn(st.Offered.Path, s.upd.args)
+	ch, err := s.spawn(st.Offered.Path, s.upd.args, s.upd.out)
 	if err != nil {
 		return s.rollBack(ctx, cfg, &st, fmt.Sprintf("could not start: %v", err), log)
 	}
@@ -385,7 +401,7 @@ func childEnv(extra ...string) []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case EnvChild, EnvProbation, envListenFDs, envHeldFDs, envListenAddrs:
+		case EnvChild, EnvProbation, envListenFDs, envHeldFDs, envListenAddrs, envLogToParent:
 			continue
 		}
 		env = append(env, kv)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -28,7 +29,7 @@ type filer interface {
 // that serves the listeners (files 3, 4, ... and the connections
 // accepted and not yet served after them), on probation. On an error
 // nothing was started and the listeners accept here again.
-func (s *Supervisor) spawn(path string, args []string) (*child, error) {
+func (s *Supervisor) spawn(path string, args []string, out io.Writer) (*child, error) {
 	held := make([][]net.Conn, len(s.handoffs))
 	resume := func() {
 		for i, h := range s.handoffs {
@@ -73,7 +74,7 @@ func (s *Supervisor) spawn(path string, args []string) (*child, error) {
 		}
 	}
 	cmd := childCommand(path, args, childEnv(EnvChild+"=1", EnvProbation+"=1",
-		envListenFDs+"="+strings.Join(names, ","), envHeldFDs+"="+strings.Join(heldIdx, ",")))
+		envListenFDs+"="+strings.Join(names, ","), envHeldFDs+"="+strings.Join(heldIdx, ",")), out)
 	cmd.ExtraFiles = files
 	// Should this process die, even by kill -9, the child dies with it:
 	// no child holds the database while a restarted receiptd opens it.

@@ -4,6 +4,7 @@ package daemon
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os/exec"
 
@@ -18,7 +19,9 @@ const switchSupported = false
 // ErrSwitchUnsupported is the switch's refusal where it is not built.
 var ErrSwitchUnsupported = errors.New("the switch to a new version is not built on this platform yet; install the release with the package manager")
 
-func (s *Supervisor) spawn(string, []string) (*child, error) { return nil, ErrSwitchUnsupported }
+func (s *Supervisor) spawn(string, []string, io.Writer) (*child, error) {
+	return nil, ErrSwitchUnsupported
+}
 
 // takeBack: nothing was handed on where the switch is not built.
 func (s *Supervisor) takeBack() error { return nil }

@@ -36,7 +36,7 @@ const rebindWait = 5 * time.Second
 // probation. Connections accepted and not yet served are closed: the POS
 // retries them, as it does one refused until the child has bound. On an
 // error the listeners may be closed: takeBack binds them again.
-func (s *Supervisor) spawn(path string, args []string) (*child, error) {
+func (s *Supervisor) spawn(path string, args []string, out io.Writer) (*child, error) {
 	var addrs []string
 	for _, h := range s.handoffs {
 		held, err := h.suspend()
@@ -52,7 +52,7 @@ func (s *Supervisor) spawn(path string, args []string) (*child, error) {
 		addrs = append(addrs, h.addr.Network()+"="+h.addr.String())
 	}
 	return startChild(childCommand(path, args, childEnv(EnvChild+"=1", EnvProbation+"=1",
-		envListenAddrs+"="+strings.Join(addrs, "|"))))
+		envListenAddrs+"="+strings.Join(addrs, "|")), out))
 }
 
 // takeBack binds the listeners spawn closed again, now that the child
