@@ -395,13 +395,14 @@ func matchListeners(cfg config.Config, lns []net.Listener) error {
 }
 
 // childEnv is this process's environment without the variables a switch
-// sets, and then with extra.
+// sets, and then with extra. envLogToParent stays: a child given this
+// process's standard error logs to the same parent's log.
 func childEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case EnvChild, EnvProbation, envListenFDs, envHeldFDs, envListenAddrs, envLogToParent:
+		case EnvChild, EnvProbation, envListenFDs, envHeldFDs, envListenAddrs:
 			continue
 		}
 		env = append(env, kv)
