@@ -81,6 +81,9 @@ func TestChildDiesWithItsParent(t *testing.T) {
 	require.NoError(t, err)
 	parent, err := startChild(cmd)
 	require.NoError(t, err)
+	// A parent that never says the pid would hold the read forever.
+	guard := time.AfterFunc(30*time.Second, func() { _ = parent.cmd.Process.Kill() })
+	defer guard.Stop()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
@@ -123,13 +126,13 @@ func TestTakeBackBindsTheAddressAgain(t *testing.T) {
 
 	v := h.view()
 	defer func() { _ = v.Close() }()
-	go func() {
-		c, err := net.Dial("tcp", h.addr.String())
-		if err == nil {
-			_, _ = io.WriteString(c, "x")
-			_ = c.Close()
-		}
-	}()
+	dialed, err := net.Dial("tcp", h.addr.String())
+	require.NoError(t, err)
+	_, err = io.WriteString(dialed, "x")
+	require.NoError(t, err)
+	require.NoError(t, dialed.Close())
+	guard := time.AfterFunc(30*time.Second, func() { _ = v.Close() }) // never an Accept forever
+	defer guard.Stop()
 	c, err := v.Accept()
 	require.NoError(t, err)
 	defer func() { _ = c.Close() }()
