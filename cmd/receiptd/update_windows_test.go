@@ -33,9 +33,10 @@ import (
 // refused, and the POS's retries get through), serves on probation, is
 // installed; every receipt acknowledged is stored once. A release that
 // exits at start is rolled back by 1.1.0, which binds the address again.
-// Then TerminateProcess of the entry point takes 1.1.0 down with it (the
-// Job Object: the address is free at once), and the next start runs
-// 1.1.0 again as its child.
+// Then TerminateProcess of the entry point takes 1.1.0 down with it (its
+// Job Object kills it; its standard input ending would stop it too, so
+// TestChildDiesWithItsParent in package daemon is the Job Object's own
+// test), and the next start runs 1.1.0 again as its child.
 func TestUpdateOnWindowsSwitchesAndRollsBack(t *testing.T) {
 	v100, v110, bad := buildReleases(t)
 	s := updatetest.NewSigner(t)
