@@ -65,7 +65,9 @@ var commands = map[string]command{}
 func main() {
 	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, parentGone := daemon.WithParent(ctx) // Windows: a child stops as its standard input ends
 	code := runMain(ctx, os.Args[1:], &cmdEnv{stdout: os.Stdout, stderr: os.Stderr})
+	parentGone()
 	stop()
 	os.Exit(code)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
@@ -43,7 +44,11 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, level, closeLog, err := newLogger(lc.cfg.Log, false)
+	logCfg := lc.cfg.Log
+	if daemon.LogsToParent() { // a Windows service's child: its parent writes the file
+		logCfg.File, logCfg.Format = "", "json"
+	}
+	log, level, closeLog, err := newLogger(logCfg, false, nil)
 	if err != nil {
 		return usageError{err: err}
 	}
@@ -108,8 +113,9 @@ func loadConfig(path string) (loadedConfig, error) {
 // daemon changes in place (Supervisor.FollowLogLevel: log.level of a
 // remote config). Format "auto" is console output when standard error is
 // a terminal and no log file is set, JSON otherwise; asService forces
-// JSON (the journal or a file reads it).
-func newLogger(cfg config.Log, asService bool) (*zap.Logger, zap.AtomicLevel, func() error, error) {
+// JSON (the journal or a file reads it). lines, when not nil, is set to
+// a writer of whole lines into the log (logging.Options.Lines).
+func newLogger(cfg config.Log, asService bool, lines *io.Writer) (*zap.Logger, zap.AtomicLevel, func() error, error) {
 	console := false
 	switch cfg.Format {
 	case "console":
@@ -120,7 +126,7 @@ func newLogger(cfg config.Log, asService bool) (*zap.Logger, zap.AtomicLevel, fu
 	level := zap.NewAtomicLevel()
 	log, closeLog, err := logging.New(logging.Options{
 		Level: cfg.Level, File: cfg.File,
-		MaxSizeMB: cfg.MaxSizeMB, MaxFiles: cfg.MaxFiles, Console: console, Atom: &level,
+		MaxSizeMB: cfg.MaxSizeMB, MaxFiles: cfg.MaxFiles, Console: console, Atom: &level, Lines: lines,
 	})
 	if err != nil {
 		return nil, level, nil, fmt.Errorf("log: %w", err)
@@ -161,7 +167,7 @@ const salvageHint = "Next step: `receiptd salvage` reads what the damaged file a
 // runDaemon starts the daemon, its log.level followed by level, and
 // serves until ctx ends.
 func runDaemon(ctx context.Context, cfg config.Config, ownPath string, log *zap.Logger, level zap.AtomicLevel) error {
-	d, err := startServing(cfg, ownPath, log, level)
+	d, err := startServing(cfg, ownPath, log, level, nil)
 	if err != nil {
 		return err
 	}

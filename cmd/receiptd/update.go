@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	commands["update apply"] = command{summary: "verify a signed release file, keep it and switch to it (Linux)", run: runUpdateApply}
+	commands["update apply"] = command{summary: "verify a signed release file, keep it and switch to it (Linux, Windows)", run: runUpdateApply}
 	commands["update status"] = command{summary: "the update's state and the version answering", run: runUpdateStatus}
 }
 
@@ -69,9 +69,10 @@ func runUpdateApply(ctx context.Context, env *cmdEnv, args []string) error {
 	return askSwitch(ctx, env, df, cfg, *wait)
 }
 
-// switchBuilt says where the switch to a new version is not built yet.
+// switchBuilt says where the switch to a new version is not built yet:
+// it is on Linux and Windows (internal/daemon, switch_*.go).
 func switchBuilt(goos string) error {
-	if goos != "linux" {
+	if goos != "linux" && goos != "windows" {
 		return fmt.Errorf("receiptd update apply is not built on %s yet: install the release with the package manager", goos)
 	}
 	return nil

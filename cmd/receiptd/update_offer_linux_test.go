@@ -98,7 +98,7 @@ func TestOfferedOverOpAMPInstallsThenRollsBack(t *testing.T) {
 
 	stop := make(chan struct{})
 	var unanswered []string
-	acked, failures, posDone := pos(p.URL(), stop, &unanswered)
+	acked, failures, posDone := pos(p.URL(), stop, &unanswered, 0)
 	offerRelease(t, srv, signed(t, s, v110, "1.1.0"), "1.1.0")
 	tillPackage(t, srv, p, "1.1.0 on probation", func(_ controltest.Agent, ps *protobufs.PackageStatus) bool {
 		return ps.GetServerOfferedVersion() == "1.1.0" && ps.GetStatus() == protobufs.PackageStatusEnum_PackageStatusEnum_Installing

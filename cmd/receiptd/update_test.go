@@ -10,15 +10,16 @@ import (
 	"github.com/receiptd/receiptd/internal/update/updatetest"
 )
 
-// TestUpdateApplyWhereTheSwitchIsNotBuilt: on Windows (and anything but
-// Linux) `update apply` refuses with exit 2 and says to use the package
+// TestUpdateApplyWhereTheSwitchIsNotBuilt: anywhere but Linux and
+// Windows `update apply` refuses with exit 2 and says to use the package
 // manager, before reading anything.
 func TestUpdateApplyWhereTheSwitchIsNotBuilt(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, switchBuilt("linux"))
-	err := switchBuilt("windows")
-	require.ErrorContains(t, err, "not built on windows yet: install the release with the package manager")
-	if runtime.GOOS != "linux" {
+	require.NoError(t, switchBuilt("windows"))
+	err := switchBuilt("darwin")
+	require.ErrorContains(t, err, "not built on darwin yet: install the release with the package manager")
+	if switchBuilt(runtime.GOOS) != nil {
 		code, _, stderr := runCLI(t, "update", "apply", filepath.Join(t.TempDir(), "receiptd.exe"))
 		require.Equal(t, exitUsage, code)
 		require.Contains(t, stderr, "not built on "+runtime.GOOS)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -23,7 +24,8 @@ import (
 // this binary's own daemon, which switches to a staged release once it
 // runs. A child (daemon.IsChild) reads no state: its parent does. The
 // daemon's log.level follows level (a remote config's, at each swap).
-func startServing(cfg config.Config, ownPath string, log *zap.Logger, level zap.AtomicLevel) (service.Daemon, error) {
+// A child's output goes to out (nil: this process's; daemon.Updates).
+func startServing(cfg config.Config, ownPath string, log *zap.Logger, level zap.AtomicLevel, out io.Writer) (service.Daemon, error) {
 	args := []string{"run"}
 	if ownPath != "" {
 		abs, err := filepath.Abs(ownPath)
@@ -38,7 +40,7 @@ func startServing(cfg config.Config, ownPath string, log *zap.Logger, level zap.
 			return nil, err
 		}
 		d.FollowLogLevel(level)
-		d.EnableUpdates(daemon.Updates{Args: args})
+		d.EnableUpdates(daemon.Updates{Args: args, Output: out})
 		return d, nil
 	}
 	st, err := release.ReadState(cfg.DataDir)
@@ -54,14 +56,14 @@ func startServing(cfg config.Config, ownPath string, log *zap.Logger, level zap.
 	}
 	if st.Running != nil && st.Running.Path != "" && switchBuilt(runtime.GOOS) == nil {
 		log.Info("running the installed version", zap.String("version", st.Running.Version), zap.String("path", st.Running.Path))
-		return installed{path: st.Running.Path, args: args, cfg: cfg}, nil
+		return installed{path: st.Running.Path, args: args, cfg: cfg, out: out}, nil
 	}
 	d, err := startDaemon(cfg, ownPath, log)
 	if err != nil {
 		return nil, err
 	}
 	d.FollowLogLevel(level)
-	d.EnableUpdates(daemon.Updates{Args: args})
+	d.EnableUpdates(daemon.Updates{Args: args, Output: out})
 	if st.Phase == release.Staged {
 		if err := d.RequestSwitch(); err != nil {
 			log.Warn("the staged release is not switched to", zap.Error(err))
@@ -76,10 +78,11 @@ type installed struct {
 	path string
 	args []string
 	cfg  config.Config
+	out  io.Writer // the child's output; nil: this process's
 }
 
 func (i installed) Run(ctx context.Context) error {
-	return daemon.RunInstalled(ctx, i.path, i.args, i.cfg.ShutdownTimeout.Duration)
+	return daemon.RunInstalled(ctx, i.path, i.args, i.cfg.ShutdownTimeout.Duration, i.out)
 }
 
 func (i installed) URL() string {

@@ -1,27 +1,39 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
-	"syscall"
+	"runtime"
 	"time"
 )
 
 // child is a receiptd process this one started: a release on probation,
-// or the installed version (RunInstalled).
+// or the installed version (RunInstalled). startChild (per platform)
+// makes one.
 type child struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once Wait has returned
 	err    error         // Wait's, set before exited is closed
+	// askStop asks the child to shut down as at a service stop: SIGTERM
+	// on Linux; on Windows, which has no signal for a child without a
+	// console, the end of its standard input (WithParent).
+	askStop func() error
 }
 
-func startedChild(cmd *exec.Cmd) *child {
-	ch := &child{cmd: cmd, exited: make(chan struct{})}
+// startedChild waits for cmd, started, in a goroutine that ends with
+// it; afterExit, when not nil, runs once it has ended.
+func startedChild(cmd *exec.Cmd, askStop func() error, afterExit func()) *child {
+	ch := &child{cmd: cmd, exited: make(chan struct{}), askStop: askStop}
 	go func() {
 		defer close(ch.exited)
 		ch.err = cmd.Wait()
+		if afterExit != nil {
+			afterExit()
+		}
 	}()
 	return ch
 }
@@ -35,7 +47,7 @@ func (ch *child) describe() string {
 	return ch.err.Error()
 }
 
-// stop asks the child to shut down as at a service stop (SIGTERM: its
+// stop asks the child to shut down as at a service stop (askStop: its
 // requests answered, its database closed), kills it after grace and a
 // margin, and returns how it ended.
 func (ch *child) stop(grace time.Duration) error {
@@ -44,7 +56,7 @@ func (ch *child) stop(grace time.Duration) error {
 		return ch.exitError()
 	default:
 	}
-	_ = ch.cmd.Process.Signal(syscall.SIGTERM)
+	_ = ch.askStop()
 	t := time.NewTimer(grace + 5*time.Second)
 	defer t.Stop()
 	select {
@@ -80,10 +92,36 @@ func (ch *child) exitError() error {
 	return &ChildExitError{Code: code, Err: ch.err}
 }
 
-// childCommand is path with args, this process's standard output and
-// error, and env.
-func childCommand(path string, args, env []string) *exec.Cmd {
+// childCommand is path with args and env, its standard output and error
+// going to out (told so: LogsToParent), or to this process's when out is
+// nil.
+func childCommand(path string, args, env []string, out io.Writer) *exec.Cmd {
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr, cmd.Env = os.Stdout, os.Stderr, env
+	if out != nil {
+		cmd.Stdout, cmd.Stderr, cmd.Env = out, out, append(env, envLogToParent+"=1")
+	}
 	return cmd
+}
+
+// RunInstalled runs the installed version at path as this process's
+// child until ctx ends (then the child is stopped as at shutdown, within
+// grace and a margin), or until the child exits: its exit is Run's error
+// (a *ChildExitError carries its code). This process stays, thin: should
+// it be killed, even by kill -9 or TerminateProcess, the child dies too
+// (startChild: Pdeathsig on Linux, a Job Object on Windows). out is as
+// Updates.Output.
+func RunInstalled(ctx context.Context, path string, args []string, grace time.Duration, out io.Writer) error {
+	runtime.LockOSThread() // as in switchRelease: Pdeathsig follows the thread
+	defer runtime.UnlockOSThread()
+	ch, err := startChild(childCommand(path, args, childEnv(EnvChild+"=1"), out))
+	if err != nil {
+		return fmt.Errorf("start the installed version %s: %w", path, err)
+	}
+	select {
+	case <-ch.exited:
+		return ch.exitError()
+	case <-ctx.Done():
+		return ch.stop(grace)
+	}
 }

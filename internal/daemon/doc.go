@@ -64,17 +64,22 @@
 //
 // With EnableUpdates, the Supervisor also switches to a release that
 // `receiptd update apply` staged (RequestSwitch, inside update.window;
-// switch.go, Linux only: switch_linux.go). It stops its Daemon as a swap
-// does, suspends the handoffs without closing the listeners, and starts
-// the release as a child process that inherits them and the connections
-// accepted but not served (RECEIPTD_LISTEN_FDS, RECEIPTD_HELD_FDS; init
-// takes them instead of binding). The child is on probation
-// (RECEIPTD_PROBATION: its store never migrates the schema) until it has
-// answered /readyz within control.rollback_after and stayed up for
-// update.probation; then it is installed, and this process stays as its
-// thin parent until it ends. Otherwise the child is stopped, its file
-// recorded as rolled back, and a Daemon started here again on the same
-// listeners: the rollback is the old version's code. Only this process
-// writes update.json (package release). The child dies with this process,
-// even on kill -9 (Pdeathsig); docs/decisions/updates.md says why.
+// switch.go, with switch_linux.go and switch_windows.go). It stops its
+// Daemon as a swap does. On Linux it suspends the handoffs without
+// closing the listeners and starts the release as a child process that
+// inherits them and the connections accepted but not served
+// (RECEIPTD_LISTEN_FDS, RECEIPTD_HELD_FDS; init takes them instead of
+// binding). On Windows it closes the listeners and the child binds the
+// same addresses (RECEIPTD_LISTEN_ADDRS): a POS is refused in between.
+// The child is on probation (RECEIPTD_PROBATION: its store never
+// migrates the schema) until it has answered /readyz within
+// control.rollback_after and stayed up for update.probation; then it is
+// installed, and this process stays as its thin parent until it ends.
+// Otherwise the child is stopped, its file recorded as rolled back, and
+// a Daemon started here again on the same listeners (bound again on
+// Windows): the rollback is the old version's code. Only this process
+// writes update.json (package release). The child dies with this
+// process, even on kill -9 or TerminateProcess (Pdeathsig; a Job Object
+// on Windows), and is asked to stop by SIGTERM (on Windows, the end of
+// its standard input: WithParent); docs/decisions/updates.md says why.
 package daemon

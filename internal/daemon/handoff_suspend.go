@@ -20,25 +20,25 @@ type deadliner interface {
 // ones views handed back), which the caller now owns. No view may be
 // accepting: the Daemon was stopped first.
 func (h *handoff) suspend() ([]net.Conn, error) {
-	dl, ok := h.ln.(deadliner)
+	dl, ok := h.listener().(deadliner)
 	if !ok {
-		return nil, fmt.Errorf("listener %s cannot be handed on", h.ln.Addr())
+		return nil, fmt.Errorf("listener %s cannot be handed on", h.addr)
 	}
 	h.mu.Lock()
 	if h.suspended {
 		h.mu.Unlock()
-		return nil, fmt.Errorf("listener %s is handed on already", h.ln.Addr())
+		return nil, fmt.Errorf("listener %s is handed on already", h.addr)
 	}
 	h.suspended = true
 	quit, done := h.quit, h.done
 	h.mu.Unlock()
 	close(quit)
 	if err := dl.SetDeadline(time.Now()); err != nil && !errors.Is(err, net.ErrClosed) {
-		return nil, fmt.Errorf("interrupt accept on %s: %w", h.ln.Addr(), err)
+		return nil, fmt.Errorf("interrupt accept on %s: %w", h.addr, err)
 	}
 	<-done
 	if err := dl.SetDeadline(time.Time{}); err != nil {
-		return nil, fmt.Errorf("clear the deadline on %s: %w", h.ln.Addr(), err)
+		return nil, fmt.Errorf("clear the deadline on %s: %w", h.addr, err)
 	}
 	h.mu.Lock()
 	held := h.held

@@ -193,8 +193,8 @@ func (s *Supervisor) setLevel(lvl string) {
 // URL is the base URL of the TCP listener ("" without one).
 func (s *Supervisor) URL() string {
 	for _, h := range s.handoffs {
-		if h.ln.Addr().Network() == "tcp" {
-			return "http://" + h.ln.Addr().String()
+		if h.addr.Network() == "tcp" {
+			return "http://" + h.addr.String()
 		}
 	}
 	return ""
@@ -273,7 +273,7 @@ func (s *Supervisor) loop(ctx context.Context, cur *instance) error {
 func (s *Supervisor) closeListeners() {
 	for _, h := range s.handoffs {
 		if err := h.close(); err != nil {
-			s.log.Warn("close listener", zap.Stringer("addr", h.ln.Addr()), zap.Error(err))
+			s.log.Warn("close listener", zap.Stringer("addr", h.addr), zap.Error(err))
 		}
 	}
 }

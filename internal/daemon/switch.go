@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,7 +20,8 @@ import (
 	"github.com/receiptd/receiptd/internal/release"
 )
 
-// The environment a version started by a switch reads (switch_linux.go).
+// The environment a version started by a switch reads (switch_linux.go,
+// switch_windows.go).
 const (
 	// EnvChild marks a receiptd started by another one (a release on
 	// probation, or the installed version under the entry point): its
@@ -37,11 +39,26 @@ const (
 	// the index of its listener ("0,0,1"): accepted by the parent and
 	// not yet served.
 	envHeldFDs = "RECEIPTD_HELD_FDS"
+	// envListenAddrs names, on Windows, the addresses the parent
+	// listened on and closed ("tcp=127.0.0.1:8080|unix=C:\\...\\r.sock"),
+	// which the child binds again: Windows cannot pass a listening
+	// socket through CreateProcess.
+	envListenAddrs = "RECEIPTD_LISTEN_ADDRS"
+	// envLogToParent tells a child that its standard error is its
+	// parent's log (Updates.Output): it logs there as JSON, never to
+	// log.file, which its parent has open (Windows cannot rotate a file
+	// another process holds).
+	envLogToParent = "RECEIPTD_LOG_TO_PARENT"
 )
 
 // IsChild reports whether this process was started by another receiptd
 // (EnvChild).
 func IsChild() bool { return os.Getenv(EnvChild) == "1" }
+
+// LogsToParent reports whether this process's standard error is its
+// parent's log (envLogToParent): `run` then logs JSON there, whatever
+// log.file says.
+func LogsToParent() bool { return IsChild() && os.Getenv(envLogToParent) == "1" }
 
 // OnProbation reports whether this process is a release on probation.
 func OnProbation() bool { return os.Getenv(EnvProbation) == "1" }
@@ -51,12 +68,17 @@ type Updates struct {
 	// Args start the new executable as this process was started: "run",
 	// "-config", the till's file.
 	Args []string
+	// Output receives the new version's standard output and error; nil:
+	// this process's. A Windows service has none to pass on: its
+	// logger's Lines (logging.Options) take the child's log instead.
+	Output io.Writer
 }
 
 // switcher is the Supervisor's part of an update (EnableUpdates).
 type switcher struct {
 	enabled bool
 	args    []string
+	out     io.Writer
 	asked   chan struct{} // RequestSwitch → updateLoop; one slot
 	due     chan struct{} // updateLoop → Run's loop, inside the window
 }
@@ -79,7 +101,7 @@ func (s *Supervisor) offers(own config.Config) *control.Updates {
 // EnableUpdates lets s switch to a release staged in the data directory
 // (RequestSwitch). Call it before Run.
 func (s *Supervisor) EnableUpdates(u Updates) {
-	s.upd = switcher{enabled: true, args: u.Args, asked: make(chan struct{}, 1), due: make(chan struct{})}
+	s.upd = switcher{enabled: true, args: u.Args, out: u.Output, asked: make(chan struct{}, 1), due: make(chan struct{})}
 }
 
 // RequestSwitch asks Run to switch to the release update.json has staged,
@@ -220,7 +242,7 @@ func (s *Supervisor) switchRelease(ctx context.Context, cur *instance) (*instanc
 	if err := cur.stop(); err != nil {
 		log.Warn("the previous daemon stopped with an error", zap.Error(err))
 	}
-	ch, err := s.spawn(st.Offered.Path, s.upd.args)
+	ch, err := s.spawn(st.Offered.Path, s.upd.args, s.upd.out)
 	if err != nil {
 		return s.rollBack(ctx, cfg, &st, fmt.Sprintf("could not start: %v", err), log)
 	}
@@ -282,8 +304,9 @@ func (s *Supervisor) rollBack(ctx context.Context, cfg config.Config, st *releas
 	st.RollBack(why, time.Now())
 	s.writeState(cfg, *st)
 	log.Error("the new version did not pass; rolling back", zap.String("why", why))
-	for _, h := range s.handoffs {
-		h.resume(nil)
+	if err := s.takeBack(); err != nil {
+		s.stopped()
+		return nil, fmt.Errorf("roll back to the previous version: %w", err)
 	}
 	d, err := s.build(cfg, s.views())
 	if err != nil {
@@ -304,7 +327,7 @@ func (s *Supervisor) childReady(ctx context.Context, ch *child, cfg config.Confi
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	probe := readyProbe(s.handoffs[0].ln.Addr(), cfg.Auth.Token.Reveal())
+	probe := readyProbe(s.handoffs[0].addr, cfg.Auth.Token.Reveal())
 	var last error
 	for {
 		if last = probe(ctx); last == nil {
@@ -353,14 +376,34 @@ func readyProbe(addr net.Addr, token string) func(context.Context) error {
 	}
 }
 
+// matchListeners checks that lns, taken from a parent at a switch, are
+// the ones cfg binds, in the order the Daemon binds them.
+func matchListeners(cfg config.Config, lns []net.Listener) error {
+	var want, got []string
+	if cfg.Listen != "" {
+		want = append(want, "tcp")
+	}
+	if cfg.ListenUnix != "" {
+		want = append(want, "unix")
+	}
+	for _, ln := range lns {
+		got = append(got, ln.Addr().Network())
+	}
+	if strings.Join(want, ",") != strings.Join(got, ",") {
+		return fmt.Errorf("the listeners passed (%s) are not the config's (%s)", strings.Join(got, ","), strings.Join(want, ","))
+	}
+	return nil
+}
+
 // childEnv is this process's environment without the variables a switch
-// sets, and then with extra.
+// sets, and then with extra. envLogToParent stays: a child given this
+// process's standard error logs to the same parent's log.
 func childEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case EnvChild, EnvProbation, envListenFDs, envHeldFDs:
+		case EnvChild, EnvProbation, envListenFDs, envHeldFDs, envListenAddrs:
 			continue
 		}
 		env = append(env, kv)

@@ -1,16 +1,15 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
-	"runtime"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -30,7 +29,7 @@ type filer interface {
 // that serves the listeners (files 3, 4, ... and the connections
 // accepted and not yet served after them), on probation. On an error
 // nothing was started and the listeners accept here again.
-func (s *Supervisor) spawn(path string, args []string) (*child, error) {
+func (s *Supervisor) spawn(path string, args []string, out io.Writer) (*child, error) {
 	held := make([][]net.Conn, len(s.handoffs))
 	resume := func() {
 		for i, h := range s.handoffs {
@@ -52,12 +51,12 @@ func (s *Supervisor) spawn(path string, args []string) (*child, error) {
 			resume()
 			return nil, err
 		}
-		f, err := h.ln.(filer).File()
+		f, err := h.listener().(filer).File()
 		if err != nil {
 			resume()
-			return nil, fmt.Errorf("pass listener %s: %w", h.ln.Addr(), err)
+			return nil, fmt.Errorf("pass listener %s: %w", h.addr, err)
 		}
-		names = append(names, h.ln.Addr().Network())
+		names = append(names, h.addr.Network())
 		files = append(files, f)
 	}
 	for i := range held {
@@ -75,12 +74,12 @@ func (s *Supervisor) spawn(path string, args []string) (*child, error) {
 		}
 	}
 	cmd := childCommand(path, args, childEnv(EnvChild+"=1", EnvProbation+"=1",
-		envListenFDs+"="+strings.Join(names, ","), envHeldFDs+"="+strings.Join(heldIdx, ",")))
+		envListenFDs+"="+strings.Join(names, ","), envHeldFDs+"="+strings.Join(heldIdx, ",")), out)
 	cmd.ExtraFiles = files
 	// Should this process die, even by kill -9, the child dies with it:
 	// no child holds the database while a restarted receiptd opens it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	ch, err := startChild(cmd)
+	if err != nil {
 		resume()
 		return nil, err
 	}
@@ -93,11 +92,20 @@ func (s *Supervisor) spawn(path string, args []string) (*child, error) {
 	// shares that flag with the listener here: made blocking, an Accept
 	// after a rollback could not be interrupted, nor the listener closed.
 	for _, h := range s.handoffs {
-		if err := setNonblock(h.ln); err != nil {
-			s.log.Warn("listener left blocking", zap.Stringer("addr", h.ln.Addr()), zap.Error(err))
+		if err := setNonblock(h.listener()); err != nil {
+			s.log.Warn("listener left blocking", zap.Stringer("addr", h.addr), zap.Error(err))
 		}
 	}
-	return startedChild(cmd), nil
+	return ch, nil
+}
+
+// takeBack makes the listeners accept here again after a switch that
+// did not pass: the child has ended, they were never closed here.
+func (s *Supervisor) takeBack() error {
+	for _, h := range s.handoffs {
+		h.resume(nil)
+	}
+	return nil
 }
 
 // setNonblock puts ln's descriptor back in the non-blocking mode Go's
@@ -138,19 +146,8 @@ func inherit(cfg config.Config) (*inheritance, error) {
 	if inheritErr != nil || inherited == nil {
 		return nil, inheritErr
 	}
-	var want []string
-	if cfg.Listen != "" {
-		want = append(want, "tcp")
-	}
-	if cfg.ListenUnix != "" {
-		want = append(want, "unix")
-	}
-	var got []string
-	for _, ln := range inherited.listeners {
-		got = append(got, ln.Addr().Network())
-	}
-	if strings.Join(want, ",") != strings.Join(got, ",") {
-		return nil, fmt.Errorf("the listeners passed (%s) are not the config's (%s)", strings.Join(got, ","), strings.Join(want, ","))
+	if err := matchListeners(cfg, inherited.listeners); err != nil {
+		return nil, err
 	}
 	return inherited, nil
 }
@@ -197,24 +194,13 @@ func readInheritance() (*inheritance, error) {
 	return in, nil
 }
 
-// RunInstalled runs the installed version at path as this process's
-// child until ctx ends (then the child is stopped as at shutdown, within
-// grace and a margin), or until the child exits: its exit is Run's error
-// (a *ChildExitError carries its code). This process stays, thin: should
-// it be killed, even by kill -9, the child dies too (Pdeathsig).
-func RunInstalled(ctx context.Context, path string, args []string, grace time.Duration) error {
-	runtime.LockOSThread() // as in switchRelease: Pdeathsig follows the thread
-	defer runtime.UnlockOSThread()
-	cmd := childCommand(path, args, childEnv(EnvChild+"=1"))
+// startChild starts cmd so that it dies with this process, even by
+// kill -9 (Pdeathsig; the caller holds its thread, see switchRelease),
+// and is asked to stop by SIGTERM.
+func startChild(cmd *exec.Cmd) (*child, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the installed version %s: %w", path, err)
+		return nil, err
 	}
-	ch := startedChild(cmd)
-	select {
-	case <-ch.exited:
-		return ch.exitError()
-	case <-ctx.Done():
-		return ch.stop(grace)
-	}
+	return startedChild(cmd, func() error { return cmd.Process.Signal(syscall.SIGTERM) }, nil), nil
 }
