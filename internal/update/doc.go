@@ -18,7 +18,7 @@
 //
 // Package release keeps the versions taken in the data directory and the
 // update's state; package daemon's switch runs a release on probation and
-// rolls it back; `receiptd update apply` takes one from a file. Not built
-// yet: downloading an offer over OpAMP. Every one of them relies on this
-// package: a file that fails Check never runs.
+// rolls it back; `receiptd update apply` takes one from a file, package
+// control one the head office offers over OpAMP. Every one of them relies
+// on this package: a file that fails Check never runs.
 package update
