@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -122,6 +124,9 @@ func loadRelease(req releaseRequest, match url.Values) (*release, error) {
 // readBounded reads a whole file of at most limit bytes.
 func readBounded(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: no such file on the head office's disk", path)
+	}
 	if err != nil {
 		return nil, err
 	}
