@@ -106,16 +106,20 @@ func TestFetchRefuses(t *testing.T) {
 		require.ErrorIs(t, err, errDownloadURL, raw)
 	}
 
+	// The two servers below say their size and send nothing: the till
+	// refuses on the size before reading, and a handler writing to a
+	// client that stopped reading can block its server's Close (Wine).
 	huge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.FormatInt(update.MaxFile+1, 10))
-		_, _ = w.Write(make([]byte, 1<<20))
+		w.WriteHeader(http.StatusOK)
 	}))
 	t.Cleanup(huge.Close)
 	_, err := fetchAll(t, d, huge.URL, sum[:])
 	require.ErrorContains(t, err, "more than")
 
 	small := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write(make([]byte, 10<<20))
+		w.Header().Set("Content-Length", strconv.Itoa(10<<20))
+		w.WriteHeader(http.StatusOK)
 	}))
 	t.Cleanup(small.Close)
 	full := testDownloader(t)
