@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+	"time"
 )
 
 // MaxSent is the most bytes the server wrote to an agent in one HTTP
@@ -14,9 +15,12 @@ import (
 func (s *Server) MaxSent() int64 { return s.maxSent.Load() }
 
 // counted is the server's HTTPMiddleware: it counts what each answer, or
-// each WebSocket connection once upgraded, writes.
+// each WebSocket connection once upgraded, writes. An answer over HTTP
+// polling has writeTimeout to be written (a WebSocket connection's
+// writes each have theirs, countingConn).
 func (s *Server) counted(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 		next.ServeHTTP(&countingWriter{ResponseWriter: w, s: s}, r)
 	})
 }
@@ -63,7 +67,13 @@ type countingConn struct {
 	n atomic.Int64
 }
 
+// writeTimeout ends a write to an agent that no longer reads (a till
+// that cut a message off): under Wine such a write was seen to block
+// for good, holding the connection's lock and every later Send.
+const writeTimeout = 30 * time.Second
+
 func (c *countingConn) Write(p []byte) (int, error) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 	n, err := c.Conn.Write(p)
 	c.s.sent(&c.n, n)
 	return n, err
