@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -326,41 +325,20 @@ func haltsOnTheCanary(t *testing.T, ho headOffice, file, reason string, timeout 
 }
 
 // startUpdatingFleet starts 20 tills of bin (1.0.0) trusting signer,
-// under the head office at opampURL.
+// under the head office at opampURL, all over WebSocket.
 func startUpdatingFleet(t *testing.T, bin, upstream, opampURL string, signer updatetest.Signer) []*till {
-	tills := make([]*till, tillCount)
-	for i := range tills {
-		tills[i] = &till{name: fmt.Sprintf("T%02d", i), shop: fmt.Sprintf("S%d", i/shopSize+1), ws: true}
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, tillCount)
-	for i, tl := range tills {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cfg := testkit.Config(t, upstream)
-			cfg.Control.OpAMPURL = opampURL
-			cfg.Control.PollEvery = config.Dur(pollEvery)
-			cfg.Control.RollbackAfter = config.Dur(15 * time.Second)
-			cfg.Fleet.Labels = map[string]string{"shop": tl.shop, "till": tl.name}
-			cfg.Accept.Wait = config.Dur(300 * time.Millisecond)
-			cfg.Update.TrustedKeys = []string{signer.PublicKey()}
-			cfg.Update.Probation = config.Dur(updateProbation)
-			tl.p, errs[i] = startTill(bin, t.TempDir(), cfg)
-		}()
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for _, tl := range tills {
-			if p := tl.proc(); p != nil {
-				stopTill(t, p)
-			}
-		}
+	return startTills(t, bin, func(tl *till) config.Config {
+		tl.ws = true
+		cfg := testkit.Config(t, upstream)
+		cfg.Control.OpAMPURL = opampURL
+		cfg.Control.PollEvery = config.Dur(pollEvery)
+		cfg.Control.RollbackAfter = config.Dur(15 * time.Second)
+		cfg.Fleet.Labels = map[string]string{"shop": tl.shop, "till": tl.name}
+		cfg.Accept.Wait = config.Dur(300 * time.Millisecond)
+		cfg.Update.TrustedKeys = []string{signer.PublicKey()}
+		cfg.Update.Probation = config.Dur(updateProbation)
+		return cfg
 	})
-	for i, err := range errs {
-		require.NoError(t, err, "start till %s", tills[i].name)
-	}
-	return tills
 }
 
 // served is the version answering GET /receiptd/update.
