@@ -179,3 +179,20 @@ func pos(base string, stop <-chan struct{}, unanswered *[]string, patience time.
 	}()
 	return &ids, &fails, fin
 }
+
+// startUpdating starts bin on cfg, waits up to ready for it to answer,
+// and stops it when the test ends (given at least 30 s, or ready).
+func startUpdating(t *testing.T, bin string, cfg config.Config, ready time.Duration) *harness.Process {
+	t.Helper()
+	p, err := harness.Start(context.Background(), bin, t.TempDir(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), max(30*time.Second, ready))
+		defer cancel()
+		require.NoError(t, p.Stop(ctx), "log: %s", p.LogTail(4000))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), ready)
+	defer cancel()
+	require.NoError(t, p.WaitReady(ctx), "log: %s", p.LogTail(4000))
+	return p
+}

@@ -80,16 +80,7 @@ func TestOfferedOverOpAMPInstallsThenRollsBack(t *testing.T) {
 	srv := controltest.Start(t)
 	cfg := updateTill(t, s, 3*time.Second)
 	cfg.Control.OpAMPURL = srv.WSURL()
-	p, err := harness.Start(context.Background(), v100, t.TempDir(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, p.Stop(ctx), "log: %s", p.LogTail(4000))
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	require.NoError(t, p.WaitReady(ctx))
+	p := startUpdating(t, v100, cfg, 20*time.Second)
 	cfg = p.Config()
 	first := tillPackage(t, srv, p, "1.0.0 says it takes packages", func(a controltest.Agent, ps *protobufs.PackageStatus) bool {
 		return a.Capabilities&uint64(protobufs.AgentCapabilities_AgentCapabilities_AcceptsPackages) != 0 &&

@@ -42,16 +42,9 @@ func TestUpdateOnWindowsSwitchesAndRollsBack(t *testing.T) {
 	s := updatetest.NewSigner(t)
 	cfg := updateTill(t, s, 4*time.Second)
 	cfg.Control.RollbackAfter = config.Dur(30 * time.Second) // starts are slow under Wine
-	p, err := harness.Start(context.Background(), v100, t.TempDir(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		require.NoError(t, p.Stop(ctx), "log: %s", p.LogTail(4000))
-	})
+	p := startUpdating(t, v100, cfg, 60*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	require.NoError(t, p.WaitReady(ctx), "log: %s", p.LogTail(4000))
 	cfg = p.Config()
 	v, _ := served(t, p.URL())
 	require.Equal(t, "1.0.0", v)
