@@ -89,10 +89,15 @@ func TestUpdateOnWindowsSwitchesAndRollsBack(t *testing.T) {
 	require.NoError(t, p.Kill())
 	require.Eventually(t, func() bool { return refused(p.Config().Listen) }, 10*time.Second, 50*time.Millisecond,
 		"1.1.0 died with the entry point (its Job Object closed)")
-	p, err = harness.StartFile(context.Background(), v100, p.ConfigPath())
+	again, err := harness.StartFile(context.Background(), v100, p.ConfigPath())
 	require.NoError(t, err)
-	require.NoError(t, p.WaitReady(ctx), "log: %s", p.LogTail(4000))
-	v, _ = served(t, p.URL())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		require.NoError(t, again.Stop(ctx), "log: %s", again.LogTail(4000))
+	})
+	require.NoError(t, again.WaitReady(ctx), "log: %s", again.LogTail(4000))
+	v, _ = served(t, again.URL())
 	require.Equal(t, "1.1.0", v, "a start runs the installed version as its child")
 }
 

@@ -81,6 +81,7 @@ func TestProcessLifecycle(t *testing.T) {
 	}
 	require.NoError(t, p.Kill())
 	require.NoError(t, p.Kill(), "Kill may be called again")
+	require.NoError(t, p.Stop(ctx), "Stop after Kill is nil: the caller ended it")
 	_, err = http.Get(p.URL() + "/healthz")
 	require.Error(t, err, "a killed daemon answers nothing")
 
