@@ -3,12 +3,15 @@
 # in the states a person meets, each produced with the real daemon and the
 # simulator (receiptd sim) as the tax service:
 #
-#   empty      nothing posted
+#   empty      nothing posted; snapshots off and the push off, as notes
 #   rejected   the simulator refuses the next receipt (its rejectNext fault)
 #   held       sync.on_ambiguous = "hold", the simulator drops the answer
-#   outage     the simulator down, one more receipt queued
-#   critical   the daemon restarted with alerts.unsent_critical = "2s"
-#   recovered  the simulator back: the old error is shown dated and past
+#   outage     the simulator down, one more receipt queued: a warning for
+#              alerts.outage_critical_after (15m), in the page and in alert
+#   critical   the daemon restarted with alerts.unsent_critical = "2s" and
+#              alerts.outage_critical_after = "2s": the outage is critical
+#   recovered  the simulator back: the old error is shown dated and past;
+#              the lookups line counts the kinds it names
 #   lotteries-low  PosAPI's reserve down to 150 (PUT /sim/lotteries) and its
 #              sendData failing: the forecast and what receiptd asked of PosAPI
 #   clock-skewed   the simulator's clock 5 minutes behind (its clockSkew
@@ -18,6 +21,17 @@
 #              tills, and what share of its lottery numbers go to them
 #   posapi-news    sendData working again: receiptd's own sendData is news in
 #              the PosAPI section, not a card
+#   headoffice-waiting   [fleet] and [control] on, pointed at a stand-in
+#              head office (pagecheck -headoffice) that holds every request:
+#              "not yet accepted: waiting for the first push", "connecting"
+#   headoffice-refused   it answers 401: not yet accepted, failing since
+#              when with the refusal; the channel refused, with why
+#   headoffice-accepted  it answers 200: ✓ received, ✓ connected
+#   headoffice-failing   it answers 503: not accepted since the last
+#              success, with the error, at once (no ✓ for 5 minutes)
+#   update-rolled-back  an update.json saying a release was rolled back an
+#              hour ago: its card (why, the version that runs) and the
+#              Updates section
 #   demo-outage    `receiptd demo` with its simulator down: the page names
 #              the terminal as the log, and the outage's failure is listed
 #
@@ -38,7 +52,7 @@ ARTIFACTS="${ARTIFACTS:-/tmp}"
 shots="$ARTIFACTS/statuspage"
 mkdir -p "$shots"
 work=$(mktemp -d)
-sim_pid="" daemon_pid="" api="" sim=""
+sim_pid="" daemon_pid="" hq_pid="" api="" sim="" hq="" extra=""
 
 stop_pid() {
   local pid=$1
@@ -51,6 +65,7 @@ stop_pid() {
 cleanup() {
   stop_pid "$daemon_pid"
   stop_pid "$sim_pid"
+  stop_pid "$hq_pid"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -99,6 +114,17 @@ page_lacks_both() {
 fold_lacks() {
   ! grep -qE -- "$1" "$fold" || die "$state: the first screen shows $2 (/$1/): $(cat "$fold")"
 }
+page_lacks() {
+  ! grep -qE -- "$1" "$shots/$state.page.txt" || die "$state: the page shows $2 (/$1/): $(cat "$shots/$state.page.txt")"
+}
+# wait_page REGEX: until the page's HTML (not its text) matches.
+wait_page() {
+  for _ in $(seq 1 300); do
+    curl -sS --noproxy '*' "$api/" 2>/dev/null | grep -qE -- "$1" && return 0
+    sleep 0.1
+  done
+  die "the page does not show /$1/ within 30s: $(curl -sS --noproxy '*' "$api/" | sed -n '/id="h-fleet"/,/<\/section>/p')"
+}
 
 # The simulator's sample receipt (sim.SampleReceipt, what `receiptd demo`
 # prints): its totals add up.
@@ -118,8 +144,11 @@ wait_status() {
   for _ in $(seq 1 300); do status_has "$1" && return 0; sleep 0.1; done
   die "/receiptd/status has no $1 within 30s: $(curl -sS --noproxy '*' "$api/receiptd/status")"
 }
+# faults JSON: the simulator's faults become exactly JSON (a PUT alone
+# changes only the faults it names: clear them first).
 faults() {
   local code
+  curl -sS --noproxy '*' -o /dev/null -X DELETE "$sim/sim/faults" || die "DELETE $sim/sim/faults: no answer"
   code=$(curl -sS --noproxy '*' -o "$work/faults.json" -w '%{http_code}' -X PUT \
     -H 'Content-Type: application/json' -d "$1" "$sim/sim/faults") || die "PUT $sim/sim/faults: no answer"
   [ "$code" = 200 ] || die "PUT $sim/sim/faults $1: HTTP $code: $(cat "$work/faults.json")"
@@ -137,8 +166,9 @@ start_sim() {
   die "receiptd sim printed no address within 10s"
 }
 
-# start_daemon CRITICAL: run the daemon on the data dir kept in $work,
-# with alerts.unsent_critical (and the warning at half of it).
+# start_daemon CRITICAL WARN [OUTAGE]: run the daemon on the data dir kept
+# in $work, with alerts.unsent_critical, unsent_warn and
+# outage_critical_after (default 15m), and the lines of $extra at the end.
 start_daemon() {
   cat >"$work/receiptd.toml" <<EOF
 listen = "127.0.0.1:${daemon_port:-0}"
@@ -151,6 +181,7 @@ on_ambiguous = "hold"
 [alerts]
 unsent_warn = "$2"
 unsent_critical = "$1"
+outage_critical_after = "${3:-15m}"
 [posapi]
 # This simulator serves this till alone: no other till to leave the
 # sendData to, so no random wait before it (the default waits up to 30s
@@ -161,6 +192,7 @@ send_spread = "0s"
 send_every = "10s"
 [log]
 format = "json"
+$extra
 EOF
   : >"$work/daemon.err"
   "$work/receiptd" run -config "$work/receiptd.toml" >"$work/daemon.out" 2>"$work/daemon.err" &
@@ -204,6 +236,11 @@ states() {
   fold_has '✓ Nothing needs attention' "that all is well"
   fold_has 'Tax service ✓ Reachable' "the tax service reachable"
   fold_has 'Last successful send to the tax service: none since receiptd started' "the last send, said of sending"
+  # Issue 40, item 3: snapshots off is a note, not a problem outside
+  # Needs attention; the push off says so.
+  page_has '– Snapshots are off \(\[backup\] dir is not set\)' "snapshots off, as a note"
+  page_lacks '⚠ Snapshots are off' "snapshots off as a warning outside Needs attention"
+  page_has '– The push to the head office is off' "the push off"
 
   faults '{"rejectNext":1,"rejectMessage":"merchantTin 37900846788 is not registered for VAT"}'
   code=$(post "$(receipt 1)")
@@ -239,10 +276,14 @@ states() {
   # The failed attempt is recorded when the receipt is back in the queue
   # (it shows "sending" while the attempt is under way).
   wait_status '"queued":1'
-  # The card is critical, so /receiptd/status says so too (issue 32, 4).
-  wait_status '"alert":"critical"'
+  # A young outage is a warning, on the page and in /receiptd/status
+  # alike (issue 32, 4; issue 40, 3): a blip pages nobody.
+  wait_page 'id="attention-upstream"'
   shoot outage
-  fold_has "✗ The tax service cannot be reached \(for " "the outage's heading"
+  status_has '"alert":"warn"' || die "outage: /receiptd/status's alert is not warn: $(curl -sS --noproxy '*' "$api/receiptd/status")"
+  fold_has "⚠ The tax service cannot be reached \(for " "the outage's heading, a warning"
+  fold_has "this becomes critical after 15m \(alerts.outage_critical_after\)" "when it becomes critical"
+  fold_has "Tax service ⚠ Unreachable" "the card at the item's level"
   fold_has "Sales can go on" "that the shop can keep selling"
   fold_has "Nothing answered at the tax service's address \(connection refused\)" "the error in a person's words"
   fold_has "upstream.base_url" "where to look"
@@ -256,11 +297,14 @@ states() {
     die "outage: the raw error is not kept behind its details element"
 
   stop_pid "$daemon_pid"
-  start_daemon 2s 1s
+  start_daemon 2s 1s 2s
   sleep 2.5
   wait_status '"alert":"critical"'
+  wait_page '<article class="item critical" id="attention-upstream">'
   shoot critical
   fold_has "✗ The oldest unsent receipt is [0-9a-z ]+ old, past 2s \(alerts.unsent_critical\)" "the critical age at the configured threshold"
+  fold_has "✗ The tax service cannot be reached \(for " "the outage past alerts.outage_critical_after, critical"
+  fold_has "Tax service ✗ Unreachable" "the card critical with its item"
   fold_lacks "3 days|72h" "a threshold other than the configured one"
 
   stop_pid "$sim_pid"
@@ -275,6 +319,7 @@ states() {
   page_has "$oid[[:space:]]+receipt[[:space:]]+sent[[:space:]]" "the outage's failure, still on record"
   page_has "Nothing: it reached the tax service once it answered again" "that the outage's receipt needs nothing now"
   page_lacks_both "Ready for an outage" "Nothing cached yet" "a ready banner over rows with nothing cached"
+  lookups_line
   sed -n '/id="h-backup"/,/id="h-fleet"/p' "$shots/$state.html" | grep -q '</section>' ||
     die "$state: Head office sits inside the Snapshots section (it touches the box above)"
 
@@ -342,7 +387,104 @@ posapi_states() {
   page_has "one till's sendData refills it for all" "what receiptd does about a shared PosAPI"
   fold_lacks "Lotteries run out" "a forecast to worry about"
 
+  headoffice_states
+  update_state
   demo_state
+}
+
+# lookups_line: the offline banner counts what it names (issue 40, 3: it
+# said "the 13 lookups" beside 6 names).
+lookups_line() {
+  local line kinds names
+  line=$(grep -oE 'Ready for an outage: [^.]*' "$shots/$state.page.txt" || true)
+  [ -n "$line" ] || return 0
+  kinds=$(sed -nE 's/.*\(of ([0-9]+) kinds?: .*/\1/p' <<<"$line")
+  names=$(sed -nE 's/.*kinds?: (.*), (a row|rows) of the table below\).*/\1/p' <<<"$line" | sed 's/ and /, /' | tr ',' '\n' | grep -c .)
+  [ -n "$kinds" ] && [ "$kinds" = "$names" ] ||
+    die "$state: the lookups line does not count what it names ($kinds kinds, $names names): $line"
+}
+
+# headoffice_states: the push and the OpAMP channel as the page shows them
+# from the start (issue 40, 3), against pagecheck's stand-in head office.
+headoffice_states() {
+  stop_pid "$daemon_pid"
+  "$work/pagecheck" -headoffice 127.0.0.1:0 >"$work/hq.out" 2>&1 &
+  hq_pid=$!
+  for _ in $(seq 1 100); do
+    hq=$(sed -n 's|^head office listening on \(http://.*\)$|\1|p' "$work/hq.out")
+    [ -n "$hq" ] && break
+    sleep 0.1
+  done
+  [ -n "$hq" ] || die "pagecheck -headoffice printed no address"
+  extra="[fleet]
+remote_write_url = \"$hq/api/v1/write\"
+interval = \"1s\"
+[control]
+opamp_url = \"$hq/v1/opamp\"
+poll_every = \"1s\""
+  start_daemon 72h 24h
+  # The first push waits on the head office (its timeout, 10 s here).
+  shoot headoffice-waiting
+  page_has "… Not yet accepted by the head office: waiting for the first push" "the push before its first answer"
+  page_has "… Connecting to the head office's management server \(OpAMP, $hq/v1/opamp\) since receiptd started" "the channel connecting"
+  page_lacks "receives this till's figures" "a head office receiving what it never accepted"
+
+  hq_mode refuse
+  wait_page "Not yet accepted by the head office: failing since"
+  wait_page "Not connected to the head office"
+  shoot headoffice-refused
+  page_has "✗ Not yet accepted by the head office: failing since [0-9:]+ [A-Z]+, [0-9a-z ]+ ago \(the head office refused the samples: HTTP 401" \
+    "the push refused from the start, with why"
+  page_has "✗ Not connected to the head office's management server \(OpAMP, [^)]*\): failing since [^(]+\(the head office refused the connection: invalid response from server: 401\); last contact none since receiptd started" \
+    "the channel refused, with why"
+  ! grep -qE 'id="attention-control"' "$shots/$state.html" ||
+    die "$state: the channel refused for a minute is under Needs attention (a problem after a day only)"
+
+  hq_mode accept
+  wait_status '"connected":true'
+  wait_page "The head office receives this till"
+  shoot headoffice-accepted
+  page_has "✓ The head office receives this till's figures; last accepted" "the push accepted"
+  page_has "✓ Connected to the head office's management server" "the channel connected"
+
+  hq_mode down
+  wait_page "Not accepted by the head office since"
+  shoot headoffice-failing
+  page_has "✗ Not accepted by the head office since [0-9:]+ [A-Z]+, [0-9a-z ]+ ago \(push to the head office: HTTP 503\)" \
+    "a failing push at once, with the error"
+  page_lacks "receives this till's figures" "a ✓ for a failing push"
+  extra=""
+}
+
+# update_state: a release rolled back an hour ago (issue 39, item 9), in
+# the update.json a rollback writes (package release), read by a daemon
+# started on it: a card in Needs attention and the Updates section.
+update_state() {
+  stop_pid "$daemon_pid"
+  local since
+  since=$(date -u -d '1 hour ago' +%Y-%m-%dT%H:%M:%SZ)
+  cat >"$work/data/update.json" <<EOF
+{
+  "state": "rolled_back",
+  "message": "rolled back: it stopped during its probation: exit status 3",
+  "since": "$since",
+  "offered": {"version": "1.2.0", "sha256": "4f1c0de9a8b7", "path": "$work/data/versions/1.2.0-4f1c0de9a8b7/receiptd"},
+  "rolled_back": ["4f1c0de9a8b7"]
+}
+EOF
+  start_daemon 72h 24h
+  shoot update-rolled-back
+  status_has '"update":{"state":"rolled_back"' || die "$state: /receiptd/status has no update rolled back: $(curl -sS --noproxy '*' "$api/receiptd/status")"
+  fold_has "⚠ receiptd 1.2.0 was rolled back: this till runs receiptd [^ ]+ again" "the rollback's card"
+  fold_has "Cause: rolled back: it stopped during its probation: exit status 3" "why it was rolled back"
+  page_has "✗ receiptd 1.2.0 was rolled back \(since [0-9:]+ [A-Z]+, 1h ago\)" "the Updates line, since when"
+  page_lacks "Updates ✓" "a ✓ for a rollback"
+}
+
+# hq_mode MODE: tell the stand-in head office how to answer (headoffice.go).
+hq_mode() {
+  curl -sS --noproxy '*' -o /dev/null -X PUT -d "$1" "$hq/mode" ||
+    die "PUT $hq/mode $1: no answer from the stand-in head office"
 }
 
 # demo_state: `receiptd demo` with its simulator down (issue 32, 8).

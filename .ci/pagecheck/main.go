@@ -14,6 +14,8 @@
 //	go run ./.ci/pagecheck -url http://127.0.0.1:7080/ -out /tmp/shots/empty
 //
 // writes empty.png, empty.fold.txt, empty.page.txt and empty.html.
+// With -headoffice ADDR it serves a stand-in head office instead (the
+// push and the OpAMP channel, in the mode it is told: headoffice.go).
 package main
 
 import (
@@ -163,7 +165,15 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "path prefix of the files written (.png, .fold.txt, .page.txt, .html)")
 	flag.IntVar(&o.width, "width", 1280, "window width in CSS pixels")
 	flag.IntVar(&o.height, "height", 900, "window height in CSS pixels: the fold")
+	headOfficeAddr := flag.String("headoffice", "", "instead: serve a stand-in head office on this address (headoffice.go)")
 	flag.Parse()
+	if *headOfficeAddr != "" {
+		if err := serveHeadOffice(*headOfficeAddr); err != nil {
+			fmt.Fprintln(os.Stderr, "pagecheck:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.url == "" || o.out == "" {
 		fmt.Fprintln(os.Stderr, "usage: pagecheck -url URL -out PREFIX [-width 1280 -height 900]")
 		os.Exit(2)

@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
@@ -36,7 +35,7 @@ func (b *bench) runStart(ctx context.Context, n int, settle time.Duration) (star
 		if r.written, err = writeBacklog(ctx, cfg.DataDir, n); err != nil {
 			return r, err
 		}
-		if fi, err := os.Stat(filepath.Join(cfg.DataDir, daemon.DBFile)); err == nil {
+		if fi, err := os.Stat(layout.DB(cfg.DataDir)); err == nil {
 			r.dbSize = fi.Size()
 		}
 	}

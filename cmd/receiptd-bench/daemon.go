@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -119,7 +119,7 @@ func stop(ctx context.Context, p *harness.Process) error {
 // they share group commits.
 func writeBacklog(ctx context.Context, dataDir string, n int) (time.Duration, error) {
 	t0 := time.Now()
-	st, err := store.Open(filepath.Join(dataDir, daemon.DBFile), store.Options{})
+	st, err := store.Open(layout.DB(dataDir), store.Options{})
 	if err != nil {
 		return 0, fmt.Errorf("backlog: %w", err)
 	}
@@ -158,12 +158,12 @@ func writeBacklog(ctx context.Context, dataDir string, n int) (time.Duration, er
 // without HTTP, to tell API cost from storage cost.
 func measureEnqueue(ctx context.Context, dir string, n int) (sample, error) {
 	ref := filepath.Join(dir, "enqueue-ref")
-	st, err := store.Open(filepath.Join(ref, daemon.DBFile), store.Options{})
+	st, err := store.Open(layout.DB(ref), store.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("enqueue reference: %w", err)
 	}
 	defer st.Close()
-	q, err := queue.Open(ctx, st, queue.Options{LogDir: filepath.Join(ref, daemon.LogDir)})
+	q, err := queue.Open(ctx, st, queue.Options{LogDir: layout.WAL(ref)})
 	if err != nil {
 		return nil, fmt.Errorf("enqueue reference: %w", err)
 	}

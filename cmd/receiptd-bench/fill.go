@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
@@ -110,11 +110,11 @@ func peakMemory(ctx context.Context, p *harness.Process, d time.Duration) (memor
 // dataBytes is the space the database and its write-ahead log take on
 // disk (allocated blocks).
 func dataBytes(dataDir string) (int64, error) {
-	total, err := diskBytes(filepath.Join(dataDir, daemon.DBFile))
+	total, err := diskBytes(layout.DB(dataDir))
 	if err != nil {
 		return 0, err
 	}
-	logDir := filepath.Join(dataDir, daemon.LogDir)
+	logDir := layout.WAL(dataDir)
 	ents, err := os.ReadDir(logDir)
 	if err != nil {
 		return 0, fmt.Errorf("bytes on disk: %w", err)

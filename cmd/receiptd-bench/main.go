@@ -11,6 +11,7 @@
 //	go run ./cmd/receiptd-bench -online-only   # the online sale against a forwarding server, and where its time goes
 //	go run ./cmd/receiptd-bench -floor-profile DIR   # CPU profiles and traces of one client
 //	go run ./cmd/receiptd-bench -phases DIR/trace-receiptd.out   # where each µs of a receipt goes
+//	go run ./cmd/receiptd-bench -switch-only   # switches to a new version under POS load (Linux), about a minute
 //
 // All data lives under one scratch directory (-dir, default a new temporary
 // directory), so the daemon's writes and the raw fsync reference hit the
@@ -125,6 +126,9 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("load average before: %s\n", loadBefore)
 		return b.pairedOnly(ctx, o) // fleet.go: push on against off, interleaved
 	}
+	if switchFlags.only {
+		return b.switchOnly(ctx) // switch.go: 1.0.0 to 1.1.0 under POS load, by offer and by update apply
+	}
 	if *controlOnly {
 		return b.controlOnlyStep(ctx, o) // control.go: idle with [control] on
 	}
@@ -165,6 +169,8 @@ func run(ctx context.Context, o options) error {
 	fmt.Println()
 	fmt.Print(res.fleet.report(res))
 	fmt.Print(res.control.report(res))
+	fmt.Println()
+	fmt.Print(res.switchRes.report())
 	return nil
 }
 
@@ -181,6 +187,7 @@ type results struct {
 	snap      snapshotResult
 	fleet     fleetResult
 	control   controlResult
+	switchRes switchResult  // one switch by offer and one by update apply
 	floor     []floorLevel  // accept against the naive server, alternating windows
 	online    []onlineLevel // the online sale against the forwarding server
 	syncKinds syncKinds     // fdatasync after an append and over a file made beforehand
@@ -243,6 +250,15 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 		return r, err
 	}
 	step("control: idle with [control] on, over WebSocket and HTTP polling")
-	r.control, err = b.runControl(ctx, o)
+	if r.control, err = b.runControl(ctx, o); err != nil {
+		return r, err
+	}
+	// One round each way (about 25 s with the two builds); -switch-only
+	// runs -switch-rounds of them.
+	if runtime.GOOS != "linux" {
+		return r, nil // the switch is built on Linux only; its report says so
+	}
+	step("switch to a new version under POS load, by offer and by update apply")
+	r.switchRes, err = b.runSwitch(ctx, 1)
 	return r, err
 }

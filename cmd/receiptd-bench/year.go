@@ -17,7 +17,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/harness"
@@ -155,7 +155,7 @@ func yearRound() int {
 func (b *bench) yearRestart(ctx context.Context, s *sim.Sim, p *harness.Process, o options, r *yearResult,
 	step func(string)) error {
 	cfg := p.Config()
-	db := filepath.Join(cfg.DataDir, daemon.DBFile)
+	db := layout.DB(cfg.DataDir)
 	var err error
 	if r.file, err = diskBytes(db); err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/receiptd/receiptd/internal/apiclient"
-	"github.com/receiptd/receiptd/internal/datadir"
+	"github.com/receiptd/receiptd/internal/config"
 )
 
 // daemonFlags are the flags of the commands that talk to a running daemon.
@@ -43,14 +43,14 @@ func (f *daemonFlags) client() (c *apiclient.Client, err error) {
 		return nil, err
 	}
 	if c.Token == "" {
-		c.Token = lc.cfg.Auth.Token
+		c.Token = lc.cfg.Auth.Token.Reveal()
 	}
 	switch {
 	case f.addr != "":
 		c.Base, err = baseURL(f.addr)
 		return c, err
 	case lc.cfg.Listen != "":
-		c.Base, err = baseURL(datadir.Dialable(lc.cfg.Listen))
+		c.Base, err = baseURL(config.Dialable(lc.cfg.Listen))
 		return c, err
 	default:
 		sock := lc.cfg.ListenUnix

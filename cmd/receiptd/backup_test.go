@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/datadir"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
@@ -77,7 +78,7 @@ func TestBackupOfAnOlderSchemaIsKeptAsSent(t *testing.T) {
 	t.Parallel()
 	for _, fx := range upgradeFixtures[:2] { // schema 1 and 2
 		t.Run(fx.release, func(t *testing.T) {
-			db, err := os.ReadFile(filepath.Join(fixtureDir(t, fx.release), store.DBFile))
+			db, err := os.ReadFile(layout.DB(fixtureDir(t, fx.release)))
 			require.NoError(t, err)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(db) }))
 			defer srv.Close()

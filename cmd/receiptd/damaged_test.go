@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
@@ -73,7 +73,7 @@ func TestRunRefusesADamagedDatabaseInWords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			testkit.Parallel(t)
 			dir := dataDirWith(t, 30)
-			db := filepath.Join(dir, store.DBFile)
+			db := layout.DB(dir)
 			want := tc.damage(t, db)
 			code, refused := runRefused(t, dataDirConfig(dir))
 			require.Equal(t, exitFailure, code, refused)

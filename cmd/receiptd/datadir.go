@@ -6,12 +6,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/datadir"
-	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/layout"
 )
 
 // The commands that change a data directory, or write a copy of its
@@ -59,7 +58,7 @@ func runSalvage(ctx context.Context, env *cmdEnv, args []string) error {
 	if !*force && datadir.CheckClean(lc.cfg.DataDir) == nil {
 		return usageError{err: fmt.Errorf("%s opens and checks clean: it is not damaged, so nothing was changed "+
 			"(salvage would set this good file aside). If receiptd refuses to start, its message says why "+
-			"(receiptd run -config FILE); to salvage anyway, pass -force", filepath.Join(lc.cfg.DataDir, store.DBFile))}
+			"(receiptd run -config FILE); to salvage anyway, pass -force", layout.DB(lc.cfg.DataDir))}
 	}
 	// Salvage holds every recovered entry in memory at once (a few hundred
 	// bytes to a few KiB each); the daemon's soft limit (gc.go) would make

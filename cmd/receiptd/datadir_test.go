@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -34,7 +34,7 @@ func dataDirWith(t *testing.T, n int) string {
 	st, err := store.OpenDir(dir, store.Options{})
 	require.NoError(t, err)
 	defer st.Close()
-	q, err := queue.Open(context.Background(), st, queue.Options{LogDir: filepath.Join(dir, daemon.LogDir)})
+	q, err := queue.Open(context.Background(), st, queue.Options{LogDir: layout.WAL(dir)})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, q.Close(context.Background())) }()
 	for i := range n {
@@ -71,14 +71,14 @@ func TestRunRefusesLostDatabase(t *testing.T) {
 			require.NoError(t, os.Truncate(db, used/2))
 		}, "truncated"},
 		{"replaced", func(t *testing.T, db string) {
-			other, err := os.ReadFile(filepath.Join(dataDirWith(t, 1), store.DBFile))
+			other, err := os.ReadFile(layout.DB(dataDirWith(t, 1)))
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(db, other, 0o600))
 		}, "not the one this data directory held"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := dataDirWith(t, 300)
-			db := filepath.Join(dir, store.DBFile)
+			db := layout.DB(dir)
 			tc.breaks(t, db)
 			before, _ := os.Stat(db)
 			code, stderr := runRefused(t, dataDirConfig(dir))
@@ -100,11 +100,13 @@ func TestRunRefusesLostDatabase(t *testing.T) {
 }
 
 // TestRunInitStartsOver: `run -init` is the explicit way to start with an
-// empty queue where the database was lost.
+// empty queue where the database was lost: the flag reaches datadir.Init
+// and the daemon starts on the new database (what Init does to the
+// directory is internal/datadir's TestInit).
 func TestRunInitStartsOver(t *testing.T) {
 	testkit.Parallel(t)
 	dir := dataDirWith(t, 1)
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 	require.NoError(t, os.Remove(db))
 	cfg := writeFile(t, "config.toml", dataDirConfig(dir)+"[log]\nformat = \"json\"\n")
 	receiptdBinary(t)
@@ -119,10 +121,6 @@ func TestRunInitStartsOver(t *testing.T) {
 	_, _ = io.Copy(io.Discard, stderr)
 	require.NoError(t, run.Wait())
 	require.FileExists(t, db)
-	require.FileExists(t, filepath.Join(dir, store.MarkerFile))
-	aside, err := filepath.Glob(filepath.Join(dir, daemon.LogDir+".before-init-*"))
-	require.NoError(t, err)
-	require.Len(t, aside, 1, "the lost database's write-ahead log is set aside")
 }
 
 // TestRunStopsAcknowledgingWhenDatabaseMoved: a database file moved away,
@@ -157,7 +155,7 @@ func TestRunStopsAcknowledgingWhenDatabaseMoved(t *testing.T) {
 			base, logs := d.base, d.logs
 			require.Equal(t, http.StatusAccepted, postSample(t, base, "000001"))
 
-			require.NoError(t, tc.do(filepath.Join(dir, store.DBFile)))
+			require.NoError(t, tc.do(layout.DB(dir)))
 			deadline := time.Now().Add(5 * time.Second)
 			code := 0
 			for i := 2; time.Now().Before(deadline); i++ {
@@ -212,7 +210,7 @@ func getStatus(url string) int {
 func TestChangedBodyIsHeldNotSent(t *testing.T) {
 	testkit.Parallel(t)
 	dir := dataDirWith(t, 2)
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 	raw, err := os.ReadFile(db)
 	require.NoError(t, err)
 	// The first receipt's body is stored before the second's.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/datadir"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/store/storetest"
 )
 
 const testToken = "0123456789abcdef-token"
@@ -236,7 +237,7 @@ func TestBackup(t *testing.T) {
 		"cut short":  backupServer(t, db[:len(db)/2], true),
 		"not a bolt": backupServer(t, bytes.Repeat([]byte("x"), 8192), false),
 		"empty":      backupServer(t, nil, false), // bbolt would make it a new, empty database
-		"foreign":    backupServer(t, foreignBolt(t), false),
+		"foreign":    backupServer(t, storetest.ForeignBolt(t), false),
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "backup.db")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
@@ -115,20 +116,20 @@ func TestSalvageRefusesAHealthyDatabase(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	cfg := writeFile(t, "c.toml", dataDirConfig(dir))
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 
 	code, stdout, stderr := runCLI(t, "salvage", "-config", cfg)
 	require.Equal(t, exitUsage, code, stdout+stderr)
 	require.Contains(t, stderr, db+" opens and checks clean: it is not damaged, so nothing was changed")
 	require.Contains(t, stderr, "pass -force")
-	kept, err := filepath.Glob(db + ".damaged-*")
+	kept, err := filepath.Glob(layout.KeptGlob(db, layout.Damaged))
 	require.NoError(t, err)
 	require.Empty(t, kept, "the good file stays where it is")
 	require.FileExists(t, db)
 
 	code, stdout, stderr = runCLI(t, "salvage", "-config", cfg, "-force")
 	require.Equal(t, exitOK, code, stdout+stderr)
-	kept, err = filepath.Glob(db + ".damaged-*")
+	kept, err = filepath.Glob(layout.KeptGlob(db, layout.Damaged))
 	require.NoError(t, err)
 	require.Len(t, kept, 1, "-force salvages all the same")
 }

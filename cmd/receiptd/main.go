@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/receiptd/receiptd/internal/daemon"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -63,7 +65,9 @@ var commands = map[string]command{}
 func main() {
 	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, parentGone := daemon.WithParent(ctx) // Windows: a child stops as its standard input ends
 	code := runMain(ctx, os.Args[1:], &cmdEnv{stdout: os.Stdout, stderr: os.Stderr})
+	parentGone()
 	stop()
 	os.Exit(code)
 }
@@ -85,6 +89,13 @@ func runMain(ctx context.Context, args []string, env *cmdEnv) int {
 		}
 		name, rest = "config check", rest[1:]
 	}
+	if name == "update" {
+		if len(rest) == 0 || (rest[0] != "apply" && rest[0] != "status") {
+			fmt.Fprintln(env.stderr, "usage: receiptd update apply [flags] RELEASE | receiptd update status [flags]")
+			return exitUsage
+		}
+		name, rest = "update "+rest[0], rest[1:]
+	}
 	cmd, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(env.stderr, "receiptd: unknown command %q\n\n", name)
@@ -98,6 +109,11 @@ func runMain(ctx context.Context, args []string, env *cmdEnv) int {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	default:
+		var ce *daemon.ChildExitError
+		if errors.As(err, &ce) { // the version an update installed ended: its code is ours
+			fmt.Fprintf(env.stderr, "receiptd %s: %v\n", name, err)
+			return ce.Code
+		}
 		var ue usageError
 		if !errors.As(err, &ue) || !ue.reported {
 			fmt.Fprintf(env.stderr, "receiptd %s: %v\n", name, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/demo"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
@@ -44,13 +45,13 @@ func TestExitCodes(t *testing.T) {
 	badConfig := writeFile(t, "bad.toml", "listen = \"127.0.0.1:7080\"\nlisten_typo = 1\n[sync]\nconcurrency = -3\n")
 	badValue := writeFile(t, "value.toml", "[sync]\nconcurrency = -3\non_ambiguous = \"maybe\"\n")
 	noDaemon := testkit.ClosedAddr(t)
-	goodFragment := "[accept]\nqueued_answer = \"error\"\n"
+	goodFragment := "[sync]\non_ambiguous = \"hold\"\n"
 	goodRemote := writeFile(t, "good-remote.toml", goodFragment)
 	badRemote := writeFile(t, "bad-remote.toml", "[accept]\n[auth]\ntoken = \"0123456789abcdef-remote\"\n")
 	managedData := t.TempDir()
 	managed := writeFile(t, "managed.toml", fmt.Sprintf("data_dir = %q\n[control]\nopamp_url = \"wss://hq.example/v1/opamp\"\n", managedData))
-	require.NoError(t, os.MkdirAll(filepath.Join(managedData, "control"), 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(managedData, "control", "good.toml"), []byte(goodFragment), 0o600))
+	require.NoError(t, os.MkdirAll(layout.Control(managedData), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(layout.Control(managedData), layout.ControlGoodFile), []byte(goodFragment), 0o600))
 	tests := []struct {
 		name     string
 		args     []string
@@ -71,11 +72,11 @@ func TestExitCodes(t *testing.T) {
 		{"config check bad values", []string{"config", "check", "-config", badValue}, exitUsage, nil,
 			[]string{"2 problems:\n  line 2: sync.concurrency: ", "\n  line 3: sync.on_ambiguous: "}},
 		{"config check a good remote fragment", []string{"config", "check", "-config", "../../config.example.toml", "-remote", goodRemote}, exitOK,
-			[]string{"ok: ../../config.example.toml\n", "\nremote config " + config.FragmentHash([]byte(goodFragment)) + " sets: accept.queued_answer\n"}, nil},
+			[]string{"ok: ../../config.example.toml\n", "\nremote config " + config.FragmentHash([]byte(goodFragment)) + " sets: sync.on_ambiguous\n"}, nil},
 		{"config check a bad remote fragment", []string{"config", "check", "-config", "../../config.example.toml", "-remote", badRemote}, exitUsage, nil,
 			[]string{"the remote config: 1 problem:\n  line 3: auth.token: can never be set remotely"}},
 		{"config check the kept remote fragment", []string{"config", "check", "-config", managed}, exitOK,
-			[]string{"remote config " + config.FragmentHash([]byte(goodFragment)) + " sets: accept.queued_answer\n"}, nil},
+			[]string{"remote config " + config.FragmentHash([]byte(goodFragment)) + " sets: sync.on_ambiguous\n"}, nil},
 		{"config check missing file", []string{"config", "check", "-config", filepath.Join(t.TempDir(), "none.toml")},
 			exitUsage, nil, []string{"does not exist"}},
 		{"run with a bad config", []string{"run", "-config", badValue}, exitUsage, nil, []string{"sync.concurrency"}},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,11 +11,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.etcd.io/bbolt"
 
-	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
@@ -50,7 +47,7 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 
 	// The old way, the backup copied over the database, is refused: it is
 	// an older copy and would send the 3 receipts again.
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 	raw, err := os.ReadFile(backup)
 	require.NoError(t, err)
 	require.NoError(t, os.Rename(db, db+".current"))
@@ -64,7 +61,7 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 	code, out, stderr = runCLI(t, "restore", "-config", d.cfg, backup)
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, out, "3 entries unsent in the backup are held")
-	require.FileExists(t, filepath.Join(dir, store.DBFile))
+	require.FileExists(t, layout.DB(dir))
 
 	d = startBinary(t, dir, up.URL())
 	// A new receipt is sent: the worker runs, and it would have sent the
@@ -94,53 +91,6 @@ func TestRestoreHoldsWhatWasUnsent(t *testing.T) {
 	require.Equal(t, "held", testkit.GetEntry(t, d.base, "Q000000000002").State)
 }
 
-// TestRestoreRefusesDamagedBackup: a backup that does not open as a
-// consistent database, or an empty file (a copy that failed: bbolt would
-// make it a new, empty database), leaves the data directory as it was.
-func TestRestoreRefusesDamagedBackup(t *testing.T) {
-	t.Parallel()
-	for name, content := range map[string]string{
-		"not a database":  "not a database at all, but long enough to have a meta page...............",
-		"empty":           "",
-		"another program": string(foreignBolt(t)),
-	} {
-		t.Run(name, func(t *testing.T) {
-			dir := dataDirWith(t, 1)
-			bad := writeFile(t, "bad.db", content)
-			cfg := writeFile(t, "c.toml", dataDirConfig(dir))
-			before, err := os.ReadFile(filepath.Join(dir, store.DBFile))
-			require.NoError(t, err)
-			code, stdout, stderr := runCLI(t, "restore", "-config", cfg, bad)
-			require.Equal(t, exitFailure, code, stdout)
-			require.Contains(t, stderr, "does not open")
-			after, err := os.ReadFile(filepath.Join(dir, store.DBFile))
-			require.NoError(t, err)
-			require.Equal(t, before, after)
-			require.NoFileExists(t, filepath.Join(dir, store.DBFile+".restore.tmp"))
-		})
-	}
-}
-
-// foreignBolt is a consistent bbolt file that is not a receiptd database
-// (another program's): store.Open would take it as a new, empty one.
-func foreignBolt(t *testing.T) []byte {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "other.db")
-	db, err := bbolt.Open(path, 0o600, nil)
-	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
-		b, err := tx.CreateBucket([]byte("settings"))
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte("k"), []byte("v"))
-	}))
-	require.NoError(t, db.Close())
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
-}
-
 // TestReplayOfRejectedReceiptAfterRestart: the tax service's refusal is
 // kept with the entry, so a POS repeating the receipt after receiptd
 // restarted (its memory gone) gets the same refusal, and nothing is sent
@@ -167,49 +117,4 @@ func TestReplayOfRejectedReceiptAfterRestart(t *testing.T) {
 	require.Equal(t, "districtCode: unknown", m["message"])
 	require.Equal(t, "ERROR", m["status"])
 	require.Equal(t, 1, up.Requests(sim.RouteCreateReceipt), "nothing sent again")
-}
-
-// TestRestoreAfterAKillKeepsWhatOnlyTheLogHeld: receipts acknowledged
-// moments before a kill -9 may be only in the write-ahead log. A restore
-// then applies them to the database it sets aside (nothing acknowledged
-// is lost), and the restored database starts a log of its own, so none of
-// them is replayed into it under a queueId it already uses.
-func TestRestoreAfterAKillKeepsWhatOnlyTheLogHeld(t *testing.T) {
-	testkit.Parallel(t)
-	up := sim.New(sim.Options{Seed: 5})
-	require.NoError(t, up.Start("127.0.0.1:0"))
-	defer up.Close()
-	require.NoError(t, up.SetFaults(sim.Faults{Down: true}))
-	dir := filepath.Join(t.TempDir(), "data")
-	d := startBinary(t, dir, up.URL())
-	require.Equal(t, http.StatusAccepted, postSample(t, d.base, "000001"))
-	backup := filepath.Join(t.TempDir(), "backup.db")
-	code, out, stderr := runCLI(t, "backup", "-addr", d.base, "-token", "unused", backup)
-	require.Equal(t, exitOK, code, "%s%s", out, stderr)
-	for i := 2; i <= 6; i++ {
-		require.Equal(t, http.StatusAccepted, postSample(t, d.base, fmt.Sprintf("%06d", i)))
-	}
-	d.kill() // at once: the last receipts are in the log, likely not yet in the file
-
-	code, out, stderr = runCLI(t, "restore", "-config", d.cfg, backup)
-	require.Equal(t, exitOK, code, stderr)
-	require.NotContains(t, out, "could not be applied")
-	kept, err := filepath.Glob(filepath.Join(dir, store.DBFile+".before-restore-*"))
-	require.NoError(t, err)
-	require.Len(t, kept, 1)
-	st, err := store.Open(kept[0], store.Options{})
-	require.NoError(t, err)
-	q, err := queue.Open(context.Background(), st, queue.Options{})
-	require.NoError(t, err)
-	c, err := q.Counts()
-	require.NoError(t, err)
-	require.Equal(t, 6, c[queue.StateQueued], "the set-aside database holds every acknowledged receipt")
-	require.NoError(t, st.Close())
-
-	d = startBinary(t, dir, up.URL())
-	require.Equal(t, "held", testkit.GetEntry(t, d.base, "Q000000000001").State)
-	require.Equal(t, http.StatusNotFound, getStatus(d.base+"/receiptd/entries/Q000000000003"),
-		"nothing of the old log is replayed into the restored database")
-	require.Equal(t, http.StatusAccepted, postSample(t, d.base, "000007"))
-	d.stop()
 }

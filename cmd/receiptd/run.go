@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
@@ -43,13 +44,17 @@ func runRun(ctx context.Context, env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, closeLog, err := newLogger(lc.cfg.Log, false)
+	logCfg := lc.cfg.Log
+	if daemon.LogsToParent() { // a Windows service's child: its parent writes the file
+		logCfg.File, logCfg.Format = "", "json"
+	}
+	log, level, closeLog, err := newLogger(logCfg, false, nil)
 	if err != nil {
 		return usageError{err: err}
 	}
 	defer func() { _ = closeLog() }()
 	lc.logSource(log)
-	return runDaemon(ctx, lc.cfg, lc.ownPath(), log)
+	return runDaemon(ctx, lc.cfg, lc.ownPath(), log, level)
 }
 
 // loadedConfig is a configuration and where it came from.
@@ -104,10 +109,13 @@ func loadConfig(path string) (loadedConfig, error) {
 	}
 }
 
-// newLogger builds the logger log.* asks for. Format "auto" is console
-// output when standard error is a terminal and no log file is set, JSON
-// otherwise; asService forces JSON (the journal or a file reads it).
-func newLogger(cfg config.Log, asService bool) (*zap.Logger, func() error, error) {
+// newLogger builds the logger log.* asks for, and its level, which the
+// daemon changes in place (Supervisor.FollowLogLevel: log.level of a
+// remote config). Format "auto" is console output when standard error is
+// a terminal and no log file is set, JSON otherwise; asService forces
+// JSON (the journal or a file reads it). lines, when not nil, is set to
+// a writer of whole lines into the log (logging.Options.Lines).
+func newLogger(cfg config.Log, asService bool, lines *io.Writer) (*zap.Logger, zap.AtomicLevel, func() error, error) {
 	console := false
 	switch cfg.Format {
 	case "console":
@@ -115,14 +123,15 @@ func newLogger(cfg config.Log, asService bool) (*zap.Logger, func() error, error
 	case "auto":
 		console = !asService && cfg.File == "" && isTerminal(os.Stderr)
 	}
+	level := zap.NewAtomicLevel()
 	log, closeLog, err := logging.New(logging.Options{
 		Level: cfg.Level, File: cfg.File,
-		MaxSizeMB: cfg.MaxSizeMB, MaxFiles: cfg.MaxFiles, Console: console,
+		MaxSizeMB: cfg.MaxSizeMB, MaxFiles: cfg.MaxFiles, Console: console, Atom: &level, Lines: lines,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("log: %w", err)
+		return nil, level, nil, fmt.Errorf("log: %w", err)
 	}
-	return log, closeLog, nil
+	return log, level, closeLog, nil
 }
 
 func isTerminal(f *os.File) bool {
@@ -155,9 +164,10 @@ const salvageHint = "Next step: `receiptd salvage` reads what the damaged file a
 	"into a new database and keeps the damaged file (docs/operations.md, \"My database is damaged\"); the " +
 	"receipts not yet sent may be only there. A snapshot or backup goes back with `receiptd restore FILE`."
 
-// runDaemon starts the daemon and serves until ctx ends.
-func runDaemon(ctx context.Context, cfg config.Config, ownPath string, log *zap.Logger) error {
-	d, err := startDaemon(cfg, ownPath, log)
+// runDaemon starts the daemon, its log.level followed by level, and
+// serves until ctx ends.
+func runDaemon(ctx context.Context, cfg config.Config, ownPath string, log *zap.Logger, level zap.AtomicLevel) error {
+	d, err := startServing(cfg, ownPath, log, level, nil)
 	if err != nil {
 		return err
 	}

@@ -11,13 +11,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/harness"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
@@ -26,7 +27,7 @@ import (
 // receiptdBinary is the command under test, built once per test run.
 func receiptdBinary(t *testing.T) string { return testkit.Binary(t) }
 
-func TestMain(m *testing.M) { testkit.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m, removeReleases) }
 
 // binCmd returns an exec.Cmd of the binary with a clean environment
 // (no RECEIPTD_ variables from the developer's shell), in a process group
@@ -80,12 +81,19 @@ func TestRunRefusesNonLoopbackWithoutToken(t *testing.T) {
 func TestRunRefusesLockedDatabase(t *testing.T) {
 	testkit.Parallel(t)
 	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, daemon.DBFile), store.Options{})
+	st, err := store.Open(layout.DB(dir), store.Options{})
 	require.NoError(t, err)
 	defer st.Close()
 	code, stderr := runRefused(t, "listen = \"127.0.0.1:0\"\ndata_dir = "+tomlString(dir)+"\n")
 	require.Equal(t, exitFailure, code)
-	require.Contains(t, stderr, filepath.Join(dir, daemon.DBFile))
+	require.Contains(t, stderr, "data_dir: the database "+layout.DB(dir)+
+		" is locked: another receiptd is running on this data directory\n")
+	// Issue 40: which command shows the other receiptd.
+	if runtime.GOOS == "windows" {
+		require.Contains(t, stderr, "Next step: see which: `sc query receiptd` (the service) or `tasklist /fi \"imagename eq receiptd.exe\"`")
+	} else {
+		require.Contains(t, stderr, "Next step: see which: `systemctl status receiptd` (the service) or `pgrep -a receiptd`")
+	}
 }
 
 func tomlString(s string) string { return `'` + s + `'` }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"runtime"
 
@@ -60,18 +61,23 @@ func serviceAction(action string) func(context.Context, *cmdEnv, []string) error
 // runAsService runs the daemon under the service manager (service.Run),
 // logging as JSON to the journal or a file.
 func runAsService(ctx context.Context, lc loadedConfig) error {
-	log, closeLog, err := newLogger(serviceLog(lc.cfg.Log, runtime.GOOS), true)
+	// A Windows service has no standard error to hand a child (the new
+	// version a switch starts, or the installed one): its log lines come
+	// through this logger's Lines into the same file. systemd gives the
+	// child the journal.
+	var lines io.Writer
+	var childLog *io.Writer
+	if runtime.GOOS == "windows" {
+		childLog = &lines
+	}
+	log, level, closeLog, err := newLogger(serviceLog(lc.cfg.Log, runtime.GOOS), true, childLog)
 	if err != nil {
 		return usageError{err: err}
 	}
 	defer func() { _ = closeLog() }()
 	lc.logSource(log)
 	return service.Run(ctx, lc.definition(), log, func(cfg config.Config, log *zap.Logger) (service.Daemon, error) {
-		d, err := startDaemon(cfg, lc.ownPath(), log)
-		if err != nil {
-			return nil, err
-		}
-		return d, nil
+		return startServing(cfg, lc.ownPath(), log, level, lines)
 	})
 }
 

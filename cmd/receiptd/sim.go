@@ -15,6 +15,8 @@ func init() {
 func runSim(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := newFlagSet(env, "sim", "sim [-listen ADDR] [-seed N] [-latency D] [-error-rate F] [-drop-rate F] [-reject N [-reject-message M]]\n"+
 		"    [-lotteries N] [-send-data-fail] [-send-data-latency D] [-clock-skew D] [-other-pace N]")
+	usage := fs.Usage
+	fs.Usage = func() { usage(); fmt.Fprint(env.stderr, simRoutesHelp) }
 	listen := fs.String("listen", "127.0.0.1:7081", "address to listen on: 7081 is where receiptd's default upstream.base_url expects PosAPI, since receiptd takes PosAPI's usual port 7080")
 	seed := fs.Int64("seed", time.Now().UnixNano(), "seed of ids, lottery numbers and fault rolls (a run is reproducible with the same seed)")
 	latency := fs.Duration("latency", 0, "delay added to every answer")
@@ -52,13 +54,27 @@ func runSim(ctx context.Context, env *cmdEnv, args []string) error {
 	return nil
 }
 
+// simRoutesHelp follows the flags in `receiptd sim -h`: the faults can be
+// changed while it runs, and a PUT changes only what it names.
+const simRoutesHelp = `
+While it runs, its control API on the same address (never faulted) changes the faults:
+  GET    /sim/faults   every fault in force
+  PUT    /sim/faults   change only the faults the body names; the others stay:
+                       {"sendDataFail":true} then {"clockSkew":"-5m"} leaves both in force
+  DELETE /sim/faults   clear them all
+  PUT    /sim/lotteries {"left":N}, GET /sim/receipts, GET /sim/requests, POST /sim/reset
+Fields of /sim/faults: down, downFor, latency, errorRate, dropRate, rejectNext, rejectMessage,
+  sendDataFail, sendDataLatency, clockSkew, otherPace (durations as "30s", "-5m").
+`
+
 func printSimHelp(env *cmdEnv, base string, seed int64) {
 	fmt.Fprintf(env.stdout, `tax service simulator listening on %[1]s (seed %[2]d)
 point receiptd at it: upstream.base_url = "%[1]s"
   (lookup_base_url and stock_base_url left at their defaults follow it: receiptd sees at start that it is this simulator)
 
 the simulator's own API under /sim/ (never faulted):
-  curl -s %[1]s/sim/faults                 the faults in force
+  curl -s %[1]s/sim/faults                 the faults in force, every one
+  (PUT /sim/faults changes only the faults it names; the others stay)
   curl -s -X PUT %[1]s/sim/faults -d '{"down":true,"downFor":"30s"}'
                                            refuse connections for 30s (give downFor: the /sim/ API goes down too)
   curl -s -X PUT %[1]s/sim/faults -d '{"latency":"2s","errorRate":0.2,"dropRate":0.1}'
@@ -72,7 +88,7 @@ the simulator's own API under /sim/ (never faulted):
   curl -s -X PUT %[1]s/sim/faults -d '{"otherPace":5}'
                                            other tills on this PosAPI spend 5 lottery numbers a second
   curl -s %[1]s/sim/lotteries              the reserve, what other tills spent, B2C receipts refused for an empty one
-  curl -s -X PUT %[1]s/sim/faults -d '{}'   healthy again
+  curl -s -X DELETE %[1]s/sim/faults       every fault cleared: healthy again
   curl -s %[1]s/sim/receipts               receipts issued (lottery and QR data included: a test tool)
   curl -s %[1]s/sim/requests               request counts per route
   curl -s -X POST %[1]s/sim/reset          forget receipts and counts

@@ -16,7 +16,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/sim"
@@ -36,6 +36,13 @@ var upgradeFixtures = []struct {
 	{"271721b", 3},
 }
 
+// keepFixtures is a [retention] section that keeps the fixtures' finished
+// entries on any day the test runs. They were accepted on 2026-11-26 and
+// 27; with the default keep (90 days) the daemon's first prune removes
+// them at start from late February 2027 on, and the sent and rejected
+// entries the test reads are gone (404).
+const keepFixtures = "[retention]\nkeep = \"876000h\"\n"
+
 // fixtureDir unpacks the data directory a release wrote into a new
 // directory and returns it.
 func fixtureDir(t *testing.T, release string) string {
@@ -49,9 +56,9 @@ func fixtureDir(t *testing.T, release string) string {
 	require.NoError(t, err)
 	db, err := io.ReadAll(zr)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, store.DBFile), db, 0o600))
+	require.NoError(t, os.WriteFile(layout.DB(dir), db, 0o600))
 	if marker, err := os.ReadFile(filepath.Join("testdata", "upgrade", release+".db.id")); err == nil {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, store.MarkerFile), marker, 0o600))
+		require.NoError(t, os.WriteFile(layout.Marker(dir), marker, 0o600))
 	}
 	return dir
 }
@@ -95,13 +102,13 @@ func TestUpgradeFromEveryRelease(t *testing.T) {
 	for _, fx := range upgradeFixtures {
 		t.Run(fx.release, func(t *testing.T) {
 			dir := fixtureDir(t, fx.release)
-			v, _ := fileSchema(t, filepath.Join(dir, store.DBFile))
+			v, _ := fileSchema(t, layout.DB(dir))
 			require.Equal(t, fx.schema, v, "the fixture holds the schema its release wrote")
 
 			up := sim.New(sim.Options{Seed: 7})
 			require.NoError(t, up.Start("127.0.0.1:0"))
 			defer up.Close()
-			d := startBinary(t, dir, up.URL())
+			d := startBinary(t, dir, up.URL(), keepFixtures)
 			var e4, e5 testkit.Entry
 			require.Eventually(t, func() bool {
 				e4, e5 = testkit.GetEntry(t, d.base, "Q000000000004"), testkit.GetEntry(t, d.base, "Q000000000005")
@@ -126,7 +133,7 @@ func TestUpgradeFromEveryRelease(t *testing.T) {
 			require.Len(t, up.Receipts(), 3)
 			d.stop()
 
-			v, release := fileSchema(t, filepath.Join(dir, store.DBFile))
+			v, release := fileSchema(t, layout.DB(dir))
 			require.Equal(t, uint64(store.SchemaVersion), v)
 			last := store.SchemaReleases[len(store.SchemaReleases)-1]
 			require.Equal(t, last.Release+" of "+last.Date, release)
@@ -147,7 +154,7 @@ func requireReplayOnItsDay(t *testing.T, dir, bill, queueID string) {
 	ctx := context.Background()
 	st, err := store.OpenDir(dir, store.Options{})
 	require.NoError(t, err)
-	q, err := queue.Open(ctx, st, queue.Options{LogDir: filepath.Join(dir, daemon.LogDir)})
+	q, err := queue.Open(ctx, st, queue.Options{LogDir: layout.WAL(dir)})
 	require.NoError(t, err)
 	defer func() {
 		require.NoError(t, q.Close(ctx))
@@ -177,7 +184,7 @@ func requireReplayOnItsDay(t *testing.T, dir, bill, queueID string) {
 // with the release to install, never "damaged", and the file unchanged.
 func TestRunRefusesANewerDatabaseNamingTheRelease(t *testing.T) {
 	dir := fixtureDir(t, "271721b")
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 	d, err := bbolt.Open(db, 0o600, &bbolt.Options{Timeout: time.Second})
 	require.NoError(t, err)
 	require.NoError(t, d.Update(func(tx *bbolt.Tx) error {

@@ -36,16 +36,18 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-var announced = regexp.MustCompile(`tills connect to (ws://\S+); the tills and config pushes at (http://\S+)/`)
+var announced = regexp.MustCompile(`tills connect to (wss?://\S+); the tills and config pushes at (http://\S+)/`)
 
 // startOffice runs the head office on free ports until the test ends and
-// returns its OpAMP URL and admin base URL.
-func startOffice(t *testing.T) (opamp, admin string) {
+// returns its OpAMP URL and admin base URL; args are more flags.
+func startOffice(t *testing.T, args ...string) (opamp, admin string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, out) }()
+	go func() {
+		done <- run(ctx, append([]string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, args...), out)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
@@ -138,8 +140,15 @@ func TestHeadOfficeManagesRealTills(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the till goes on as it was")
 
-	code, _ = push(t, admin, "shop=999", "[sync]\nconcurrency = 4\n")
-	require.Equal(t, http.StatusOK, code, "a rule for tills not seen yet is kept")
+	code, body = push(t, admin, "shop=999", "[sync]\nconcurrency = 4\n")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"tills":0`, "no till of shop 999 yet")
+	req, err := http.NewRequest(http.MethodDelete, admin+"/config?shop=999", nil)
+	require.NoError(t, err)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "the rule for tills not seen yet was kept")
 }
 
 // remoteStatus is the remote config's status as the till's own

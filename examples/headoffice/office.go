@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -24,15 +23,59 @@ import (
 
 // Till is what the head office knows of one till, from its messages.
 type Till struct {
-	UID      string            `json:"uid"`
-	Host     string            `json:"host"`
-	Version  string            `json:"version"`
-	Labels   map[string]string `json:"labels"` // the till's [fleet.labels], posNo once known
-	Healthy  bool              `json:"healthy"`
-	Status   string            `json:"status"` // the till's status page's first line
-	Config   ConfigStatus      `json:"config"`
-	LastSeen time.Time         `json:"lastSeen"`
-	conn     types.Connection
+	UID     string            `json:"uid"`
+	Host    string            `json:"host"`
+	Version string            `json:"version"`
+	Labels  map[string]string `json:"labels"` // the till's [fleet.labels], posNo once known
+	Healthy bool              `json:"healthy"`
+	Status  string            `json:"status"`       // the till's status page's first line
+	OS      string            `json:"os,omitempty"` // os.type
+	// AcceptsPackages: the till announces AcceptsPackages (receiptd does
+	// with update.trusted_keys set); only such tills join a release's waves.
+	AcceptsPackages bool           `json:"acceptsPackages"`
+	Config          ConfigStatus   `json:"config"`
+	Package         *PackageStatus `json:"package,omitempty"` // its report on the package receiptd
+	LastSeen        time.Time      `json:"lastSeen"`
+
+	conn      types.Connection
+	base      string // the scheme and host it reached the head office by, for download URLs
+	offerSeen []byte // the all_packages_hash it last reported
+	offerSent []byte // the all_packages_hash last offered to it
+}
+
+// PackageStatus is the till's report on the package receiptd (OpAMP's
+// PackageStatus): the version and file it has, the ones offered, and how
+// the offer goes.
+type PackageStatus struct {
+	Status         string `json:"status"`            // INSTALLED, INSTALL_PENDING, INSTALLING, INSTALL_FAILED, DOWNLOADING
+	Version        string `json:"version,omitempty"` // agent_has_version
+	Hash           string `json:"hash,omitempty"`    // agent_has_hash, hex
+	OfferedVersion string `json:"offeredVersion,omitempty"`
+	OfferedHash    string `json:"offeredHash,omitempty"`
+	Message        string `json:"message,omitempty"` // error_message: "rolled back: ...", a refusal's reason
+}
+
+var packageStatusNames = map[protobufs.PackageStatusEnum]string{
+	protobufs.PackageStatusEnum_PackageStatusEnum_Installed:      "INSTALLED",
+	protobufs.PackageStatusEnum_PackageStatusEnum_InstallPending: "INSTALL_PENDING",
+	protobufs.PackageStatusEnum_PackageStatusEnum_Installing:     "INSTALLING",
+	protobufs.PackageStatusEnum_PackageStatusEnum_InstallFailed:  "INSTALL_FAILED",
+	protobufs.PackageStatusEnum_PackageStatusEnum_Downloading:    "DOWNLOADING",
+}
+
+// packageStatus is the till's report on receiptd from its PackageStatuses,
+// or nil when it names no such package.
+func packageStatus(s *protobufs.PackageStatuses) *PackageStatus {
+	p := s.GetPackages()[packageName]
+	if p == nil {
+		return nil
+	}
+	name, ok := packageStatusNames[p.Status]
+	if !ok {
+		name = p.Status.String()
+	}
+	return &PackageStatus{Status: name, Version: p.AgentHasVersion, Hash: hexOf(p.AgentHasHash),
+		OfferedVersion: p.ServerOfferedVersion, OfferedHash: hexOf(p.ServerOfferedHash), Message: p.ErrorMessage}
 }
 
 // ConfigStatus is the till's report on the config pushed to it.
@@ -49,8 +92,12 @@ type rule struct {
 	hash  []byte
 }
 
-func (r rule) matches(t *Till) bool {
-	for k, vs := range r.match {
+func (r rule) matches(t *Till) bool { return labelsMatch(r.match, t) }
+
+// labelsMatch reports whether t has, for every label the query names, one
+// of the values it gives; an empty query matches every till.
+func labelsMatch(match url.Values, t *Till) bool {
+	for k, vs := range match {
 		if !slices.Contains(vs, t.Labels[k]) {
 			return false
 		}
@@ -61,10 +108,11 @@ func (r rule) matches(t *Till) bool {
 // office is the server's memory: the tills by UID and the pushes in the
 // order made (a later rule wins for a till two rules match).
 type office struct {
-	log   *log.Logger
-	mu    sync.Mutex
-	tills map[string]*Till
-	rules []rule
+	log     *log.Logger
+	mu      sync.Mutex
+	tills   map[string]*Till
+	rules   []rule
+	release *release // nil: none offered
 }
 
 func newOffice(l *log.Logger) *office { return &office{log: l, tills: map[string]*Till{}} }
@@ -85,9 +133,19 @@ func (o *office) configFor(t *Till) *protobufs.AgentRemoteConfig {
 	return nil
 }
 
-func (o *office) onMessage(_ context.Context, conn types.Connection, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
+// onMessage takes a till's message and answers it; base is the scheme
+// and host the till reached the head office by.
+func (o *office) onMessage(ctx context.Context, base string, conn types.Connection, msg *protobufs.AgentToServer) *protobufs.ServerToAgent {
 	o.mu.Lock()
-	defer o.mu.Unlock()
+	resp, sends := o.take(base, conn, msg)
+	o.mu.Unlock()
+	o.send(ctx, sends)
+	return resp
+}
+
+// take records a till's message and returns its answer and what the
+// message made owed to other tills (a wave that started); o.mu is held.
+func (o *office) take(base string, conn types.Connection, msg *protobufs.AgentToServer) (*protobufs.ServerToAgent, []outgoing) {
 	uid := uidString(msg.InstanceUid)
 	t := o.tills[uid]
 	if t == nil {
@@ -95,9 +153,12 @@ func (o *office) onMessage(_ context.Context, conn types.Connection, msg *protob
 		o.tills[uid] = t
 		o.log.Printf("a till connected: %s", uid)
 	}
-	t.conn, t.LastSeen = conn, time.Now()
+	t.conn, t.base, t.LastSeen = conn, base, time.Now()
 	if d := msg.AgentDescription; d != nil {
 		t.describe(d)
+	}
+	if c := msg.Capabilities; c != 0 { // 0: unchanged
+		t.AcceptsPackages = c&uint64(protobufs.AgentCapabilities_AgentCapabilities_AcceptsPackages) != 0
 	}
 	if h := msg.Health; h != nil {
 		t.Healthy, t.Status = h.Healthy, h.Status
@@ -109,9 +170,24 @@ func (o *office) onMessage(_ context.Context, conn types.Connection, msg *protob
 			o.log.Printf("till %s: config %s %s", uid, t.Config.Status, t.Config.Message)
 		}
 	}
-	resp := &protobufs.ServerToAgent{InstanceUid: msg.InstanceUid}
-	if rc := o.configFor(t); rc != nil && !bytes.Equal(msg.GetRemoteConfigStatus().GetLastRemoteConfigHash(), rc.ConfigHash) &&
-		t.Config.Hash != hexOf(rc.ConfigHash) {
+	if s := msg.PackageStatuses; s != nil {
+		was := t.Package
+		t.Package, t.offerSeen = packageStatus(s), s.ServerProvidedAllPackagesHash
+		if p := t.Package; p != nil && (was == nil || *was != *p) {
+			o.log.Printf("till %s: receiptd %s %s %s", uid, p.Status, p.Version, p.Message)
+		}
+		o.observe(t)
+	}
+	sends := o.progress(t)
+	return o.answerFor(t), sends
+}
+
+// answerFor is what t is owed: the config of its rule while its last
+// report does not name that config's hash (t.Config is that report), and
+// the packages offered to it while it has not reported their hash.
+func (o *office) answerFor(t *Till) *protobufs.ServerToAgent {
+	resp := &protobufs.ServerToAgent{InstanceUid: uidBytes(t.UID), PackagesAvailable: o.packagesFor(t)}
+	if rc := o.configFor(t); rc != nil && t.Config.Hash != hexOf(rc.ConfigHash) {
 		resp.RemoteConfig = rc
 	}
 	return resp
@@ -130,7 +206,9 @@ func (t *Till) describe(d *protobufs.AgentDescription) {
 		}
 	}
 	for _, kv := range d.NonIdentifyingAttributes {
-		if kv.Key != "os.type" {
+		if kv.Key == "os.type" {
+			t.OS = kv.GetValue().GetStringValue()
+		} else {
 			t.Labels[kv.Key] = kv.GetValue().GetStringValue()
 		}
 	}
@@ -155,6 +233,9 @@ func (o *office) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { o.table(w) })
 	mux.HandleFunc("PUT /config", o.putConfig)
 	mux.HandleFunc("DELETE /config", o.deleteConfig)
+	mux.HandleFunc("PUT /release", o.putRelease)
+	mux.HandleFunc("GET /release", o.getRelease)
+	mux.HandleFunc("DELETE /release", o.deleteRelease)
 	return mux
 }
 
@@ -170,6 +251,10 @@ func (o *office) list() []Till {
 		for k, v := range t.Labels {
 			c.Labels[k] = v
 		}
+		if t.Package != nil {
+			p := *t.Package
+			c.Package = &p
+		}
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].UID < out[j].UID })
@@ -177,8 +262,14 @@ func (o *office) list() []Till {
 }
 
 func (o *office) table(w io.Writer) {
+	o.mu.Lock()
+	rv := o.releaseView()
+	o.mu.Unlock()
+	if rv != nil {
+		fmt.Fprintf(w, "%s\n\n", rv)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TILL\tLABELS\tVERSION\tHEALTH\tCONFIG\tLAST SEEN")
+	fmt.Fprintln(tw, "TILL\tLABELS\tVERSION\tHEALTH\tCONFIG\tPACKAGE\tLAST SEEN")
 	for _, t := range o.list() {
 		var labels []string
 		for k, v := range t.Labels {
@@ -193,8 +284,15 @@ func (o *office) table(w io.Writer) {
 		if t.Config.Message != "" {
 			cfg += ": " + t.Config.Message
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.UID, strings.Join(labels, ","), t.Version, health, cfg,
-			t.LastSeen.Format(time.RFC3339))
+		pkg := ""
+		if p := t.Package; p != nil {
+			pkg = strings.TrimSpace(p.Status + " " + p.Version)
+			if p.Message != "" {
+				pkg += ": " + p.Message
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.UID, strings.Join(labels, ","), t.Version, health, cfg,
+			pkg, t.LastSeen.Format(time.RFC3339))
 	}
 	_ = tw.Flush()
 }
@@ -219,14 +317,12 @@ func (o *office) putConfig(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	msgs := make([]*protobufs.ServerToAgent, len(push))
+	sends := make([]outgoing, len(push))
 	for i, t := range push {
-		msgs[i] = &protobufs.ServerToAgent{InstanceUid: uidBytes(t.UID), RemoteConfig: o.configFor(t)}
+		sends[i] = outgoing{t.conn, o.answerFor(t)}
 	}
 	o.mu.Unlock()
-	for i, t := range push {
-		_ = t.conn.Send(r.Context(), msgs[i]) // over HTTP polling it goes with the next answer
-	}
+	o.send(r.Context(), sends)
 	o.log.Printf("config %s set for %d tills matching %q", hexOf(rl.hash)[:12], n, r.URL.RawQuery)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"hash": hexOf(rl.hash), "tills": n})

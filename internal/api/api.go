@@ -16,6 +16,8 @@ import (
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
+	"github.com/receiptd/receiptd/internal/receipt"
+	"github.com/receiptd/receiptd/internal/release"
 	"github.com/receiptd/receiptd/internal/statuspage"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
@@ -76,6 +78,13 @@ type Deps struct {
 	// (control.Client.Status) for /receiptd/status and the status page;
 	// nil: the channel is off.
 	Control func() control.Status
+	// Update, when set, takes POST /receiptd/update (switch to the release
+	// staged by `receiptd update apply`) and GET /receiptd/update; nil:
+	// both answer 503.
+	Update Updater
+	// UpdateState, when set, reads update.json (release.ReadState) for
+	// /receiptd/status's update and the status page; nil: idle.
+	UpdateState func() (release.State, error)
 }
 
 // Options tune the API. Every zero value means the default given.
@@ -112,10 +121,18 @@ type Options struct {
 	// MaxConns caps the open connections of each listener Serve runs
 	// (max_connections); zero: DefaultMaxConns.
 	MaxConns int
+	// Rules are the tax service's rules POST /rest/receipt refuses by
+	// (accept.skip_rules switches some off); nil: every rule.
+	Rules *receipt.Rules
 	// LogFile and LogTerminal say where the status page sends a person to
 	// read the log (statuspage.Data's fields of the same names).
 	LogFile     string
 	LogTerminal bool
+	// OutageCritical is alerts.outage_critical_after: how long the tax
+	// service may be out of reach before the page's card and
+	// /receiptd/status's alert are critical (a warning until then); zero:
+	// 15 minutes.
+	OutageCritical time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -133,6 +150,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.UnsentCritical <= 0 {
 		o.UnsentCritical = 72 * time.Hour
+	}
+	if o.OutageCritical <= 0 {
+		o.OutageCritical = 15 * time.Minute
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
@@ -196,6 +216,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /receiptd/entries/{queueId}/retry", s.retryEntry)
 	mux.HandleFunc("GET /receiptd/status", s.status)
 	mux.HandleFunc("GET /receiptd/backup", s.backup)
+	mux.HandleFunc("POST /receiptd/update", s.switchRelease)
+	mux.HandleFunc("GET /receiptd/update", s.updateStatus)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /{$}", statuspage.Handler(s.pageData, s.log))

@@ -20,6 +20,10 @@ type ControlStatus struct {
 	// Started is when the channel started, for the status page's "not
 	// reached since receiptd started".
 	Started time.Time `json:"-"`
+	// LastError and FailingSince, for the status page: why the channel
+	// is not connected and since when (control.Status's).
+	LastError    string    `json:"-"`
+	FailingSince time.Time `json:"-"`
 }
 
 // RemoteConfigStatus is what became of the head office's last
@@ -42,7 +46,7 @@ func (s *Server) controlStatus() ControlStatus {
 	}
 	c := s.d.Control()
 	rc := c.RemoteConfig
-	out := ControlStatus{URL: c.URL, Connected: c.Connected, Started: c.Started,
+	out := ControlStatus{URL: c.URL, Connected: c.Connected, Started: c.Started, LastError: c.LastError, FailingSince: c.FailingSince,
 		RemoteConfig: RemoteConfigStatus{Hash: rc.Hash, Status: rc.Status, Message: rc.Message}}
 	if !c.LastContact.IsZero() {
 		t := c.LastContact.UTC()
@@ -60,7 +64,7 @@ func pageControl(c ControlStatus) *statuspage.Control {
 	if c.URL == "" {
 		return nil
 	}
-	out := &statuspage.Control{URL: c.URL, Started: c.Started,
+	out := &statuspage.Control{URL: c.URL, Started: c.Started, Connected: c.Connected, LastError: c.LastError, FailingSince: c.FailingSince,
 		RemoteStatus: c.RemoteConfig.Status, RemoteMessage: c.RemoteConfig.Message}
 	if c.LastContact != nil {
 		out.LastContact = *c.LastContact

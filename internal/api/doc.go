@@ -9,7 +9,9 @@
 //     carries X-Queue-Id, replays included.
 //   - A body that fails validation gets 400 with every problem listed
 //     ({"status":"ERROR","message":"<path>: <problem>","errors":[...]}) and
-//     nothing is stored. A body is forwarded upstream byte for byte.
+//     nothing is stored, whether the upstream answers or not: validation
+//     is receipt's schema and the tax service's rules (Options.Rules). A
+//     body is forwarded upstream byte for byte.
 //   - The wait rule: a create (or a queued delete) waits up to Options.Wait,
 //     or what the request asks with "Prefer: wait=N" (RFC 7240) capped at
 //     Options.MaxWait, for the upstream's answer, and answers with the

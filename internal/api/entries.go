@@ -164,6 +164,9 @@ type Status struct {
 	Fleet  FleetStatus   `json:"fleet"`
 	// Control is the OpAMP channel to the head office.
 	Control ControlStatus `json:"control"`
+	// Update is the update's state (update.json); Version above is the
+	// version answering.
+	Update UpdateStatus `json:"update"`
 }
 
 // UpstreamStatus is the tax service's reachability as the sync worker sees it.
@@ -197,7 +200,7 @@ func (s *Server) statusBase(_ context.Context) (Status, error) {
 		return Status{}, fmt.Errorf("status: %w", err)
 	}
 	st := Status{Counts: map[queue.State]int{}, Version: s.o.Version, Upstream: UpstreamStatus{State: "up"},
-		PosAPI: s.d.PosAPI.Status(), Fleet: s.fleetStatus(), Control: s.controlStatus()}
+		PosAPI: s.d.PosAPI.Status(), Fleet: s.fleetStatus(), Control: s.controlStatus(), Update: s.updateOf()}
 	for _, state := range queue.AllStates {
 		st.Counts[state] = counts[state]
 	}

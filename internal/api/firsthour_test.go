@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,24 +14,54 @@ import (
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
-// Issue 32, point 4: a card on the page raises alert in /receiptd/status
-// (here the tax service out of reach, with nothing old yet), and it drops
-// back to none once the page shows nothing.
+// Issue 32, point 4, and issue 40, item 3: /receiptd/status's alert is
+// the level of the page's most urgent card in every state, one function
+// deciding both: none before the outage; a warning while the tax service
+// has been out of reach for less than OutageCritical (a blip pages
+// nobody); critical past it; none again once it answers.
 func TestStatusAlertFollowsThePage(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{api: api.Options{Wait: 50 * time.Millisecond}})
+	var ahead atomic.Int64 // how far the API's clock runs ahead of the worker's
+	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	e := newEnv(t, envOpts{api: api.Options{Wait: 50 * time.Millisecond, Now: clock, OutageCritical: 10 * time.Minute}})
+	both := func() (string, string) {
+		alert, _ := e.do(http.MethodGet, "/receiptd/status", "").json(t)["alert"].(string)
+		return alert, pageLevel(t, string(e.do(http.MethodGet, "/", "").body))
+	}
+	alert, page := both()
+	require.Equal(t, []string{"none", "none"}, []string{alert, page})
+
 	qid, _ := e.queuedWhileDown("032001")
 	require.Eventually(t, func() bool {
-		return e.do(http.MethodGet, "/receiptd/status", "").json(t)["alert"] == "critical"
-	}, 10*time.Second, 20*time.Millisecond, "the tax service out of reach is a critical card, so alert is critical")
-	page := string(e.do(http.MethodGet, "/", "").body)
-	require.Contains(t, page, `id="attention-upstream"`)
+		alert, page = both()
+		return alert != "none"
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, []string{"warn", "warn"}, []string{alert, page}, "an outage younger than OutageCritical is a warning")
+	require.Contains(t, string(e.do(http.MethodGet, "/", "").body), `id="attention-upstream"`)
 
+	ahead.Store(int64(10 * time.Minute))
+	alert, page = both()
+	require.Equal(t, []string{"critical", "critical"}, []string{alert, page}, "past OutageCritical it is critical")
+
+	ahead.Store(0)
 	require.NoError(t, e.sim.SetFaults(sim.Faults{}))
 	e.waitState(qid, "sent")
 	require.Eventually(t, func() bool {
-		return e.do(http.MethodGet, "/receiptd/status", "").json(t)["alert"] == "none"
+		alert, page = both()
+		return alert == "none" && page == "none"
 	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// pageLevel is the level of the most urgent item of the page's Needs
+// attention ("none" when it has none).
+func pageLevel(t *testing.T, html string) string {
+	t.Helper()
+	first := regexp.MustCompile(`<article class="item (critical|warn)"`).FindStringSubmatch(html)
+	if first == nil {
+		require.Contains(t, html, `<p class="allgood" id="attention">`)
+		return "none"
+	}
+	return first[1]
 }
 
 // Issue 32, point 8: "Last failures" lists an outage's failed attempts

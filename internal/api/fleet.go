@@ -20,6 +20,11 @@ type FleetStatus struct {
 	// DroppedSamples are unsent samples dropped since start (buffer
 	// bounds, refusals).
 	DroppedSamples uint64 `json:"droppedSamples"`
+	// LastError and FailingSince, for the status page: why the last push
+	// was not accepted and since when the pushes fail ("" and zero when
+	// the last one was accepted, or none was made yet).
+	LastError    string    `json:"-"`
+	FailingSince time.Time `json:"-"`
 }
 
 // FleetState is what Deps.Fleet reports; zero times mean "never" and
@@ -30,6 +35,8 @@ type FleetState struct {
 	BufferedSamples uint64
 	OldestBuffered  time.Time
 	DroppedSamples  uint64
+	LastError       string
+	FailingSince    time.Time
 }
 
 func (s *Server) fleetStatus() FleetStatus {
@@ -37,7 +44,8 @@ func (s *Server) fleetStatus() FleetStatus {
 		return FleetStatus{}
 	}
 	f := s.d.Fleet()
-	out := FleetStatus{Enabled: f.Enabled, BufferedSamples: f.BufferedSamples, DroppedSamples: f.DroppedSamples}
+	out := FleetStatus{Enabled: f.Enabled, BufferedSamples: f.BufferedSamples, DroppedSamples: f.DroppedSamples,
+		LastError: f.LastError, FailingSince: f.FailingSince}
 	if !f.LastSuccess.IsZero() {
 		t := f.LastSuccess.UTC()
 		out.LastSuccess = &t
@@ -51,7 +59,8 @@ func (s *Server) fleetStatus() FleetStatus {
 
 // pageFleet is the status page's view of the same.
 func pageFleet(f FleetStatus) *statuspage.Fleet {
-	out := &statuspage.Fleet{Enabled: f.Enabled, Buffered: f.BufferedSamples, Dropped: f.DroppedSamples}
+	out := &statuspage.Fleet{Enabled: f.Enabled, Buffered: f.BufferedSamples, Dropped: f.DroppedSamples,
+		LastError: f.LastError, FailingSince: f.FailingSince}
 	if f.LastSuccess != nil {
 		out.LastSuccess = *f.LastSuccess
 	}

@@ -2,13 +2,16 @@ package api_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/api"
 	"github.com/receiptd/receiptd/internal/cache"
 	"github.com/receiptd/receiptd/internal/control"
 )
@@ -23,6 +26,37 @@ func TestStatusFleetOff(t *testing.T) {
 	require.True(t, ok, "%s", r.body)
 	require.Equal(t, map[string]any{"enabled": false, "lastSuccess": nil, "bufferedSamples": float64(0),
 		"oldestBuffered": nil, "droppedSamples": float64(0)}, f)
+}
+
+// TestFleetFailureReachesThePage: why the push fails, and since when,
+// reach the page's head office block (before the first accepted push it
+// says "not yet accepted", never that the head office receives the
+// figures); /receiptd/status's fleet keeps the contract's keys.
+func TestFleetFailureReachesThePage(t *testing.T) {
+	since := time.Now().Add(-2 * time.Minute).UTC()
+	e := newEnv(t, envOpts{noWorker: true, fleet: func() api.FleetState {
+		return api.FleetState{Enabled: true, BufferedSamples: 16, OldestBuffered: since,
+			LastError: "push to the head office: HTTP 503", FailingSince: since}
+	}})
+	page := string(e.do(http.MethodGet, "/", "").body)
+	require.Regexp(t, `id="fleet"><span aria-hidden="true">✗</span> Not yet accepted by the head office: failing since [0-9:]+ [A-Za-z0-9+-]+, 2m ago \(push to the head office: HTTP 503\)`, page)
+	f := e.do(http.MethodGet, "/receiptd/status", "").json(t)["fleet"].(map[string]any)
+	require.ElementsMatch(t, []string{"enabled", "lastSuccess", "bufferedSamples", "oldestBuffered", "droppedSamples"}, slices.Collect(maps.Keys(f)))
+}
+
+// TestControlStateReachesThePage: the channel's failure and its start
+// reach the page's Head office section (one reading of the channel), and
+// /receiptd/status's control keeps the contract's keys.
+func TestControlStateReachesThePage(t *testing.T) {
+	since := time.Now().Add(-time.Minute)
+	e := newEnv(t, envOpts{noWorker: true, control: func() control.Status {
+		return control.Status{URL: "wss://hq.example/v1/opamp", Started: since,
+			LastError: "the head office refused the connection: invalid response from server: 401", FailingSince: since}
+	}})
+	page := string(e.do(http.MethodGet, "/", "").body)
+	require.Regexp(t, `id="control"><span aria-hidden="true">✗</span> Not connected to the head office&#39;s management server \(OpAMP, wss://hq.example/v1/opamp\): failing since [0-9:]+ [A-Za-z0-9+-]+, 1m ago \(the head office refused the connection: invalid response from server: 401\)`, page)
+	c := e.do(http.MethodGet, "/receiptd/status", "").json(t)["control"].(map[string]any)
+	require.ElementsMatch(t, []string{"url", "connected", "lastContact", "remoteConfig"}, slices.Collect(maps.Keys(c)))
 }
 
 // TestStatusControl: /receiptd/status always has "control", with the

@@ -26,6 +26,9 @@ var mutationPaths = []string{
 	"receipts.0.items.0.name", "receipts.0.items.0.qty", "receipts.0.items.0.unitPrice",
 	"receipts.0.items.0.barCodeType", "receipts.0.items.0.data",
 	"payments.0.code", "payments.0.status", "payments.0.paidAmount", "payments.0.data",
+	// What the rules of receipt's table look at besides (rules.go).
+	"totalVat", "receipts.0.totalVAT", "receipts.0.items.0.taxProductCode", "receipts.0.items.0.barCode",
+	"receipts.0.items.0.measureUnit", "receipts.0.items.0.totalAmount",
 }
 
 // mutate sets (or with kind 0 deletes) the field at path of m to a value
@@ -100,6 +103,7 @@ func entriesStored(t *testing.T, q *queue.Queue) int {
 //	go test -run '^$' -fuzz FuzzReceiptMutations -fuzztime 30s ./internal/api
 func FuzzReceiptMutations(f *testing.F) {
 	for i := range mutationPaths {
+		f.Add(uint8(i), uint8(0), "", uint16(0), "", i%2 == 1)
 		f.Add(uint8(i), uint8(1), "", uint16(0), "", false)
 		f.Add(uint8(i), uint8(2), "7", uint16(40000), "", i%2 == 0)
 		f.Add(uint8(i), uint8(3), "1e400", uint16(0), "", false)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/receiptd/receiptd/internal/api"
@@ -23,6 +25,15 @@ func FuzzCreateHandler(f *testing.F) {
 	f.Add([]byte(testkit.Receipt("000002")), "key-1")
 	f.Add([]byte(`{}`), "")
 	f.Add([]byte(`{"a":[[[[[[]]]]]]}`), "\x00")
+	for name, c := range ruleCases {
+		f.Add([]byte(breakRuleOf(f, "F1", c)), name)
+	}
+	for _, file := range []string{"python-sdk-b2c.json", "python-sdk-b2b.json", "python-sdk-refused.json",
+		"go-client-testvats.json", "vendor-b2c-invoice.json"} {
+		if b, err := os.ReadFile(filepath.Join("..", "receipt", "testdata", "clients", file)); err == nil {
+			f.Add(b, "")
+		}
+	}
 	for _, c := range malformedCases(f) {
 		if c.method == "" && len(c.body) < 64<<10 {
 			f.Add([]byte(c.body), "")

@@ -41,6 +41,8 @@ type envOpts struct {
 	metrics   bool // GET /metrics serves a real registry
 	control   func() control.Status
 	warmth    func() cache.Warmth
+	fleet     func() api.FleetState
+	update    api.Updater
 }
 
 // env is the whole stack of the end-to-end tests: the simulator as the
@@ -90,7 +92,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.metrics {
 		deps.Metrics = metrics.New()
 	}
-	deps.Control, deps.Warmth = o.control, o.warmth
+	deps.Control, deps.Warmth, deps.Fleet, deps.Update = o.control, o.warmth, o.fleet, o.update
 	if o.realCache {
 		c, err := cache.New(context.Background(), st, cl, cache.Config{}, log, nil)
 		require.NoError(t, err)

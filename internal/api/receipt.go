@@ -63,7 +63,7 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c, err := receipt.ParseCreate(body)
+	c, err := s.o.Rules.ParseCreate(body)
 	if err != nil {
 		s.fail(w, "create", err)
 		return
@@ -328,7 +328,7 @@ func (s *Server) behindBacklog(e queue.Entry, wait time.Duration) bool {
 
 // answerReplay answers a repeated create; see "Replays" in the package doc.
 func (s *Server) answerReplay(w http.ResponseWriter, r *http.Request, e queue.Entry) {
-	if res, ok := s.recent(e.QueueID); ok {
+	if res, ok := s.recent(r.Context(), e); ok {
 		s.writeAnswer(w, e.QueueID, res)
 		return
 	}
@@ -412,12 +412,26 @@ func writeUpstream(w http.ResponseWriter, queueID string, res syncer.Result, cod
 	}
 }
 
-func (s *Server) recent(queueID string) (syncer.Result, bool) {
+// recent returns the upstream's answer for e while it is held, for a
+// replay to give.
+func (s *Server) recent(ctx context.Context, e queue.Entry) (syncer.Result, bool) {
 	if s.d.Answers == nil {
 		return syncer.Result{}, false
 	}
-	return s.d.Answers.Recent(queueID)
+	if unsent(e.State) {
+		return s.d.Answers.Recent(e.QueueID)
+	}
+	// Finished on disk: its answer may be a moment from being published.
+	ctx, cancel := context.WithTimeout(ctx, publishWait)
+	defer cancel()
+	stop := context.AfterFunc(s.quit, cancel)
+	defer stop()
+	return s.d.Answers.Settled(ctx, e.QueueID)
 }
+
+// publishWait bounds a replay's wait for an answer whose outcome is
+// committed: the worker publishes it right after the commit.
+const publishWait = 5 * time.Second
 
 // await waits up to wait for the upstream's answer to queueID. It gives up
 // early when the request ends or a Serve is shutting down.

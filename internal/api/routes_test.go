@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -347,4 +349,107 @@ func TestReplayAfterDatabaseMovedIs503(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", body).code, "the replay again")
 	require.Equal(t, http.StatusServiceUnavailable, e.do(http.MethodPost, "/rest/receipt", testkit.Receipt("000904")).code)
+}
+
+// TestStopAnswersAConnectionWhoseRequestComesAfter: a connection
+// accepted whose request arrives just after the stop began is answered,
+// not closed unanswered (net/http drops a request it reads once Shutdown
+// has begun: a POS saw that as a sale lost on the wire at about one
+// switch in twenty). Its request comes 100 ms into the stop.
+func TestStopAnswersAConnectionWhoseRequestComesAfter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Wait: time.Millisecond}})
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ln := &tellingListener{Listener: inner, accepted: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- e.srv.Serve(ctx, ln) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+	<-ln.accepted // Serve has it: the stop begins with it accepted
+	cancel()
+	stopBegun(t, ln.Addr().String())
+	body := testkit.Receipt("000801")
+	_, err = fmt.Fprintf(conn, "POST /rest/receipt HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		ln.Addr(), len(body), body)
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "answered, not closed")
+	_ = resp.Body.Close()
+	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, resp.StatusCode)
+	require.NoError(t, <-served)
+	require.Equal(t, 1, e.counts()[queue.StateQueued], "the sale is stored")
+}
+
+// tellingListener tells when Accept has returned a connection.
+type tellingListener struct {
+	net.Listener
+	accepted chan struct{}
+}
+
+func (l *tellingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		select {
+		case l.accepted <- struct{}{}:
+		default:
+		}
+	}
+	return c, err
+}
+
+// TestStopAnswersAKeptAliveConnection: a POS that keeps its connection
+// alive and sends its next sale on it just after the stop began is
+// answered, with Connection: close so that the sale after goes to the
+// next Daemon (Shutdown closed such a connection at once, the request
+// on its way lost).
+func TestStopAnswersAKeptAliveConnection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{noWorker: true, api: api.Options{Wait: time.Millisecond}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- e.srv.Serve(ctx, ln) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+	r := bufio.NewReader(conn)
+	post := func(suffix string) *http.Response {
+		body := testkit.Receipt(suffix)
+		_, err := fmt.Fprintf(conn, "POST /rest/receipt HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			ln.Addr(), len(body), body)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(r, nil)
+		require.NoError(t, err, "answered, not closed")
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp
+	}
+	first := post("000802")
+	require.False(t, first.Close, "kept alive")
+	cancel()
+	stopBegun(t, ln.Addr().String())
+	second := post("000803")
+	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, second.StatusCode)
+	require.True(t, second.Close, "Connection: close: the next sale on a new connection")
+	require.NoError(t, <-served)
+	require.Equal(t, 2, e.counts()[queue.StateQueued])
+}
+
+// stopBegun waits until Serve's stop has begun: its listener is closed,
+// so a new connection is refused.
+func stopBegun(t *testing.T, addr string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err != nil
+	}, 10*time.Second, time.Millisecond)
 }

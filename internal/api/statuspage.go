@@ -37,12 +37,13 @@ func (s *Server) pageOf(st Status) statuspage.Data {
 		UpstreamUp: st.Upstream.State == "up", UpstreamSince: st.Upstream.Since, LastError: st.Upstream.LastError,
 		Counts:          make(map[string]int, len(st.Counts)),
 		OldestUnsentAge: time.Duration(st.OldestUnsentAge) * time.Second, Alert: st.Alert,
-		UnsentWarn: s.o.UnsentWarn, UnsentCritical: s.o.UnsentCritical,
+		UnsentWarn: s.o.UnsentWarn, UnsentCritical: s.o.UnsentCritical, OutageCritical: s.o.OutageCritical,
 		PosAPI:  s.posapiPage(st.PosAPI),
 		Fleet:   pageFleet(st.Fleet),
 		LogFile: s.o.LogFile, LogTerminal: s.o.LogTerminal,
 	}
 	d.Control = pageControl(st.Control)
+	d.Update = pageUpdate(st.Update, st.Version)
 	if st.LastSuccess != nil {
 		d.LastSuccess = *st.LastSuccess
 	}

@@ -117,10 +117,18 @@ type DaemonStatus struct {
 	} `json:"upstream"`
 	LastSuccess *time.Time `json:"lastSuccess"`
 	Version     string     `json:"version"`
+	// Update is update.json as the daemon reads it (its state "idle" when
+	// no release was ever offered).
+	Update struct {
+		State   string     `json:"state"`
+		Message string     `json:"message"`
+		Since   *time.Time `json:"since"`
+	} `json:"update"`
 }
 
 // PrintDaemonStatus reads the running daemon's state through its API and
-// prints it in a few lines: version and alert, the tax service, the queue.
+// prints it in a few lines: version and alert, the tax service, the
+// queue, and the update unless it is idle.
 func PrintDaemonStatus(ctx context.Context, w io.Writer, c *Client) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -146,6 +154,16 @@ func PrintDaemonStatus(ctx context.Context, w io.Writer, c *Client) error {
 	need := st.Counts["held"] + st.Counts["rejected"] + st.Counts["payment"] + st.Counts["delete_rejected"]
 	fmt.Fprintf(w, "  queue: %d waiting, %d need a person, %d sent; oldest unsent %s\n",
 		waiting, need, st.Counts["sent"], time.Duration(st.OldestUnsentAge)*time.Second)
+	if u := st.Update; u.State != "idle" && u.State != "" {
+		fmt.Fprintf(w, "  update: %s", u.State)
+		if u.Since != nil {
+			fmt.Fprintf(w, " since %s", u.Since.Local().Format(time.DateTime))
+		}
+		if u.Message != "" {
+			fmt.Fprintf(w, " (%s)", u.Message)
+		}
+		fmt.Fprintln(w, "; receiptd update status says more")
+	}
 	if st.Alert != "none" && st.Alert != "" {
 		fmt.Fprintf(w, "  the status page says what needs doing: %s/\n", c.Base)
 	}

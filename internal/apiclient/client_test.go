@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -82,4 +83,43 @@ func FuzzErrorMessage(f *testing.F) {
 			t.Fatalf("%d bytes from a body of %d", len(got), len(body))
 		}
 	})
+}
+
+// TestPrintDaemonStatusUpdateLine: `receiptd status` prints a line for
+// the update unless it is idle (or a daemon too old to say), with its
+// state, since when and its message.
+func TestPrintDaemonStatusUpdateLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, update, want string
+	}{
+		{"idle", `{"state":"idle","since":null,"running":null,"previous":null,"offered":null}`, ""},
+		{"an older daemon", ``, ""},
+		{"rolled back", `{"state":"rolled_back","message":"rolled back: exit status 3","since":"2026-11-28T09:15:00Z"}`,
+			"  update: rolled_back since " + time.Date(2026, 11, 28, 9, 15, 0, 0, time.UTC).Local().Format(time.DateTime) +
+				" (rolled back: exit status 3); receiptd update status says more\n"},
+		{"staged, no since", `{"state":"staged","message":"1.2.0 verified"}`, "  update: staged (1.2.0 verified); receiptd update status says more\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"alert":"none","version":"v1","upstream":{"state":"up"},"counts":{}`
+			if tc.update != "" {
+				body += `,"update":` + tc.update
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte(body + "}"))
+			})}
+			go func() { _ = srv.Serve(ln) }()
+			t.Cleanup(func() { _ = srv.Close() })
+			var out strings.Builder
+			require.NoError(t, PrintDaemonStatus(context.Background(), &out, &Client{Base: "http://" + ln.Addr().String(), HTTP: &http.Client{}}))
+			_, line, _ := strings.Cut(out.String(), "  update:")
+			if tc.want == "" {
+				require.Empty(t, line, out.String())
+				return
+			}
+			require.Equal(t, tc.want, "  update:"+line)
+		})
+	}
 }

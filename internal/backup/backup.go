@@ -51,10 +51,29 @@ type Config struct {
 	Keep  int           // snapshots kept; at least 1
 }
 
-// Source writes a consistent copy of the database (queue.WriteCopy).
+// Source writes a consistent copy of the database (queue.WriteCopy) and
+// tells its size beforehand (queue.CopySize), so a snapshot never fills
+// the disk it is written to.
 type Source interface {
 	WriteCopy(ctx context.Context, w io.Writer) (queue.Copy, error)
+	CopySize() (int64, error)
 }
+
+// A snapshot is skipped, and counted and reported as failed with
+// ErrNoSpace, when writing it would leave less free than the larger of
+// MinFreeBytes and MinFreePercent of backup.dir's file system: a disk
+// filled by snapshots stops sales when it is the database's disk too, and
+// a USB stick filled to the last byte takes no next snapshot anyway. 10%
+// is where most disk monitoring warns; 256 MiB is room for a day of
+// receipts on a small disk.
+const (
+	MinFreeBytes   = 256 << 20
+	MinFreePercent = 10
+)
+
+// ErrNoSpace is the error of a snapshot skipped for want of free space;
+// nothing was written.
+var ErrNoSpace = errors.New("not enough free space")
 
 // timeLayout is the UTC time in a snapshot's name.
 const timeLayout = "20060102T150405Z"
@@ -81,16 +100,20 @@ type Scheduler struct {
 	log *zap.Logger
 	now func() time.Time
 
-	takeMu sync.Mutex // one snapshot at a time
-	mu     sync.Mutex
-	st     Status
+	// minFree and minFreePercent: see MinFreeBytes.
+	minFree, minFreePercent uint64
+
+	takeMu   sync.Mutex // one snapshot at a time
+	mu       sync.Mutex
+	st       Status
+	dirCause string // CheckDir's last cause logged
 }
 
 // New returns a Scheduler for cfg. It starts nothing; Loop does nothing
 // when cfg.Dir is empty.
 func New(cfg Config, src Source, log *zap.Logger) *Scheduler {
 	return &Scheduler{cfg: cfg, src: src, log: log.Named("backup"), now: time.Now,
-		st: Status{Dir: cfg.Dir}}
+		minFree: MinFreeBytes, minFreePercent: MinFreePercent, st: Status{Dir: cfg.Dir}}
 }
 
 // Loop takes a snapshot every cfg.Every until ctx ends. The first comes
@@ -175,16 +198,35 @@ func (s *Scheduler) Take(ctx context.Context) (Result, error) {
 // empty (snapshots off). The daemon counts a Dir that fails it as not
 // ready, so a config naming a folder it cannot use is rolled back rather
 // than found out at the first snapshot.
+//
+// Its error says only that Dir cannot hold snapshots: it reaches a head
+// office in a FAILED status, which must not learn whether some path on the
+// till is a file, a folder or nothing (issue 38). The cause goes to the
+// log, once for each cause.
 func (s *Scheduler) CheckDir() error {
 	if s.cfg.Dir == "" {
 		return nil
 	}
+	if err := s.checkDir(); err != nil {
+		s.mu.Lock()
+		seen := s.dirCause == err.Error()
+		s.dirCause = err.Error()
+		s.mu.Unlock()
+		if !seen {
+			s.log.Warn("backup.dir cannot hold snapshots", zap.Error(err))
+		}
+		return fmt.Errorf("backup.dir: %s cannot hold snapshots: it cannot be created or written in (the till's log says why)", s.cfg.Dir)
+	}
+	return nil
+}
+
+func (s *Scheduler) checkDir() error {
 	if err := fileutil.MkdirSynced(s.cfg.Dir); err != nil {
-		return fmt.Errorf("backup.dir: cannot create %s: %w", s.cfg.Dir, err)
+		return fmt.Errorf("create %s: %w", s.cfg.Dir, err)
 	}
 	f, err := os.CreateTemp(s.cfg.Dir, ".receiptd-check-*")
 	if err != nil {
-		return fmt.Errorf("backup.dir: cannot write in %s: %w", s.cfg.Dir, err)
+		return fmt.Errorf("write in %s: %w", s.cfg.Dir, err)
 	}
 	name := f.Name()
 	err = f.Close()
@@ -192,7 +234,7 @@ func (s *Scheduler) CheckDir() error {
 		err = rerr
 	}
 	if err != nil {
-		return fmt.Errorf("backup.dir: check %s: %w", s.cfg.Dir, err)
+		return fmt.Errorf("check %s: %w", s.cfg.Dir, err)
 	}
 	return nil
 }
@@ -203,6 +245,9 @@ func (s *Scheduler) write(ctx context.Context, start time.Time) (Result, error) 
 		return Result{}, fmt.Errorf("snapshot: create %s: %w", s.cfg.Dir, err)
 	}
 	final := filepath.Join(s.cfg.Dir, Name(start))
+	if err := s.checkSpace(); err != nil {
+		return Result{}, fmt.Errorf("snapshot %s skipped: %w", final, err)
+	}
 	var c queue.Copy
 	err := WriteChecked(ctx, final, "", func(f *os.File) (int, error) {
 		var err error
@@ -214,6 +259,33 @@ func (s *Scheduler) write(ctx context.Context, start time.Time) (Result, error) 
 	}
 	return Result{Path: final, Bytes: c.Bytes, Entries: c.Entries}, nil
 }
+
+// checkSpace is nil when backup.dir's file system keeps enough free (see
+// MinFreeBytes) once a copy of the database's size is written; otherwise
+// ErrNoSpace with the numbers. A platform that cannot tell is not held
+// back (the write's own disk-full error still stops a copy, which is
+// removed).
+func (s *Scheduler) checkSpace() error {
+	need, err := s.src.CopySize()
+	if err != nil {
+		return fmt.Errorf("read the database's size: %w", err)
+	}
+	sp, err := fileutil.DiskSpace(s.cfg.Dir)
+	if errors.Is(err, fileutil.ErrSpaceUnknown) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the free space of %s: %w", s.cfg.Dir, err)
+	}
+	keep := max(s.minFree, sp.Total/100*s.minFreePercent)
+	if sp.Free < uint64(need)+keep {
+		return fmt.Errorf("%w on the disk of %s: %s free, the copy takes %s, and %s must stay free (the larger of %s and %d%% of the disk)",
+			ErrNoSpace, s.cfg.Dir, mib(sp.Free), mib(uint64(need)), mib(keep), mib(s.minFree), s.minFreePercent)
+	}
+	return nil
+}
+
+func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // writeCopy writes the copy to f (WriteChecked's temporary file, which
 // it fsyncs at the end), fsyncing every syncEvery bytes on the way.

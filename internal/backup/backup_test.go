@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,7 +70,9 @@ func TestTakeWritesACheckedSnapshot(t *testing.T) {
 }
 
 // TestPruneKeepsTheNewestAndNothingElseIsTouched: only names of the
-// snapshot pattern (and their .tmp leftovers) are removed.
+// snapshot pattern (and their .tmp leftovers) are removed. The new
+// snapshot is taken on 2026-01-05, after the others: on the wall clock,
+// any day before 2026-01-03 named it the oldest and pruned it.
 func TestPruneKeepsTheNewestAndNothingElseIsTouched(t *testing.T) {
 	dir := t.TempDir()
 	old := []string{"receiptd-20260101T000000Z.db", "receiptd-20260102T000000Z.db", "receiptd-20260103T000000Z.db"}
@@ -79,8 +82,10 @@ func TestPruneKeepsTheNewestAndNothingElseIsTouched(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "receiptd-20260104T000000Z.db.tmp"), []byte("x"), 0o600))
 	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 3), zap.NewNop())
+	backup.SetNow(s, func() time.Time { return time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC) })
 	r, err := s.Take(ctx)
 	require.NoError(t, err)
+	require.Equal(t, "receiptd-20260105T000000Z.db", filepath.Base(r.Path))
 
 	var left []string
 	des, err := os.ReadDir(dir)
@@ -114,6 +119,8 @@ func (l lying) WriteCopy(ctx context.Context, w io.Writer) (queue.Copy, error) {
 	c.Entries++
 	return c, err
 }
+
+func (l lying) CopySize() (int64, error) { return l.q.CopySize() }
 
 func TestASnapshotThatFailsItsCheckIsDeleted(t *testing.T) {
 	dir := t.TempDir()
@@ -198,7 +205,7 @@ func TestCheckDirSaysWhetherTheFolderCanHoldSnapshots(t *testing.T) {
 	}{
 		{"off", "", ""},
 		{"missing, created", filepath.Join(base, "new", "snapshots"), ""},
-		{"under a file", filepath.Join(file, "snapshots"), "backup.dir: cannot create"},
+		{"under a file", filepath.Join(file, "snapshots"), "backup.dir: " + filepath.Join(file, "snapshots") + " cannot hold snapshots"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,5 +222,28 @@ func TestCheckDirSaysWhetherTheFolderCanHoldSnapshots(t *testing.T) {
 				require.Empty(t, names, "the check leaves nothing behind")
 			}
 		})
+	}
+}
+
+// TestCheckDirTellsNothingOfWhatIsThere (issue 38): CheckDir's error
+// reaches a head office in a FAILED status, so a folder under a file and
+// one under a path that is not there read alike; the cause is in the log.
+func TestCheckDirTellsNothingOfWhatIsThere(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	file := filepath.Join(base, "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	says := func(dir string) string {
+		s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 1}, openQueue(t, 0), zap.NewNop())
+		err := s.CheckDir()
+		require.Error(t, err)
+		return strings.ReplaceAll(err.Error(), dir, "DIR")
+	}
+	underFile := says(filepath.Join(file, "snapshots"))
+	require.Equal(t, underFile, says(filepath.Join(file, "deeper", "snapshots")))
+	require.NotContains(t, underFile, "not a directory")
+	if runtime.GOOS == "linux" {
+		// /proc takes no new folder, whoever asks.
+		require.Equal(t, underFile, says("/proc/receiptd-no-such/snapshots"))
 	}
 }

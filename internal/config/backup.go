@@ -2,6 +2,8 @@ package config
 
 import (
 	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 )
 
@@ -10,15 +12,12 @@ import (
 type Backup struct {
 	// Dir is where snapshots go: a second disk, a USB stick or a network
 	// share; created if missing. Empty (the default) turns snapshots off.
-	Dir string `toml:"dir"`
+	Dir string `toml:"dir" change:"named"`
 	// Every is the time between two snapshots.
-	Every Duration `toml:"every"`
+	Every Duration `toml:"every" change:"remote"`
 	// Keep is how many snapshots are kept; older ones are removed.
-	Keep int `toml:"keep"`
+	Keep int `toml:"keep" change:"remote"`
 }
-
-// minBackupEvery bounds backup.every: snapshots are named by the second.
-const minBackupEvery = time.Second
 
 func defaultBackup() Backup {
 	return Backup{Every: Dur(time.Hour), Keep: 48}
@@ -29,14 +28,35 @@ func (b Backup) check(ch *checker, dataDir string) {
 		switch {
 		case !filepath.IsAbs(b.Dir):
 			ch.add("backup.dir", "must be an absolute path, not %q", b.Dir)
-		case filepath.Clean(b.Dir) == filepath.Clean(dataDir):
+		case samePath(b.Dir, dataDir):
 			ch.add("backup.dir", "must not be data_dir: a snapshot on the database's own disk dies with it")
+		case within(b.Dir, dataDir):
+			ch.add("backup.dir", "must not be inside data_dir (%s): a snapshot on the database's own disk dies with it, and data_dir is receiptd's alone", dataDir)
+		case within(dataDir, b.Dir):
+			ch.add("backup.dir", "must not hold data_dir (%s): snapshots would be written among the database's own files; name a folder of its own", dataDir)
 		}
 	}
-	if b.Every.Duration < minBackupEvery {
-		ch.add("backup.every", "must be at least %s, not %s", minBackupEvery, b.Every)
+}
+
+// samePath reports whether a and b, absolute, name one folder once
+// cleaned; case-insensitively on Windows, whose file systems ignore case.
+func samePath(a, b string) bool {
+	return foldPath(a) == foldPath(b)
+}
+
+// within reports whether path a, absolute, is below folder b.
+func within(a, b string) bool {
+	fa, fb := foldPath(a), foldPath(b)
+	if !strings.HasSuffix(fb, string(filepath.Separator)) {
+		fb += string(filepath.Separator)
 	}
-	if b.Keep < 1 {
-		ch.add("backup.keep", "must be at least 1, not %d", b.Keep)
+	return fa != fb && strings.HasPrefix(fa, fb)
+}
+
+func foldPath(p string) string {
+	p = filepath.Clean(p)
+	if runtime.GOOS == "windows" {
+		p = strings.ToLower(p)
 	}
+	return p
 }

@@ -33,7 +33,7 @@ func TestBackupRefusesBadValues(t *testing.T) {
 		{"relative dir", "[backup]\ndir = \"snapshots\"\n", `backup.dir: must be an absolute path, not "snapshots"`},
 		{"dir is data_dir", fmt.Sprintf("data_dir = '%s'\n[backup]\ndir = '%s%c'\n", data, data, filepath.Separator), "backup.dir: must not be data_dir"},
 		{"every below a second", "[backup]\nevery = \"500ms\"\n", "backup.every: must be at least 1s, not 500ms"},
-		{"keep 0", "[backup]\nkeep = 0\n", "backup.keep: must be at least 1, not 0"},
+		{"keep 0", "[backup]\nkeep = 0\n", "backup.keep: must be at least 1 and at most 1000, not 0"},
 		{"unknown key", "[backup]\ndirectory = \"/mnt\"\n", "backup.directory"},
 	}
 	for _, c := range cases {

@@ -94,12 +94,18 @@ func (d *docDecoder) table(prims map[string]toml.Primitive, path []string, rv re
 
 var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 
+// isTable reports whether a field of type t is a TOML table of keys: a
+// struct that is not read from text as one value (Duration, Secret).
+func isTable(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(textUnmarshaler)
+}
+
 // value decodes one key's value into fv, or records why it cannot.
 func (d *docDecoder) value(p toml.Primitive, path []string, line int, fv reflect.Value) {
 	key := joinKey(path)
 	t := fv.Type()
 	switch {
-	case t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(textUnmarshaler):
+	case isTable(t):
 		sub, ok := d.subTable(p, key, line, t)
 		if ok {
 			d.table(sub, path, fv)
@@ -164,7 +170,11 @@ func (d *docDecoder) mismatch(p toml.Primitive, key string, line int, want refle
 		d.add(line, key, "%v is too large", got)
 		return
 	}
-	msg := fmt.Sprintf("must be %s, not %s", describeType(want, key), describeValue(got))
+	value := describeValue(got)
+	if holdsSecret(want) {
+		value = describeKind(got) // a token written without its quotes is still the token
+	}
+	msg := fmt.Sprintf("must be %s, not %s", describeType(want, key), value)
 	if s, ok := got.(string); ok && unquotedFits(s, want) {
 		msg += " (remove the quotes)"
 	}
@@ -178,7 +188,7 @@ func describeType(t reflect.Type, key string) string {
 	switch {
 	case t == durationType:
 		return `a duration in quotes, like "5s" or "24h"`
-	case t.Kind() == reflect.String:
+	case t.Kind() == reflect.String || t == secretType:
 		return "text in quotes"
 	case t.Kind() == reflect.Int:
 		return "a whole number"
@@ -210,6 +220,20 @@ func describeValue(v any) string {
 		return "a table"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// describeKind names a TOML value by its kind alone, for a key that holds
+// a secret.
+func describeKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "text"
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "true or false"
+	}
+	return describeValue(v) // a date, a list, a table: no value in the words
 }
 
 // unquotedFits reports whether s, written without its quotes, would have

@@ -1,8 +1,8 @@
 package config
 
 import (
+	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -19,39 +19,35 @@ const EnvFleetHeaderPrefix = "RECEIPTD_FLEET_HEADERS_"
 type Fleet struct {
 	// RemoteWriteURL is the head office's remote-write endpoint; empty
 	// (the default) turns the push off.
-	RemoteWriteURL string `toml:"remote_write_url"`
+	RemoteWriteURL string `toml:"remote_write_url" change:"named"`
 	// Interval is the time between samples; at least 1s.
-	Interval Duration `toml:"interval"`
+	Interval Duration `toml:"interval" change:"remote"`
 	// Labels are added to every series pushed (shop = "017", till = "2");
 	// "instance" among them replaces the host name. Never nil after
 	// Default or Load.
-	Labels map[string]string `toml:"labels"`
+	Labels map[string]string `toml:"labels" change:"remote"`
 	// Headers are set on every push (say Authorization). Never nil after
 	// Default or Load.
-	Headers map[string]string `toml:"headers"`
+	Headers map[string]Secret `toml:"headers" change:"named"`
 	// CAFile is a PEM file of CAs trusted besides the system's.
-	CAFile string `toml:"ca_file"`
+	CAFile string `toml:"ca_file" change:"named"`
 	// Proxy is an http, https or socks5 URL; empty: the environment's
 	// HTTPS_PROXY / HTTP_PROXY.
-	Proxy string `toml:"proxy"`
+	Proxy string `toml:"proxy" change:"named"`
 	// Buffer is the oldest unsent sample kept on disk while the head
 	// office does not answer; BufferMB bounds the buffer's files (MiB).
-	Buffer   Duration `toml:"buffer"`
-	BufferMB int      `toml:"buffer_mb"`
+	Buffer   Duration `toml:"buffer" change:"remote"`
+	BufferMB int      `toml:"buffer_mb" change:"remote"`
 }
 
 // Enabled reports whether the push is on.
 func (f Fleet) Enabled() bool { return f.RemoteWriteURL != "" }
 
-// maxFleetBufferMB bounds fleet.buffer_mb: the till's disk holds the
-// receipts first.
-const maxFleetBufferMB = 4096
-
 func defaultFleet() Fleet {
 	return Fleet{
 		Interval: Dur(60 * time.Second),
 		Labels:   map[string]string{},
-		Headers:  map[string]string{},
+		Headers:  map[string]Secret{},
 		Buffer:   Dur(168 * time.Hour),
 		BufferMB: 64,
 	}
@@ -63,14 +59,8 @@ func (f Fleet) check(ch *checker) {
 	if f.RemoteWriteURL != "" {
 		checkURL(ch, "fleet.remote_write_url", f.RemoteWriteURL, "http", "https")
 	}
-	if f.Interval.Duration < time.Second {
-		ch.add("fleet.interval", "must be at least 1s, not %s", f.Interval)
-	}
 	if f.Buffer.Duration < f.Interval.Duration {
 		ch.add("fleet.buffer", "must be at least one fleet.interval (%s), not %s", f.Interval, f.Buffer)
-	}
-	if f.BufferMB < 1 || f.BufferMB > maxFleetBufferMB {
-		ch.add("fleet.buffer_mb", "must be at least 1 and at most %d, not %d", maxFleetBufferMB, f.BufferMB)
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.Labels)) {
 		if problem := labelProblem(name, f.Labels[name]); problem != "" {
@@ -78,14 +68,7 @@ func (f Fleet) check(ch *checker) {
 		}
 	}
 	checkHeaders(ch, "fleet.headers", f.Headers)
-	if f.CAFile != "" {
-		if _, err := os.Stat(f.CAFile); err != nil {
-			ch.add("fleet.ca_file", "cannot be read: %v", err)
-		}
-	}
-	if f.Proxy != "" {
-		checkURL(ch, "fleet.proxy", f.Proxy, "http", "https", "socks5")
-	}
+	checkTransport(ch, "fleet", f.CAFile, f.Proxy)
 }
 
 // labelProblem applies Prometheus's label rules: a name matches
@@ -106,8 +89,12 @@ func labelProblem(name, value string) string {
 		return "label names starting with __ are reserved for Prometheus"
 	case name == "le" || name == "quantile":
 		return "is a label of histogram and summary series; choose another name"
+	case len(name) > maxLabelName:
+		return fmt.Sprintf("a label name must be at most %d bytes, not %d", maxLabelName, len(name))
 	case value == "" || !utf8.ValidString(value):
 		return "value must be a non-empty UTF-8 string"
+	case len(value) > maxLabelValue:
+		return fmt.Sprintf("a label value must be at most %d bytes, not %d", maxLabelValue, len(value))
 	}
 	return ""
 }

@@ -23,7 +23,7 @@ func TestFleetRefusals(t *testing.T) {
 		{"empty label value", "[fleet.labels]\nshop = \"\"\n", "fleet.labels.shop: value must be a non-empty UTF-8 string"},
 		{"bad header", "[fleet.headers]\n\"X Token\" = \"x\"\n", "fleet.headers.X Token: is not a valid HTTP header name"},
 		{"bad proxy", "[fleet]\nproxy = \"gopher://p\"\n", "fleet.proxy: needs http://, https:// or socks5:// in front"},
-		{"missing CA file", "[fleet]\nca_file = \"/nonexistent/ca.pem\"\n", "fleet.ca_file: cannot be read"},
+		{"missing CA file", "[fleet]\nca_file = \"/nonexistent/ca.pem\"\n", "fleet.ca_file: cannot be used as a CA file: open /nonexistent/ca.pem"},
 	} {
 		t.Run(c.name, func(t *testing.T) { requireRefused(t, c.toml, c.want) })
 	}
@@ -48,6 +48,6 @@ X-Scope-OrgID = "chain"
 	require.Equal(t, 48*time.Hour, f.Buffer.Duration)
 	require.Equal(t, 16, f.BufferMB)
 	require.Equal(t, map[string]string{"shop": "017", "till": "2"}, f.Labels)
-	require.Equal(t, map[string]string{"X-Scope-OrgID": "chain", "Authorization": "Bearer from-env"}, f.Headers)
+	require.Equal(t, map[string]string{"X-Scope-OrgID": "chain", "Authorization": "Bearer from-env"}, RevealAll(f.Headers))
 	require.False(t, Default().Fleet.Enabled(), "off by default")
 }

@@ -77,7 +77,7 @@ func FuzzMerge(f *testing.F) {
 		f.Fatal(problems)
 	}
 	f.Fuzz(func(t *testing.T, fragment []byte) {
-		cfg, keys, problems := overlay(own, fragment, nil, base.Control.Allow)
+		cfg, keys, problems := overlay(Default(), own, fragment, nil, base.Control.Allow)
 		if len(problems) == 0 {
 			if err := cfg.Validate(); err != nil {
 				t.Fatalf("accepted a fragment that does not validate: %v", err)

@@ -133,7 +133,7 @@ func applyEnv(cfg *Config, environ []string) (tokenFromEnv bool) {
 			// Set but empty (a unit file's "Environment=RECEIPTD_AUTH_TOKEN=")
 			// must not silently remove the file's token.
 			if value != "" {
-				cfg.Auth.Token = value
+				cfg.Auth.Token = NewSecret(value)
 				tokenFromEnv = true
 			}
 		case strings.HasPrefix(name, EnvLookupHeaderPrefix):
@@ -149,20 +149,20 @@ func applyEnv(cfg *Config, environ []string) (tokenFromEnv bool) {
 	return tokenFromEnv
 }
 
-func setHeader(headers *map[string]string, envName, value string) {
+func setHeader(headers *map[string]Secret, envName, value string) {
 	if envName == "" {
 		return
 	}
 	name := textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(envName, "_", "-"))
 	if *headers == nil {
-		*headers = map[string]string{}
+		*headers = map[string]Secret{}
 	}
 	for k := range *headers { // a header set in the file under another case
 		if strings.EqualFold(k, name) {
 			delete(*headers, k)
 		}
 	}
-	(*headers)[name] = value
+	(*headers)[name] = NewSecret(value)
 }
 
 // cloneRefs replaces every map and slice in the struct v, and in the

@@ -15,9 +15,9 @@ import (
 func TestLoadOntoLeavesBaseAlone(t *testing.T) {
 	t.Parallel()
 	base := Default()
-	base.Upstream.Headers["X-Base"] = "1"
+	base.Upstream.Headers["X-Base"] = NewSecret("1")
 	base.Fleet.Labels["shop"] = "base"
-	base.Control.Headers["X-Base"] = "1"
+	base.Control.Headers["X-Base"] = NewSecret("1")
 	path := filepath.Join(t.TempDir(), "receiptd.toml")
 	require.NoError(t, os.WriteFile(path, []byte(`
 [upstream.headers]
@@ -34,12 +34,12 @@ Authorization = "Bearer file"
 	})
 	require.NoError(t, err)
 
-	require.Equal(t, map[string]string{"X-Base": "1", "X-File": "f"}, cfg.Upstream.Headers)
+	require.Equal(t, map[string]string{"X-Base": "1", "X-File": "f"}, RevealAll(cfg.Upstream.Headers))
 	require.Equal(t, map[string]string{"shop": "base", "till": "7"}, cfg.Fleet.Labels)
-	require.Equal(t, map[string]string{"X-Base": "1", "Authorization": "Bearer file", "X-Env": "e"}, cfg.Control.Headers)
-	require.Equal(t, map[string]string{"X-Base": "1"}, base.Upstream.Headers)
+	require.Equal(t, map[string]string{"X-Base": "1", "Authorization": "Bearer file", "X-Env": "e"}, RevealAll(cfg.Control.Headers))
+	require.Equal(t, map[string]string{"X-Base": "1"}, RevealAll(base.Upstream.Headers))
 	require.Equal(t, map[string]string{"shop": "base"}, base.Fleet.Labels)
-	require.Equal(t, map[string]string{"X-Base": "1"}, base.Control.Headers)
+	require.Equal(t, map[string]string{"X-Base": "1"}, RevealAll(base.Control.Headers))
 	require.Empty(t, base.Fleet.Headers)
 	requireNoSharedRefs(t, reflect.ValueOf(base), reflect.ValueOf(cfg), "Config")
 }

@@ -18,7 +18,7 @@ var lookupKeys = []struct {
 }
 
 // IsLoopbackURL reports whether raw is a URL whose host is this computer
-// (127.0.0.0/8, ::1 or localhost).
+// (127.0.0.0/8 or ::1; the name localhost is not trusted).
 func IsLoopbackURL(raw string) bool {
 	u, err := url.Parse(raw)
 	return err == nil && u.Host != "" && isLoopback(u.Hostname())

@@ -18,5 +18,5 @@ func TestMetricsTokenRules(t *testing.T) {
 	}
 	cfg, err := Load(writeConfig(t, "[auth]\nmetrics_token = \"scraper-key-0123456\"\n"))
 	require.NoError(t, err, "a metrics token without auth.token is fine")
-	require.Equal(t, "scraper-key-0123456", cfg.Auth.MetricsToken)
+	require.Equal(t, "scraper-key-0123456", cfg.Auth.MetricsToken.Reveal())
 }

@@ -19,12 +19,12 @@ func TestPosAPIValidate(t *testing.T) {
 		{"check too often", func(p *PosAPI) { p.CheckEvery = Dur(time.Second) }, "posapi.check_every"},
 		{"send after zero", func(p *PosAPI) { p.SendAfter = Dur(0) }, "posapi.send_after"},
 		{"min lotteries negative", func(p *PosAPI) { p.MinLotteries = -1 }, "posapi.min_lotteries"},
-		{"min lotteries huge", func(p *PosAPI) { p.MinLotteries = maxMinLotteries + 1 }, "posapi.min_lotteries"},
+		{"min lotteries huge", func(p *PosAPI) { p.MinLotteries = 1_000_001 }, "posapi.min_lotteries"},
 		{"send every below a second", func(p *PosAPI) { p.SendEvery = Dur(time.Millisecond) }, "posapi.send_every"},
 		{"skew zero", func(p *PosAPI) { p.MaxClockSkew = Dur(0) }, "posapi.max_clock_skew"},
 		{"no spread", func(p *PosAPI) { p.SendSpread = Dur(0) }, ""},
 		{"spread negative", func(p *PosAPI) { p.SendSpread = Dur(-time.Second) }, "posapi.send_spread"},
-		{"spread too long", func(p *PosAPI) { p.SendSpread = Dur(maxSendSpread + time.Second) }, "posapi.send_spread"},
+		{"spread too long", func(p *PosAPI) { p.SendSpread = Dur(10*time.Minute + time.Second) }, "posapi.send_spread"},
 		{"refill before under a minute", func(p *PosAPI) { p.RefillBefore = Dur(30 * time.Second) }, "posapi.refill_before"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 )
@@ -106,24 +105,13 @@ func sortByLine(problems []*KeyError) {
 // knownKeys lists every key a file may set (tables too), dotted, in the
 // order of Config's fields. A map's own entries are free names and are not
 // listed.
-var knownKeys = listKeys(reflect.TypeFor[Config](), "")
-
-func listKeys(t reflect.Type, prefix string) []string {
-	var keys []string
-	for i := range t.NumField() {
-		tag := tomlName(t.Field(i))
-		if tag == "" || tag == "-" {
-			continue
-		}
-		key := prefix + tag
-		keys = append(keys, key)
-		ft := t.Field(i).Type
-		if ft.Kind() == reflect.Struct && ft != durationType {
-			keys = append(keys, listKeys(ft, key+".")...)
-		}
+var knownKeys = func() []string {
+	keys := make([]string, len(keyFields))
+	for i, f := range keyFields {
+		keys[i] = f.key
 	}
 	return keys
-}
+}()
 
 // unknownKey is the problem of a key no Config field has, with a guess at
 // the key that was meant: one a typing slip away (sync.concurency), or the

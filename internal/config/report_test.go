@@ -35,7 +35,7 @@ level = "loud"
   line 7: sync.concurency: unknown key; did you mean sync.concurrency?
   line 8: sync.concurrency: must be a whole number, not the text "2" (remove the quotes)
   line 9: sync.timeout: unknown key; did you mean upstream.timeout?
-  line 12: upstream.headers.X-Key: must be text in quotes, not the number 1
+  line 12: upstream.headers.X-Key: must be text in quotes, not a number
   line 15: log.level: must be one of debug, info, warn, error, not "loud"`)
 	var ke *KeyError
 	require.ErrorAs(t, err, &ke)
@@ -46,7 +46,7 @@ func TestLoadProblemMessages(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, toml, want string }{
 		{"one problem", "[sync]\nconcurrency = 0\n",
-			"1 problem:\n  line 2: sync.concurrency: must be at least 1 and at most 64, not 0"},
+			"1 problem:\n  line 2: sync.concurrency: must be at least 1 and at most 16, not 0"},
 		{"dotted key", "sync.concurrency = \"x\"\n",
 			"  line 1: sync.concurrency: must be a whole number, not the text \"x\""},
 		{"inline table", "upstream = { timeout = 5 }\n",

@@ -17,6 +17,7 @@ import (
 // nil and the problem in words an operator can act on ("needs http:// or
 // https:// in front, like ...", "port 70812 is out of range: a port is a
 // number from 1 to 65535"). A KeyError is built by prefixing the key.
+// A problem that quotes the URL shows any credentials in it as "(set)".
 func URLProblem(raw string, schemes ...string) (*url.URL, string) {
 	if len(schemes) == 0 {
 		schemes = []string{"http", "https"}
@@ -24,15 +25,16 @@ func URLProblem(raw string, schemes ...string) (*url.URL, string) {
 	example := schemes[0] + "://127.0.0.1:7081"
 	needs := "needs " + schemeList(schemes) + " in front"
 	scheme, rest, found := strings.Cut(raw, "://")
+	shown := hideUserinfo(raw)
 	switch {
 	case strings.TrimSpace(raw) == "":
 		return nil, "must be set, like " + strconv.Quote(example)
 	case !found:
-		return nil, fmt.Sprintf("%s, like %q, not %q", needs, example, raw)
+		return nil, fmt.Sprintf("%s, like %q, not %q", needs, example, shown)
 	case !slices.Contains(schemes, strings.ToLower(scheme)):
 		return nil, fmt.Sprintf("%s, not %q", needs, scheme+"://")
 	case strings.ContainsAny(raw, " \t\r\n"):
-		return nil, fmt.Sprintf("must not contain spaces or line breaks: %q", raw)
+		return nil, fmt.Sprintf("must not contain spaces or line breaks: %q", shown)
 	}
 	host, _, _ := strings.Cut(rest, "/")
 	if problem := hostPortProblem(host); problem != "" {
@@ -41,13 +43,30 @@ func URLProblem(raw string, schemes ...string) (*url.URL, string) {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return nil, fmt.Sprintf("cannot be read as a URL (look for a stray character): %q", raw)
+		return nil, fmt.Sprintf("cannot be read as a URL (look for a stray character): %q", shown)
 	case u.User != nil:
 		return nil, "must not carry a user name or password; put credentials in a header instead"
 	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Sprintf("must not carry a query (?...) or a fragment (#...): %q", raw)
+		return nil, fmt.Sprintf("must not carry a query (?...) or a fragment (#...): %q", shown)
 	}
 	return u, ""
+}
+
+// hideUserinfo is raw with whatever stands before an "@" in its host part
+// (a user name and password, or a token) shown as Redacted, for a message
+// that quotes a refused URL.
+func hideUserinfo(raw string) string {
+	_, rest, found := strings.Cut(raw, "://")
+	if !found {
+		rest = raw
+	}
+	start := len(raw) - len(rest)
+	authority := rest[:strings.IndexAny(rest+"/", "/?#")]
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return raw
+	}
+	return raw[:start] + Redacted + raw[start+at:]
 }
 
 // hostPortProblem checks the part between "://" and the path.

@@ -72,7 +72,8 @@ func TestLiveLookups(t *testing.T) {
 	}{
 		{"defaults: PosAPI here, lookups on the internet", func(*Upstream) {}, []string{
 			"upstream.lookup_base_url (https://api.ebarimt.mn)", "upstream.stock_base_url (https://service.itc.gov.mn)"}},
-		{"all on the simulator", func(u *Upstream) { u.LookupBaseURL, u.StockBaseURL = u.BaseURL, "http://localhost:7081" }, nil},
+		{"all on the simulator", func(u *Upstream) { u.LookupBaseURL, u.StockBaseURL = u.BaseURL, "http://127.0.0.1:7081" }, nil},
+		{"localhost is not trusted as loopback", func(u *Upstream) { u.LookupBaseURL, u.StockBaseURL = u.BaseURL, "http://localhost:7081" }, []string{"upstream.stock_base_url (http://localhost:7081)"}},
 		{"one left live", func(u *Upstream) { u.LookupBaseURL = u.BaseURL }, []string{"upstream.stock_base_url (https://service.itc.gov.mn)"}},
 		{"PosAPI on another machine", func(u *Upstream) { u.BaseURL = "http://10.0.0.5:7080" }, nil},
 	} {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,25 +19,26 @@ import (
 // minTokenLen keeps a bearer token from being guessable by hand.
 const minTokenLen = 16
 
-// maxConcurrency bounds sync.concurrency: PosAPI is one process on a till.
-const maxConcurrency = 64
-
-// maxAmbiguous bounds sync.max_ambiguous: each ambiguous attempt may
-// have issued the sale once more.
-const maxAmbiguous = 100
-
-// maxAnswerMiB bounds upstream.max_answer (the client's MaxMaxAnswer).
-const maxAnswerMiB = 64
-
-// maxConnections bounds max_connections: each connection is a file
-// descriptor, and Windows and many Linux set-ups allow a few thousand.
-const maxConnections = 4096
-
 // checker collects KeyErrors.
 type checker struct{ errs []error }
 
 func (c *checker) add(key, format string, args ...any) {
 	c.errs = append(c.errs, &KeyError{Key: key, Problem: fmt.Sprintf(format, args...)})
+}
+
+// sortByField orders the problems as Config's fields are (Validate
+// checks the bounds last), each key's problems in the order found.
+func (c *checker) sortByField() {
+	order := func(err error) int {
+		key := err.(*KeyError).Key
+		for i, f := range keyFields {
+			if !f.table && (f.under(key) || strings.HasPrefix(key, f.key+"[")) {
+				return i
+			}
+		}
+		return len(keyFields)
+	}
+	slices.SortStableFunc(c.errs, func(a, b error) int { return order(a) - order(b) })
 }
 
 func (c *checker) positive(key string, d Duration) {
@@ -69,26 +72,21 @@ func (c Config) Validate() error {
 		ch.add("data_dir", "must be an absolute path, not %q", c.DataDir)
 	}
 	ch.positive("shutdown_timeout", c.ShutdownTimeout)
-	if c.MaxConnections < 1 || c.MaxConnections > maxConnections {
-		ch.add("max_connections", "must be at least 1 and at most %d, not %d", maxConnections, c.MaxConnections)
-	}
 	c.Accept.check(&ch)
 	c.Upstream.check(&ch, c.Listen)
 	c.Sync.check(&ch)
 	c.Cache.check(&ch)
-	c.PosAPI.check(&ch)
-	ch.positive("alerts.unsent_warn", c.Alerts.UnsentWarn)
 	if c.Alerts.UnsentWarn.Duration > c.Alerts.UnsentCritical.Duration {
 		ch.add("alerts.unsent_warn", "must not be longer than alerts.unsent_critical (%s)", c.Alerts.UnsentCritical)
 	}
-	ch.positive("alerts.unsent_critical", c.Alerts.UnsentCritical)
-	ch.positive("retention.keep", c.Retention.Keep)
-	ch.positive("retention.prune_interval", c.Retention.PruneInterval)
 	c.Backup.check(&ch, c.DataDir)
 	c.Fleet.check(&ch)
 	c.Control.check(&ch)
+	c.Update.check(&ch)
 	c.Auth.check(&ch)
 	c.Log.check(&ch)
+	c.checkBounds(&ch)
+	ch.sortByField()
 	return errors.Join(ch.errs...)
 }
 
@@ -107,29 +105,28 @@ func (c Config) checkListen(ch *checker) {
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		ch.add("listen", "port %q must be a number from 0 to 65535", port)
 	}
-	if !isLoopback(host) && c.Auth.Token == "" {
+	if !namesLoopback(host) && !c.Auth.Token.IsSet() {
 		ch.add("listen", "%q is not a loopback address: set auth.token (or %s) to listen on it", c.Listen, EnvAuthToken)
 	}
 }
 
-// isLoopback reports whether host names only this machine. An empty host
-// or 0.0.0.0 means every interface, which is not loopback.
+// isLoopback reports whether host is an address of this machine written
+// as one: 127.0.0.0/8 or ::1. The name "localhost" is not trusted (a
+// hosts file or a resolver may send it elsewhere): write 127.0.0.1. An
+// empty host or 0.0.0.0 means every interface, which is not loopback.
 func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
 
-// Upper bounds of the in-memory answers: a till has little memory to spare.
-const (
-	maxAnswerCount = 1_000_000
-	maxAnswerMB    = 1024
-)
+// namesLoopback is isLoopback, or the name "localhost": where taking a
+// name for this machine only widens a refusal (a base_url that is our
+// own listen address) or the address is bound by receiptd itself (listen).
+func namesLoopback(host string) bool {
+	return strings.EqualFold(host, "localhost") || isLoopback(host)
+}
 
 func (a Accept) check(ch *checker) {
-	ch.nonNegative("accept.wait", a.Wait)
 	if a.MaxWait.Duration < a.Wait.Duration {
 		ch.add("accept.max_wait", "must not be shorter than accept.wait (%s)", a.Wait)
 	}
@@ -140,12 +137,7 @@ func (a Accept) check(ch *checker) {
 	}
 	ch.oneOf("accept.queued_answer", a.QueuedAnswer, QueuedAnswer202, QueuedAnswerError)
 	ch.positive("accept.answer_ttl", a.AnswerTTL)
-	if a.AnswerCount < 1 || a.AnswerCount > maxAnswerCount {
-		ch.add("accept.answer_count", "must be at least 1 and at most %d, not %d", maxAnswerCount, a.AnswerCount)
-	}
-	if a.AnswerMB < 1 || a.AnswerMB > maxAnswerMB {
-		ch.add("accept.answer_mb", "must be at least 1 and at most %d, not %d", maxAnswerMB, a.AnswerMB)
-	}
+	a.checkSkipRules(ch)
 }
 
 func (u Upstream) check(ch *checker, listen string) {
@@ -158,18 +150,42 @@ func (u Upstream) check(ch *checker, listen string) {
 	checkURL(ch, "upstream.stock_base_url", u.StockBaseURL, "http", "https")
 	u.Paths.check(ch)
 	ch.positive("upstream.timeout", u.Timeout)
-	if u.MaxAnswer < 1 || u.MaxAnswer > maxAnswerMiB {
-		ch.add("upstream.max_answer", "must be at least 1 and at most %d (MiB), not %d", maxAnswerMiB, u.MaxAnswer)
-	}
 	checkHeaders(ch, "upstream.headers", u.Headers)
 	checkHeaders(ch, "upstream.lookup_headers", u.LookupHeaders)
-	if u.CAFile != "" {
-		if _, err := os.Stat(u.CAFile); err != nil {
-			ch.add("upstream.ca_file", "cannot be read: %v", err)
+	checkTransport(ch, "upstream", u.CAFile, u.Proxy)
+}
+
+// checkTransport is the one check of a section's ca_file and proxy
+// ([upstream], [fleet], [control]): a CA file that can be read, and a
+// proxy URL of http, https or socks5; each empty is not set.
+func checkTransport(ch *checker, section, caFile, proxy string) {
+	if caFile != "" {
+		if err := checkCAFile(caFile); err != nil {
+			ch.add(section+".ca_file", "%s %v", caProblem, err)
 		}
 	}
-	if u.Proxy != "" {
-		checkURL(ch, "upstream.proxy", u.Proxy, "http", "https", "socks5")
+	if proxy != "" {
+		checkURL(ch, section+".proxy", proxy, "http", "https", "socks5")
+	}
+}
+
+// checkCAFile is nil when file holds a PEM certificate, as the transport
+// that loads it needs.
+func checkCAFile(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	for {
+		var block *pem.Block
+		if block, data = pem.Decode(data); block == nil {
+			return fmt.Errorf("%s holds no PEM certificate", file)
+		}
+		if block.Type == "CERTIFICATE" {
+			if _, err := x509.ParseCertificate(block.Bytes); err == nil {
+				return nil
+			}
+		}
 	}
 }
 
@@ -195,7 +211,7 @@ func sameAddr(u *url.URL, listen string) bool {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
 	norm := func(h string) string {
-		if isLoopback(h) {
+		if namesLoopback(h) {
 			return "loopback"
 		}
 		return strings.ToLower(h)
@@ -218,7 +234,7 @@ func (p Paths) check(ch *checker) {
 	}
 }
 
-func checkHeaders(ch *checker, key string, headers map[string]string) {
+func checkHeaders(ch *checker, key string, headers map[string]Secret) {
 	seen := make(map[string]string, len(headers))
 	for _, name := range slices.Sorted(maps.Keys(headers)) {
 		value := headers[name]
@@ -229,7 +245,7 @@ func checkHeaders(ch *checker, key string, headers map[string]string) {
 		if !isToken(name) {
 			ch.add(key+"."+name, "is not a valid HTTP header name")
 		}
-		if strings.ContainsAny(value, "\r\n\x00") {
+		if strings.ContainsAny(value.Reveal(), "\r\n\x00") {
 			ch.add(key+"."+name, "value must not contain line breaks or NUL")
 		}
 	}
@@ -250,17 +266,10 @@ func isToken(s string) bool {
 }
 
 func (s Sync) check(ch *checker) {
-	if s.Concurrency < 1 || s.Concurrency > maxConcurrency {
-		ch.add("sync.concurrency", "must be at least 1 and at most %d, not %d", maxConcurrency, s.Concurrency)
-	}
-	ch.positive("sync.min_backoff", s.MinBackoff)
 	if s.MaxBackoff.Duration < s.MinBackoff.Duration {
 		ch.add("sync.max_backoff", "must not be shorter than sync.min_backoff (%s)", s.MinBackoff)
 	}
 	ch.oneOf("sync.on_ambiguous", s.OnAmbiguous, OnAmbiguousRetry, OnAmbiguousHold)
-	if s.MaxAmbiguous < 1 || s.MaxAmbiguous > maxAmbiguous {
-		ch.add("sync.max_ambiguous", "must be at least 1 and at most %d, not %d", maxAmbiguous, s.MaxAmbiguous)
-	}
 }
 
 func (c Cache) check(ch *checker) {
@@ -290,12 +299,7 @@ func (c Cache) check(ch *checker) {
 }
 
 func (a Auth) check(ch *checker) {
-	if a.Token != "" && len(a.Token) < minTokenLen {
-		ch.add("auth.token", "must be at least %d characters long", minTokenLen)
-	}
-	if strings.ContainsAny(a.Token, " \t\r\n") {
-		ch.add("auth.token", "must not contain spaces or line breaks")
-	}
+	checkToken(ch, "auth.token", a.Token)
 	a.checkMetricsToken(ch)
 	for i, h := range a.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ \t@") || strings.Contains(h, "://") {
@@ -307,10 +311,4 @@ func (a Auth) check(ch *checker) {
 func (l Log) check(ch *checker) {
 	ch.oneOf("log.level", l.Level, "debug", "info", "warn", "error")
 	ch.oneOf("log.format", l.Format, "auto", "json", "console")
-	if l.MaxSizeMB < 1 {
-		ch.add("log.max_size_mb", "must be at least 1, not %d", l.MaxSizeMB)
-	}
-	if l.MaxFiles < 1 {
-		ch.add("log.max_files", "must be at least 1, not %d", l.MaxFiles)
-	}
 }

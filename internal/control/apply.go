@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -28,8 +29,19 @@ func (c *Client) callbacks() types.Callbacks {
 			c.mu.Lock()
 			was, first := c.connected, !c.triedOnce
 			c.connected, c.triedOnce = false, true
+			// A refused WebSocket handshake fails twice, around the log
+			// line with its status (refused): keep the status.
+			if !(err.Error() == "websocket: bad handshake" && strings.HasPrefix(c.status.LastError, refusedPrefix)) {
+				c.status.LastError = err.Error()
+			}
+			if c.status.FailingSince.IsZero() {
+				c.status.FailingSince = time.Now().UTC()
+			}
 			c.mu.Unlock()
 			switch {
+			case tooLarge(err):
+				c.log.Warn("the head office sent a message over the limit; refused unread and the connection closed, retrying (receipts are not affected)",
+					zap.Int("limitBytes", MaxMessage))
 			case was:
 				c.log.Warn("lost the head office; receipts are not affected, retrying", zap.Error(err))
 			case first:
@@ -44,10 +56,12 @@ func (c *Client) callbacks() types.Callbacks {
 			if msg.RemoteConfig != nil {
 				c.offer(msg.RemoteConfig)
 			}
+			c.pkgs.received(c.log, msg.PackagesAvailable)
 		},
 		GetEffectiveConfig: func(context.Context) (*protobufs.EffectiveConfig, error) {
 			return c.effectiveProto()
 		},
+		CheckRedirect: checkRedirect,
 	}
 }
 
@@ -57,6 +71,7 @@ func (c *Client) contact(ok bool) {
 	was := c.connected
 	c.connected, c.triedOnce = ok, true
 	c.status.LastContact = time.Now().UTC()
+	c.status.LastError, c.status.FailingSince = "", time.Time{}
 	c.mu.Unlock()
 	if ok && !was {
 		c.log.Info("connected to the head office")
@@ -72,7 +87,7 @@ func (c *Client) offer(rc *protobufs.AgentRemoteConfig) {
 	hash := hex.EncodeToString(rc.GetConfigHash())
 	c.mu.Lock()
 	done := c.status.RemoteConfig
-	again := (c.applying != "" && hash == c.applying) ||
+	again := (c.applying != "" && hash == c.applying) || (c.held != "" && hash == c.held) ||
 		(c.next != nil && hash == hex.EncodeToString(c.next.GetConfigHash())) ||
 		(hash == done.ServerHash && (done.Status == StatusApplied || done.Status == StatusFailed))
 	oc := c.opamp
@@ -94,51 +109,88 @@ func (c *Client) offer(rc *protobufs.AgentRemoteConfig) {
 	}
 }
 
+// applyLoop applies the configs offer queues, one at a time, the newest
+// first. A config the gate holds back waits here until its time, unless
+// a newer one replaces it meanwhile.
 func (c *Client) applyLoop(ctx context.Context) {
+	g := &gate{every: c.opts.ApplyEvery, max: c.opts.MaxApplyBackoff}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var held *protobufs.AgentRemoteConfig
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.wake:
+		case <-timer.C:
 		}
 		c.mu.Lock()
 		rc := c.next
 		c.next = nil
+		if rc == nil {
+			rc = held // its time has come (or a wake-up of nothing: apply asks the gate again)
+		}
+		held, c.held = nil, ""
 		if rc != nil {
 			c.applying = hex.EncodeToString(rc.GetConfigHash())
 		}
 		c.mu.Unlock()
-		if rc != nil {
-			c.apply(ctx, rc)
-			c.mu.Lock()
-			c.applying = ""
-			c.mu.Unlock()
+		if rc == nil {
+			continue
+		}
+		wait := c.apply(ctx, rc, g)
+		c.mu.Lock()
+		c.applying = ""
+		if wait > 0 {
+			held, c.held = rc, hex.EncodeToString(rc.GetConfigHash())
+		}
+		c.mu.Unlock()
+		if wait > 0 {
+			timer.Reset(wait)
 		}
 	}
 }
 
-// apply checks one remote config, hands it to the Applier and reports
-// what became of it.
-func (c *Client) apply(ctx context.Context, rc *protobufs.AgentRemoteConfig) {
+// apply checks one remote config, hands it to the Applier when g lets
+// it, and reports what became of it. It returns how long a config g
+// holds back must wait (reported APPLYING, saying until when, and not
+// kept on disk); zero once it is APPLIED or FAILED.
+func (c *Client) apply(ctx context.Context, rc *protobufs.AgentRemoteConfig, g *gate) time.Duration {
 	fragment, err := fragmentOf(rc)
 	out := RemoteConfig{Hash: config.FragmentHash(fragment), Status: StatusApplying, ServerHash: hex.EncodeToString(rc.GetConfigHash())}
 	if err != nil {
 		c.fail(out, err.Error())
-		return
+		return 0
+	}
+	merged, mergeErr := mergeOwn(c.opts.OwnPath, c.opts.Own, fragment)
+	c.mu.Lock()
+	effective := c.effective.Config
+	c.mu.Unlock()
+	rebuild := mergeErr == nil && !reflect.DeepEqual(merged.Config, effective)
+	if rebuild {
+		if wait := g.wait(time.Now()); wait > 0 {
+			out.Message = g.waiting(time.Now().Add(wait))
+			c.tell(out)
+			return wait
+		}
 	}
 	c.report(out)
 	if err := c.disk.write(receivedFile, fragment); err != nil {
 		c.fail(out, "it could not be kept on disk: "+err.Error())
-		return
+		return 0
 	}
-	merged, err := config.Merge(c.opts.OwnPath, fragment)
+	if mergeErr != nil {
+		c.fail(out, mergeErr.Error())
+		return 0
+	}
+	err = c.opts.Applier.Apply(ctx, merged.Config)
+	if rebuild {
+		g.done(time.Now(), err == nil)
+	}
 	if err != nil {
-		c.fail(out, err.Error())
-		return
-	}
-	if err := c.opts.Applier.Apply(ctx, merged.Config); err != nil {
 		c.fail(out, "not applied, the previous configuration is back: "+err.Error())
-		return
+		return 0
 	}
 	out.Status, out.AppliedAt = StatusApplied, time.Now().UTC()
 	if err := c.disk.write(goodFile, fragment); err != nil {
@@ -158,6 +210,7 @@ func (c *Client) apply(ctx context.Context, rc *protobufs.AgentRemoteConfig) {
 			c.log.Debug("report description", zap.Error(err))
 		}
 	}
+	return 0
 }
 
 // MaxFragment bounds a remote fragment: a whole config file is a few KiB,
@@ -195,13 +248,20 @@ func (c *Client) fail(out RemoteConfig, message string) {
 
 // report records out, keeps it on disk and tells the server.
 func (c *Client) report(out RemoteConfig) {
+	if err := c.disk.saveStatus(out); err != nil {
+		c.log.Warn("remote config status not kept on disk", zap.Error(err))
+	}
+	c.tell(out)
+}
+
+// tell records out and tells the server, without keeping it on disk: a
+// config held back by the gate is not worth a write (a restart forgets
+// it, and the server sends it again).
+func (c *Client) tell(out RemoteConfig) {
 	c.mu.Lock()
 	c.status.RemoteConfig = out
 	oc := c.opamp
 	c.mu.Unlock()
-	if err := c.disk.saveStatus(out); err != nil {
-		c.log.Warn("remote config status not kept on disk", zap.Error(err))
-	}
 	if oc != nil {
 		if err := oc.SetRemoteConfigStatus(c.remoteStatusProto()); err != nil {
 			c.log.Debug("report remote config status", zap.Error(err))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +23,8 @@ import (
 	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/control"
 	"github.com/receiptd/receiptd/internal/control/controltest"
+	"github.com/receiptd/receiptd/internal/layout"
+	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
 const (
@@ -33,10 +37,12 @@ const (
 type applier struct {
 	mu    sync.Mutex
 	got   []config.Config
-	delay time.Duration // how long an Apply takes, as a swap does
+	spans [][2]time.Time // when each Apply began and returned
+	delay time.Duration  // how long an Apply takes, as a swap does
 }
 
 func (a *applier) Apply(_ context.Context, cfg config.Config) error {
+	began := time.Now()
 	a.mu.Lock()
 	delay := a.delay
 	a.mu.Unlock()
@@ -44,10 +50,17 @@ func (a *applier) Apply(_ context.Context, cfg config.Config) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.got = append(a.got, cfg)
+	a.spans = append(a.spans, [2]time.Time{began, time.Now()})
 	if cfg.Accept.AnswerCount == 7 {
 		return errors.New("not ready within control.rollback_after (backup: cannot create the snapshot folder)")
 	}
 	return nil
+}
+
+func (a *applier) times() [][2]time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([][2]time.Time(nil), a.spans...)
 }
 
 func (a *applier) calls() []config.Config {
@@ -65,7 +78,12 @@ type till struct {
 
 // startTill writes a till's own file pointing at url, and runs its client
 // until the test ends.
-func startTill(t *testing.T, url string) *till { return startTillWith(t, url, "") }
+func startTill(t *testing.T, url string) *till { return startTillWith(t, url, namesQueuedAnswer) }
+
+// namesQueuedAnswer is the default control.allow naming
+// accept.queued_answer, which the tests set remotely: a head office sets
+// it only where the till's own file names it.
+const namesQueuedAnswer = `allow = ["accept", "sync", "alerts", "posapi", "fleet", "backup", "retention", "log", "accept.queued_answer"]`
 
 // startTillWith is startTill with more [control] lines.
 func startTillWith(t *testing.T, url, extra string) *till { return startTillOpts(t, url, extra, nil) }
@@ -101,6 +119,9 @@ Authorization = %q
 		Start: start, OwnPath: ownPath, Version: "v9.9.9", Log: zaptest.NewLogger(t), Applier: tl.applier,
 		HostName: "till-2.shop-017",
 		PosNo:    func() string { return "POS-42" },
+		// No wait between rebuilds but in the tests of the gate
+		// (TestClientRateLimitsRebuilds): the others send configs in a row.
+		ApplyEvery: time.Nanosecond,
 		Health: func() control.Health {
 			return control.Health{Healthy: false, Status: "Sending is stalled: 3 receipts wait.", Components: map[string]control.ComponentHealth{
 				"upstream": {Healthy: false, Status: "down since 09:00"}, "queue": {Healthy: true, Status: "3 unsent"},
@@ -254,7 +275,7 @@ func TestClientRemoteConfig(t *testing.T) {
 // the one applied last in good.toml.
 func requireKept(t *testing.T, tl *till, name, want string) {
 	t.Helper()
-	got, err := os.ReadFile(filepath.Join(tl.own.DataDir, control.Dir, name))
+	got, err := os.ReadFile(filepath.Join(layout.Control(tl.own.DataDir), name))
 	require.NoError(t, err)
 	require.Equal(t, want, string(got), name)
 }
@@ -372,4 +393,43 @@ func TestClientSendsWhatChangedAfterTheFirstReport(t *testing.T) {
 		}
 	})
 	agent(t, srv, tl.client.InstanceUID(), func(a controltest.Agent) bool { return a.Attr("posNo") == "POS-42" })
+}
+
+// Issue 40, item 3: Status says why the channel is not connected and
+// since when, from the first failed attempt (nothing listening; a server
+// that refuses the till, HTTP 401), and forgets it once the server
+// answers, so the status page tells connecting, refused and connected
+// apart from the start.
+func TestClientStatusSaysWhyItIsNotConnected(t *testing.T) {
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "bad token", http.StatusUnauthorized)
+	}))
+	t.Cleanup(refusing.Close)
+	for _, tc := range []struct{ name, url, want string }{
+		{"nothing listening", "ws://" + testkit.ClosedAddr(t) + "/v1/opamp", "refused"},
+		{"refused, http polling", refusing.URL + "/v1/opamp", "401"},
+		{"refused, websocket", "ws://" + refusing.Listener.Addr().String() + "/v1/opamp", "401"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := startTill(t, tc.url)
+			require.Eventually(t, func() bool { return strings.Contains(tl.client.Status().LastError, tc.want) }, 10*time.Second, 20*time.Millisecond)
+			st := tl.client.Status()
+			require.False(t, st.FailingSince.IsZero())
+			require.True(t, st.LastContact.IsZero())
+			require.False(t, st.Connected)
+		})
+	}
+
+	srv := controltest.Start(t)
+	tl := startTill(t, srv.WSURL())
+	require.Eventually(t, func() bool { return tl.client.Status().Connected }, 10*time.Second, 20*time.Millisecond)
+	srv.Stop()
+	require.Eventually(t, func() bool { return tl.client.Status().LastError != "" }, 10*time.Second, 50*time.Millisecond)
+	since := tl.client.Status().FailingSince
+	require.False(t, since.IsZero())
+	srv.Restart(t)
+	require.Eventually(t, func() bool { return tl.client.Status().Connected }, 20*time.Second, 50*time.Millisecond)
+	st := tl.client.Status()
+	require.Empty(t, st.LastError, "an answer clears the failure")
+	require.True(t, st.FailingSince.IsZero())
 }

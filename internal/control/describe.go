@@ -3,10 +3,8 @@ package control
 import (
 	"bytes"
 	"maps"
-	"net/url"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -21,9 +19,6 @@ const ConfigKey = "receiptd.toml"
 
 // ContentType is the content type of ConfigKey's body.
 const ContentType = "application/toml"
-
-// Redacted stands in for every secret in the effective configuration.
-const Redacted = "(set)"
 
 // Health is the daemon's health as the head office sees it.
 type Health struct {
@@ -96,58 +91,14 @@ func keyValue(k, v string) *protobufs.KeyValue {
 	return &protobufs.KeyValue{Key: k, Value: &protobufs.AnyValue{Value: &protobufs.AnyValue_StringValue{StringValue: v}}}
 }
 
-// EffectiveTOML writes cfg as TOML with every secret replaced by Redacted:
-// the tokens, every header value, and the password of any proxy URL.
+// EffectiveTOML writes cfg as TOML. Every secret in it is a
+// config.Secret, which TOML writes as "(set)", and no URL key holds a
+// password (config.URLProblem refuses one): nothing is hidden by a list
+// here that a new key could be missing from.
 func EffectiveTOML(cfg config.Config) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := toml.NewEncoder(&buf).Encode(Redact(cfg)); err != nil {
+	if err := toml.NewEncoder(&buf).Encode(cfg); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// Redact returns cfg with every secret replaced by Redacted; cfg itself
-// (its maps included) is left as it was.
-func Redact(cfg config.Config) config.Config {
-	secret := func(s *string) {
-		if *s != "" {
-			*s = Redacted
-		}
-	}
-	secret(&cfg.Auth.Token)
-	secret(&cfg.Auth.MetricsToken)
-	cfg.Upstream.Headers = redactHeaders(cfg.Upstream.Headers)
-	cfg.Upstream.LookupHeaders = redactHeaders(cfg.Upstream.LookupHeaders)
-	cfg.Fleet.Headers = redactHeaders(cfg.Fleet.Headers)
-	cfg.Control.Headers = redactHeaders(cfg.Control.Headers)
-	for _, u := range []*string{&cfg.Upstream.Proxy, &cfg.Fleet.Proxy, &cfg.Control.Proxy,
-		&cfg.Control.OpAMPURL, &cfg.Fleet.RemoteWriteURL, &cfg.Upstream.BaseURL,
-		&cfg.Upstream.LookupBaseURL, &cfg.Upstream.StockBaseURL} {
-		*u = redactURL(*u)
-	}
-	return cfg
-}
-
-func redactHeaders(h map[string]string) map[string]string {
-	out := make(map[string]string, len(h))
-	for k := range h {
-		out[k] = Redacted
-	}
-	return out
-}
-
-// redactURL hides a URL's password (the config refuses credentials in
-// URLs, but a secret must not leak should that rule ever change).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, has := u.User.Password(); !has {
-		return raw
-	}
-	user := url.User(u.User.Username()).String()
-	u.User = nil
-	// Written by hand: url.URL would escape the parentheses of Redacted.
-	return strings.Replace(u.String(), "://", "://"+user+":"+Redacted+"@", 1)
 }

@@ -18,6 +18,15 @@
 //     the same while the head office is unreachable;
 //   - the effective configuration it reports carries no secret: tokens,
 //     header values and proxy passwords are "(set)";
+//   - a message from the server over MaxMessage is refused before it is
+//     read whole, over either transport (a patched opamp-go:
+//     third_party/opamp-go); connections open within ConnectTimeout,
+//     through control.proxy or the environment's, and follow no redirect
+//     (transport.go);
+//   - a config that changes the daemon is applied at most once every
+//     ApplyEvery, and after one the daemon refused waits a backoff
+//     doubling up to MaxApplyBackoff, reported APPLYING "waiting until"
+//     meanwhile (gate.go);
 //   - one goroutine applies fragments, one at a time, the newest first;
 //     Run owns every goroutine and returns only when they have stopped.
 package control

@@ -13,23 +13,22 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/receiptd/receiptd/internal/fileutil"
+	"github.com/receiptd/receiptd/internal/layout"
 )
 
-// Dir is the folder under data_dir that holds the channel's state.
-const Dir = "control"
-
-// Files in Dir.
+// Files in the channel's folder, <data_dir>/control (named, with what
+// each holds, in layout).
 const (
-	uidFile      = "instance-uid"  // the UUIDv7, as text
-	receivedFile = "received.toml" // the last fragment received, refused or not
-	goodFile     = "good.toml"     // the last fragment applied: what a start uses
-	statusFile   = "status.json"   // RemoteConfig of the last fragment
+	uidFile      = layout.ControlUIDFile
+	receivedFile = layout.ControlReceivedFile
+	goodFile     = layout.ControlGoodFile
+	statusFile   = layout.ControlStatusFile
 )
 
 // disk reads and writes the files of <data_dir>/control.
 type disk struct{ dir string }
 
-func newDisk(dataDir string) disk { return disk{dir: filepath.Join(dataDir, Dir)} }
+func newDisk(dataDir string) disk { return disk{dir: layout.Control(dataDir)} }
 
 // instanceUID returns the till's UID, creating it the first time.
 func (d disk) instanceUID() (uuid.UUID, error) {

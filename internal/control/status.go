@@ -48,6 +48,14 @@ type Status struct {
 	// Started is when the client was made: "not reached for a day" counts
 	// from it when the server has not answered since.
 	Started time.Time `json:"-"`
+	// LastError is why the last attempt to reach the server failed (no
+	// answer, a refusal such as HTTP 401); "" once it answers again, and
+	// before the first attempt ends. FailingSince is the first failed
+	// attempt since the last answer (zero: none): with LastContact and
+	// Connected, the status page tells connecting, connected and refused
+	// apart from the start.
+	LastError    string    `json:"-"`
+	FailingSince time.Time `json:"-"`
 }
 
 // StartConfig is the configuration a daemon starts with: the till's own
@@ -68,9 +76,19 @@ func StartConfig(ownPath string, own config.Config) (config.Merged, error) {
 	if len(fragment) == 0 {
 		return config.Merged{Config: own}, nil
 	}
-	m, err := config.Merge(ownPath, fragment)
+	m, err := mergeOwn(ownPath, &own, fragment)
 	if err != nil {
 		return config.Merged{Config: own}, fmt.Errorf("the last remote config no longer fits this till's own file, so it starts with its own file: %w", err)
 	}
 	return m, nil
+}
+
+// mergeOwn lays fragment over the till's own file at ownPath, or, when
+// the till has none, over own (nil: the defaults), so that a till whose
+// settings were made in code (receiptd demo) keeps them.
+func mergeOwn(ownPath string, own *config.Config, fragment []byte) (config.Merged, error) {
+	if ownPath != "" || own == nil {
+		return config.Merge(ownPath, fragment)
+	}
+	return config.MergeOnto(*own, "", fragment)
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 )
 
@@ -21,7 +22,7 @@ func TestFailedAuthenticationIsLoggedAndCounted(t *testing.T) {
 	t.Parallel()
 	const token = "the-real-token-0123456789"
 	cfg := testConfig(t, "http://127.0.0.1:1")
-	cfg.Auth.Token = token
+	cfg.Auth.Token = config.NewSecret(token)
 	core, logs := observer.New(zap.InfoLevel)
 	d, err := daemon.New(cfg, zap.New(core), "test")
 	require.NoError(t, err)

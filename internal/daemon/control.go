@@ -24,11 +24,11 @@ func NewManaged(own config.Config, ownPath string, log *zap.Logger, version stri
 		log.Warn("starting without the last remote config", zap.Error(err))
 	}
 	s := newSupervisor(log, version, own.Control.RollbackAfter.Duration)
-	err = s.initManaged(start, ownPath)
+	err = s.initManaged(start, own, ownPath)
 	if err != nil && start.Hash != "" {
 		log.Error("the last remote config does not start; starting on the till's own file", zap.Error(err),
 			zap.String("hash", start.Hash))
-		err = s.initManaged(config.Merged{Config: own}, ownPath)
+		err = s.initManaged(config.Merged{Config: own}, own, ownPath)
 	}
 	if err != nil {
 		return nil, err
@@ -38,11 +38,11 @@ func NewManaged(own config.Config, ownPath string, log *zap.Logger, version stri
 
 // initManaged makes the OpAMP client, when [control] is on, then the
 // first Daemon from start.
-func (s *Supervisor) initManaged(start config.Merged, ownPath string) error {
+func (s *Supervisor) initManaged(start config.Merged, own config.Config, ownPath string) error {
 	s.control = nil
 	if start.Config.Control.Enabled() {
-		c, err := control.New(control.Options{Start: start, OwnPath: ownPath, Version: s.version,
-			Log: s.baseLog, Applier: s, Health: s.health, PosNo: s.posNo})
+		c, err := control.New(control.Options{Start: start, OwnPath: ownPath, Own: &own, Version: s.version,
+			Log: s.baseLog, Applier: s, Health: s.health, PosNo: s.posNo, Updates: s.offers(own)})
 		if err != nil {
 			return err
 		}
@@ -54,21 +54,34 @@ func (s *Supervisor) initManaged(start config.Merged, ownPath string) error {
 // Control is the OpAMP client, nil when [control] is off.
 func (s *Supervisor) Control() *control.Client { return s.control }
 
-// runControl runs the OpAMP client, when there is one, until ctx ends;
-// the channel is closed when it has stopped.
-func (s *Supervisor) runControl(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	if s.control == nil {
-		close(done)
-		return done
+// startControl runs the OpAMP client, when there is one, until ctx ends
+// or stopControl. Only Run's goroutine starts and stops it: a switch to
+// a new version stops it (the new version runs its own, with the same
+// instance UID), a rollback starts it again.
+func (s *Supervisor) startControl(ctx context.Context) {
+	if s.control == nil || s.ctl.done != nil {
+		return
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.ctl.cancel, s.ctl.done = cancel, done
 	go func() {
 		defer close(done)
 		if err := s.control.Run(ctx); err != nil {
 			s.log.Error("the head office channel ([control]) could not start; the till runs on without it", zap.Error(err))
 		}
 	}()
-	return done
+}
+
+// stopControl stops the OpAMP client startControl started, and waits
+// for it.
+func (s *Supervisor) stopControl() {
+	if s.ctl.done == nil {
+		return
+	}
+	s.ctl.cancel()
+	<-s.ctl.done
+	s.ctl.cancel, s.ctl.done = nil, nil
 }
 
 // health is the running Daemon's health for the head office, as
@@ -101,28 +114,30 @@ func (s *Supervisor) health() control.Health {
 // healthTimeout bounds one reading of the status page for the health.
 const healthTimeout = 5 * time.Second
 
-// posNo is PosAPI's posNo as the running Daemon last read it; "" while
-// unknown.
+// posNo is PosAPI's posNo as a Daemon last read it, kept across a swap
+// so that the head office's description does not lose it meanwhile; ""
+// while unknown.
 func (s *Supervisor) posNo() string {
-	d := s.running()
-	if d == nil {
-		return ""
+	var no string
+	if d := s.running(); d != nil {
+		if p := d.posapi.Status().PosNo; p != nil {
+			no = *p
+		}
 	}
-	if no := d.posapi.Status().PosNo; no != nil {
-		return *no
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if no != "" {
+		s.lastPosNo = no
 	}
-	return ""
+	return s.lastPosNo
 }
 
-// running is the Daemon running now; nil before Run or between the two
-// Daemons of a swap.
+// running is the Daemon serving now; nil before Run, between the two
+// Daemons of a swap, and once Run stops.
 func (s *Supervisor) running() *Daemon {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cur == nil {
-		return nil
-	}
-	return s.cur.d
+	return s.live
 }
 
 // fleetBehind is how old the oldest buffered fleet sample may be before

@@ -1,13 +1,3 @@
-// Package daemon wires receiptd together: the store, the queue, the tax
-// service client, the sync worker, the lookup cache, metrics and the local
-// API. It is what `receiptd run` and `receiptd demo` start, and what the
-// end-to-end tests start.
-//
-// New does everything that can refuse to start (a locked or damaged
-// database, a listener that cannot be bound, a non-loopback address without
-// a token) before Run starts a single goroutine, so a refusal is an error
-// returned at once. Run owns every goroutine it starts and returns only
-// when all of them have ended and the database is closed.
 package daemon
 
 import (
@@ -15,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,19 +19,13 @@ import (
 	"github.com/receiptd/receiptd/internal/control"
 	"github.com/receiptd/receiptd/internal/fileutil"
 	"github.com/receiptd/receiptd/internal/fleet"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/metrics"
 	"github.com/receiptd/receiptd/internal/posapi"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
-
-// DBFile is the database's file name inside data_dir.
-const DBFile = store.DBFile
-
-// LogDir is the write-ahead log's directory inside data_dir: accepted
-// receipts are durable there first, and applied to DBFile in batches.
-const LogDir = "receiptd.wal"
 
 // The concrete types handed to the worker and the cache satisfy their
 // interfaces. The checks live here, where they meet: client and queue
@@ -74,8 +57,9 @@ type Daemon struct {
 
 // New opens the database, binds the listeners and wires every component.
 // It starts no goroutine. Errors name their cause: the database file for a
-// locked or damaged database, "token" for a non-loopback address without
-// one.
+// damaged database, "token" for a non-loopback address without one, and a
+// *Refusal with the key and the next step for a database another receiptd
+// holds, a data_dir receiptd may not write and a listen address in use.
 func New(cfg config.Config, log *zap.Logger, version string) (*Daemon, error) {
 	return build(cfg, log, version, supervised{})
 }
@@ -95,6 +79,14 @@ type supervised struct {
 	// sims, when not nil, are the Supervisor's answers to "is base_url
 	// the simulator?", so a swap does not ask again; nil: ask afresh.
 	sims *simAnswers
+	// carried, when not nil, is what the Daemon this one replaces knew
+	// (carry): the new one goes on from it.
+	carried *carried
+	// updater, when not nil, takes the update routes (the Supervisor).
+	updater api.Updater
+	// noMigrate: this process is a release on probation; its store never
+	// migrates the database (store.Options.NoMigrate).
+	noMigrate bool
 }
 
 // build is New as a Supervisor asks for it.
@@ -116,18 +108,18 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 	} else {
 		m.Unwatch() // the Daemon before has stopped (Supervisor.Apply)
 	}
-	path := filepath.Join(cfg.DataDir, DBFile)
-	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path)})
+	path := layout.DB(cfg.DataDir)
+	d.st, err = store.OpenDir(cfg.DataDir, store.Options{OnCommit: m.Commit, SkipCheckOnOpen: skipFullCheck(path), NoMigrate: sv.noMigrate})
 	if err != nil {
-		return nil, err
+		return nil, openRefusal(cfg.DataDir, err)
 	}
 	if fileutil.UnsafeNoSync || fileutil.UnsafeNoDirSync {
 		log.Error("UNSAFE TEST BUILD: commits or directories are not fsynced, a power cut loses acknowledged receipts",
 			zap.Bool("nosync", fileutil.UnsafeNoSync), zap.Bool("nodirsync", fileutil.UnsafeNoDirSync))
 	}
 	if d.q, err = queue.Open(context.Background(), d.st, queue.Options{MaxAmbiguous: cfg.Sync.MaxAmbiguous,
-		LogDir: filepath.Join(cfg.DataDir, LogDir)}); err != nil {
-		return nil, fmt.Errorf("open queue: %w", err)
+		LogDir: layout.WAL(cfg.DataDir)}); err != nil {
+		return nil, openRefusal(cfg.DataDir, fmt.Errorf("open queue: %w", err))
 	}
 	followSimulator(context.Background(), &d.cfg.Upstream, sv.sims, log.Named("upstream"))
 	cfg = d.cfg
@@ -140,6 +132,9 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
 	d.posapi = posapi.New(up, posapiConfig(cfg.PosAPI, cfg.Upstream.BaseURL), log, m)
+	if sv.carried != nil {
+		d.posapi.Resume(sv.carried.posapi) // taken only for the same PosAPI
+	}
 	d.answers = syncer.NewMailbox(mailboxConfig(cfg.Accept), log, m)
 	sc := syncConfig(cfg)
 	sc.Answers, sc.Limits = d.answers, d.posapi
@@ -158,13 +153,14 @@ func build(cfg config.Config, log *zap.Logger, version string, sv supervised) (_
 		return h.DiskFull != "" || logFull != nil, h.Failed != ""
 	})
 	d.backups = d.newBackups(m)
+	d.watchUpdate(m, version)
 	if err := m.SetBuildInfo(version); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	if err := d.newFleet(m); err != nil {
+	if err := d.newFleet(m, sv.carried); err != nil {
 		return nil, err
 	}
-	if d.api, err = d.newAPI(m, version, sv.control); err != nil {
+	if d.api, err = d.newAPI(m, version, sv.control, sv.updater); err != nil {
 		return nil, err
 	}
 	if err := d.listen(sv.listeners); err != nil {
@@ -187,7 +183,7 @@ func skipFullCheck(path string) bool {
 
 // newAPI builds the local API server from the config; ctl, when not nil,
 // is the head office channel it and the metrics report.
-func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client) (*api.Server, error) {
+func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client, upd api.Updater) (*api.Server, error) {
 	loc, err := d.cfg.Accept.Location()
 	if err != nil {
 		return nil, fmt.Errorf("accept.timezone: %w", err)
@@ -199,21 +195,25 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client)
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
+	rules, err := d.cfg.Accept.Rules()
+	if err != nil {
+		return nil, fmt.Errorf("accept.skip_rules: %w", err)
+	}
 	return api.New(api.Deps{
 		Store: d.st, Queue: d.q, Worker: d.worker, Answers: d.answers, Lookups: d.cache.Handler(),
 		Metrics: m, Log: d.log, NoteTIN: d.cache.NoteTIN, Freshness: d.cache.Freshness,
 		Warmth: d.cache.Warmth, PosAPI: d.posapi, Backup: d.backups.Status,
-		Fleet: d.fleetState, Control: ctlStatus,
+		Fleet: d.fleetState, Control: ctlStatus, Update: upd, UpdateState: d.updateState,
 	}, api.Options{
 		Wait: d.cfg.Accept.Wait.Duration, MaxWait: d.cfg.Accept.MaxWait.Duration,
-		Token: d.cfg.Auth.Token, MetricsToken: d.cfg.Auth.MetricsToken, AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
-		UnsentWarn: d.cfg.Alerts.UnsentWarn.Duration, UnsentCritical: d.cfg.Alerts.UnsentCritical.Duration,
+		Token: d.cfg.Auth.Token.Reveal(), MetricsToken: d.cfg.Auth.MetricsToken.Reveal(), AllowedHosts: d.cfg.Auth.AllowedHosts, Location: loc,
+		UnsentWarn: d.cfg.Alerts.UnsentWarn.Duration, UnsentCritical: d.cfg.Alerts.UnsentCritical.Duration, OutageCritical: d.cfg.Alerts.OutageCriticalAfter.Duration,
 		Version: version, ShutdownTimeout: d.cfg.ShutdownTimeout.Duration,
 		// While the tax service is down the worker probes at most
 		// max_backoff apart: a POS asked to come back then finds news.
 		QueuedAnswer: d.cfg.Accept.QueuedAnswer, RetryAfter: d.cfg.Sync.MaxBackoff.Duration,
-		MaxConns: d.cfg.MaxConnections,
-		LogFile:  d.cfg.Log.File, LogTerminal: logsToTerminal(d.cfg.Log.File),
+		MaxConns: d.cfg.MaxConnections, Rules: rules,
+		LogFile: d.cfg.Log.File, LogTerminal: logsToTerminal(d.cfg.Log.File),
 	}), nil
 }
 
@@ -221,7 +221,7 @@ func (d *Daemon) newAPI(m *metrics.Metrics, version string, ctl *control.Client)
 // or, given lns, serves on those (after the same check of the token).
 func (d *Daemon) listen(lns []net.Listener) error {
 	if d.cfg.Listen != "" {
-		if err := api.CheckListen(d.cfg.Listen, d.cfg.Auth.Token); err != nil {
+		if err := api.CheckListen(d.cfg.Listen, d.cfg.Auth.Token.Reveal()); err != nil {
 			return err
 		}
 	}
@@ -232,7 +232,7 @@ func (d *Daemon) listen(lns []net.Listener) error {
 	if d.cfg.Listen != "" {
 		ln, err := net.Listen("tcp", d.cfg.Listen)
 		if err != nil {
-			return fmt.Errorf("listen on %s: %w", d.cfg.Listen, err)
+			return listenRefusal("listen", d.cfg.Listen, err)
 		}
 		d.listeners = append(d.listeners, ln)
 	}

@@ -13,13 +13,26 @@ import (
 // kernel's backlog, until the next Daemon's view accepts: a POS that
 // connects during a swap is answered by the new Daemon, never refused.
 type handoff struct {
-	ln    net.Listener
+	// addr is the listener's address, the same across a rebind.
+	addr  net.Addr
 	conns chan accepted // unbuffered: a connection moves only to a view that takes it
 	// back holds connections a view received as it was being closed;
 	// the next view takes them first. A view returns at most one.
 	back chan accepted
 	stop chan struct{}
-	done chan struct{} // acceptLoop has returned
+
+	// mu guards the fields below: the listener (rebind replaces a
+	// closed one on Windows, switch_windows.go), the acceptLoop running
+	// now (suspend ends it, resume starts another) and what it held as
+	// it ended.
+	mu   sync.Mutex
+	ln   net.Listener
+	quit chan struct{} // closed by suspend
+	done chan struct{} // this acceptLoop has returned
+	held []net.Conn
+	// suspended: suspend ended the loop and resume has not started
+	// another.
+	suspended bool
 }
 
 type accepted struct {
@@ -32,24 +45,48 @@ type accepted struct {
 const backSlots = 8
 
 func newHandoff(ln net.Listener) *handoff {
-	h := &handoff{ln: ln, conns: make(chan accepted), back: make(chan accepted, backSlots),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go h.acceptLoop()
+	h := &handoff{addr: ln.Addr(), ln: ln, conns: make(chan accepted), back: make(chan accepted, backSlots),
+		stop: make(chan struct{})}
+	h.startLoop()
 	return h
+}
+
+func (h *handoff) startLoop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.quit, h.done = make(chan struct{}), make(chan struct{})
+	go h.acceptLoop(h.ln, h.quit, h.done)
+}
+
+// listener is the listener accepted on now.
+func (h *handoff) listener() net.Listener {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ln
 }
 
 // acceptLoop passes every Accept's result on, errors included (the view's
 // http.Server decides, as it would on the listener itself, whether to
-// retry or stop). It ends when the listener is closed.
-func (h *handoff) acceptLoop() {
-	defer close(h.done)
+// retry or stop). It ends when the listener is closed, or when quit is
+// closed (suspend): a connection it holds then is kept in held.
+func (h *handoff) acceptLoop(ln net.Listener, quit, done chan struct{}) {
+	defer close(done)
 	for {
-		c, err := h.ln.Accept()
+		c, err := ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
 			return
 		}
 		select {
+		case <-quit:
+			h.hold(c)
+			return
+		default:
+		}
+		select {
 		case h.conns <- accepted{c, err}:
+		case <-quit:
+			h.hold(c)
+			return
 		case <-h.stop:
 			if c != nil {
 				_ = c.Close()
@@ -59,12 +96,32 @@ func (h *handoff) acceptLoop() {
 	}
 }
 
+func (h *handoff) hold(c net.Conn) {
+	if c == nil {
+		return
+	}
+	h.mu.Lock()
+	h.held = append(h.held, c)
+	h.mu.Unlock()
+}
+
 // close closes the listener and waits for acceptLoop. Connections handed
-// back and never taken are closed.
+// back and never taken are closed. A listener closed already (a switch
+// on Windows) is no error.
 func (h *handoff) close() error {
 	close(h.stop)
-	err := h.ln.Close()
-	<-h.done
+	err := h.listener().Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	h.mu.Lock()
+	done, held := h.done, h.held
+	h.held = nil
+	h.mu.Unlock()
+	<-done
+	for _, c := range held {
+		_ = c.Close()
+	}
 	for {
 		select {
 		case a := <-h.back:
@@ -129,4 +186,4 @@ func (v *handoffView) Close() error {
 	return nil
 }
 
-func (v *handoffView) Addr() net.Addr { return v.h.ln.Addr() }
+func (v *handoffView) Addr() net.Addr { return v.h.addr }

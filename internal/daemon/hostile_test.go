@@ -32,13 +32,19 @@ const fiftyMB = 50 << 20
 
 func newHostile(t *testing.T, mode string) *hostile {
 	h := &hostile{}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		if r.Method == http.MethodPost {
 			h.creates.Add(1)
 		}
 		h.answer(w, r, mode)
 	}))
+	// A write to a till that stopped reading (the 50 MB answer) ends by
+	// this deadline rather than hold the server's Close forever: under
+	// Wine a write to a client that closed was seen to block (the
+	// control package's download tests timed out that way in CI).
+	h.srv.Config.WriteTimeout = 30 * time.Second
+	h.srv.Start()
 	t.Cleanup(h.srv.Close)
 	return h
 }

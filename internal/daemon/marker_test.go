@@ -3,7 +3,6 @@ package daemon_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/sim"
-	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
@@ -26,7 +25,7 @@ func markerTx(t *testing.T, dir string) uint64 {
 	var b []byte
 	var err error
 	for range 50 {
-		if b, err = os.ReadFile(filepath.Join(dir, store.MarkerFile)); err == nil {
+		if b, err = os.ReadFile(layout.Marker(dir)); err == nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -75,10 +74,10 @@ func TestMarkerSavedAfterCommits(t *testing.T) {
 	require.Eventually(t, func() bool { return markerTx(t, cfg.DataDir) > before }, 5*time.Second, 10*time.Millisecond,
 		"the marker records the receipts' commits while running")
 	after := settled()
-	info, err := os.Stat(filepath.Join(cfg.DataDir, store.MarkerFile))
+	info, err := os.Stat(layout.Marker(cfg.DataDir))
 	require.NoError(t, err)
 	time.Sleep(300 * time.Millisecond) // six marker intervals without a commit
-	again, err := os.Stat(filepath.Join(cfg.DataDir, store.MarkerFile))
+	again, err := os.Stat(layout.Marker(cfg.DataDir))
 	require.NoError(t, err)
 	require.Equal(t, after, markerTx(t, cfg.DataDir))
 	require.Equal(t, info.ModTime(), again.ModTime(), "not rewritten while nothing is committed")

@@ -44,6 +44,10 @@ func TestReserveRunsOutUnderSales(t *testing.T) {
 	cfg.Accept.Wait = config.Dur(time.Second)
 	cfg.PosAPI.MinLotteries = 0
 	cfg.PosAPI.SendEvery = config.Dur(time.Second)
+	// No random wait before each sendData: four refills, each up to
+	// send_spread (30s) when /rest/info finds the reserve empty before a
+	// refusal does, went past the test's wait under Wine.
+	cfg.PosAPI.SendSpread = config.Dur(0)
 	d, err := daemon.New(cfg, zaptest.NewLogger(t), "test")
 	require.NoError(t, err)
 	stop := run(t, d)

@@ -24,7 +24,7 @@ func clientConfig(u config.Upstream) client.Config {
 			client.OpClassification: p.Classification,
 			client.OpStockQr:        p.StockQr, client.OpSaveMerchants: p.SaveOprMerchants,
 		},
-		Timeout: u.Timeout.Duration, Headers: u.Headers, LookupHeaders: u.LookupHeaders,
+		Timeout: u.Timeout.Duration, Headers: config.RevealAll(u.Headers), LookupHeaders: config.RevealAll(u.LookupHeaders),
 		CAFile: u.CAFile, Proxy: u.Proxy, MaxAnswer: int64(u.MaxAnswer) << 20,
 	}
 }

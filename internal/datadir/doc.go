@@ -12,4 +12,10 @@
 // changing nothing, while a receiptd holds the database or answers on the
 // configured address; and a run cut short leaves a directory that refuses
 // to start and can be run again.
+//
+// The names it reads, builds under and sets aside are internal/layout's
+// (its doc draws the directory). Its tests run it in process on data
+// directories the real store and queue made; cmd/receiptd's keep what
+// needs the binary: exit codes, flags, the printed lines, a real process
+// holding the database.
 package datadir

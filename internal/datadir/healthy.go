@@ -2,8 +2,8 @@ package datadir
 
 import (
 	"fmt"
-	"path/filepath"
 
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/store"
 )
 
@@ -13,7 +13,7 @@ import (
 // aside. Any other answer (missing, damaged, locked by a running receiptd)
 // is the error that says why, and salvage may go on.
 func CheckClean(dir string) error {
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 	s, err := store.OpenReadOnly(db)
 	if err != nil {
 		return fmt.Errorf("check %s: %w", db, err)

@@ -3,19 +3,18 @@ package datadir
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/salvage"
-	"github.com/receiptd/receiptd/internal/store"
 )
 
 // WriteReport tells an operator what Restore did with the backup src in
 // the data directory dir, and what to check next.
 func (r Restored) WriteReport(w io.Writer, src, dir string) {
-	fmt.Fprintf(w, "restored %s as %s\n", src, filepath.Join(dir, store.DBFile))
+	fmt.Fprintf(w, "restored %s as %s\n", src, layout.DB(dir))
 	if r.KeptAs != "" {
 		fmt.Fprintf(w, "the database that was there is kept as %s\n", r.KeptAs)
 	}
@@ -32,7 +31,7 @@ func (r Restored) WriteReport(w io.Writer, src, dir string) {
 // dir: what it read, recovered and lost, and what to check next.
 func (r Salvaged) WriteReport(w io.Writer, dir string) {
 	rep := r.Read
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 	fmt.Fprintf(w, "salvaged into a new database %s\n", db)
 	if r.KeptAs != "" {
 		fmt.Fprintf(w, "the damaged database is kept as %s\n", r.KeptAs)

@@ -7,10 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/fileutil"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/wal"
@@ -38,7 +39,7 @@ type Restored struct {
 // missing or damaged) the log is kept under stamp instead, and the reason
 // returned as logErr. The restored copy starts a log of its own.
 func settleLog(ctx context.Context, dir, stamp string) (keptAs string, logErr, err error) {
-	logDir := filepath.Join(dir, daemon.LogDir)
+	logDir := layout.WAL(dir)
 	if n, err := wal.Count(logDir); err != nil || n == 0 {
 		if err == nil {
 			err = os.RemoveAll(logDir)
@@ -48,7 +49,7 @@ func settleLog(ctx context.Context, dir, stamp string) (keptAs string, logErr, e
 		}
 		return "", nil, nil
 	}
-	if logErr = applyLog(ctx, filepath.Join(dir, store.DBFile), logDir); logErr == nil {
+	if logErr = applyLog(ctx, layout.DB(dir), logDir); logErr == nil {
 		if err := os.RemoveAll(logDir); err != nil {
 			return "", nil, fmt.Errorf("restore: remove the applied write-ahead log: %w", err)
 		}
@@ -83,20 +84,20 @@ func applyLog(ctx context.Context, db, logDir string) error {
 // start (missing or replaced database) and can be run again.
 func Restore(ctx context.Context, cfg config.Config, src string) (Restored, error) {
 	dir := cfg.DataDir
-	db := filepath.Join(dir, store.DBFile)
+	db := layout.DB(dir)
 	if err := refuseIfRunning(ctx, "restore", cfg, db); err != nil {
 		return Restored{}, err
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return Restored{}, fmt.Errorf("restore: %w", err)
 	}
-	tmp := db + ".restore.tmp"
+	tmp := filepath.Join(dir, layout.RestoreTemp)
 	var r Restored
 	id, tx, err := build(tmp, dir, func() (string, uint64, error) { return prepareCopy(ctx, src, tmp, &r) })
 	if err != nil {
 		return Restored{}, err
 	}
-	stamp := dated(".before-restore-")
+	stamp := layout.KeptSuffix(layout.BeforeRestore, time.Now())
 	if r.LogKeptAs, r.LogErr, err = settleLog(ctx, dir, stamp); err != nil {
 		_ = os.Remove(tmp)
 		return Restored{}, err

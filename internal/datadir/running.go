@@ -34,7 +34,7 @@ func answersHealthz(ctx context.Context, cfg config.Config) (string, bool) {
 	addr, url := "", ""
 	switch {
 	case cfg.Listen != "":
-		addr = Dialable(cfg.Listen)
+		addr = config.Dialable(cfg.Listen)
 		url = "http://" + addr + "/healthz"
 	case cfg.ListenUnix != "":
 		addr, url = cfg.ListenUnix, "http://localhost/healthz"
@@ -55,20 +55,4 @@ func answersHealthz(ctx context.Context, cfg config.Config) (string, bool) {
 	}
 	_ = resp.Body.Close()
 	return addr, resp.StatusCode == http.StatusOK
-}
-
-// Dialable turns a listen address into one to connect to: an empty or
-// wildcard host means this machine.
-func Dialable(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
-	}
-	switch host {
-	case "", "0.0.0.0":
-		host = "127.0.0.1"
-	case "::":
-		host = "::1"
-	}
-	return net.JoinHostPort(host, port)
 }

@@ -9,9 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/receiptd/receiptd/internal/config"
-	"github.com/receiptd/receiptd/internal/daemon"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/salvage"
 	"github.com/receiptd/receiptd/internal/store"
@@ -47,8 +48,8 @@ type Salvaged struct {
 // missing (refused at start), and can be run again.
 func Salvage(ctx context.Context, cfg config.Config) (Salvaged, error) {
 	dir := cfg.DataDir
-	db := filepath.Join(dir, store.DBFile)
-	logDir := filepath.Join(dir, daemon.LogDir)
+	db := layout.DB(dir)
+	logDir := layout.WAL(dir)
 	if err := refuseIfRunning(ctx, "salvage", cfg, db); err != nil {
 		return Salvaged{}, err
 	}
@@ -56,12 +57,12 @@ func Salvage(ctx context.Context, cfg config.Config) (Salvaged, error) {
 	if err != nil {
 		return Salvaged{}, err
 	}
-	tmp := db + ".salvage.tmp"
+	tmp := filepath.Join(dir, layout.SalvageTemp)
 	id, tx, err := build(tmp, dir, func() (string, uint64, error) { return writeSalvaged(ctx, tmp, rec, &r) })
 	if err != nil {
 		return Salvaged{}, err
 	}
-	err = swapIn("salvage", dir, tmp, id, tx, dated(".damaged-"), aside{db, &r.KeptAs}, aside{logDir, &r.LogKeptAs})
+	err = swapIn("salvage", dir, tmp, id, tx, layout.KeptSuffix(layout.Damaged, time.Now()), aside{db, &r.KeptAs}, aside{logDir, &r.LogKeptAs})
 	if err != nil {
 		return Salvaged{}, err
 	}

@@ -4,17 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/fileutil"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/store"
 )
-
-// dated is prefix followed by the time now (UTC), for the name of a file
-// set aside: receiptd.db.before-restore-20260126T101500Z.
-func dated(prefix string) string { return prefix + time.Now().UTC().Format("20060102T150405Z") }
 
 // build writes a new database at tmp, beside the data directory's own:
 // it removes what an earlier op killed midway left there, lets write make
@@ -70,13 +65,13 @@ func swapIn(op, dir, tmp, id string, tx uint64, stamp string, keep ...aside) err
 			}
 		}
 	}
-	if err := fileutil.Rename(tmp, filepath.Join(dir, store.DBFile)); err != nil {
+	if err := fileutil.Rename(tmp, layout.DB(dir)); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if err := store.WriteMarker(dir, id, tx); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	if err := giveToDirOwner(filepath.Join(dir, store.MarkerFile), dir); err != nil {
+	if err := giveToDirOwner(layout.Marker(dir), dir); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
@@ -90,11 +85,11 @@ func Init(dir string) error {
 	if err != nil || !created {
 		return err
 	}
-	logDir := filepath.Join(dir, daemon.LogDir)
+	logDir := layout.WAL(dir)
 	if _, err := os.Stat(logDir); err != nil {
 		return nil
 	}
-	if err := fileutil.Rename(logDir, logDir+dated(".before-init-")); err != nil {
+	if err := fileutil.Rename(logDir, logDir+layout.KeptSuffix(layout.BeforeInit, time.Now())); err != nil {
 		return fmt.Errorf("init: set the lost database's write-ahead log aside: %w", err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"fmt"
-	"net"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,18 +10,17 @@ import (
 	"github.com/receiptd/receiptd/internal/sim"
 )
 
-// start starts the simulator on its address, or on a free port when that
-// one is busy (a `receiptd sim` already there, say).
-func (s Sim) start(log *zap.Logger) (*sim.Sim, error) {
+// start starts the simulator on its address. A busy address is an error,
+// not a move to a free port: the commands a person pastes name the
+// address, and would reach the other program.
+func (s Sim) start() (*sim.Sim, error) {
 	sm := sim.New(sim.Options{Seed: time.Now().UnixNano(), Lotteries: s.Lotteries})
 	if err := sm.SetFaults(sim.Faults{SendDataFail: s.SendDataFail, ClockSkew: s.ClockSkew}); err != nil {
 		return nil, UsageError{Err: err, Misused: true}
 	}
 	if err := sm.Start(s.Listen); err != nil {
-		log.Info("simulator address busy; using a free port", zap.String("listen", s.Listen), zap.Error(err))
-		if err := sm.Start("127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("demo: start the simulator: %w", err)
-		}
+		_ = sm.Close()
+		return nil, fmt.Errorf("demo: start the simulator: %w", err)
 	}
 	return sm, nil
 }
@@ -55,14 +53,7 @@ func Config(o Options, dir, simURL string, log *zap.Logger) (config.Config, erro
 		log.Info("demo: the config file's sections apply; the simulator, data directory, listen address and upstream URLs stay the demo's",
 			zap.String("config", o.Config))
 	}
-	listen := o.Listen
-	if ln, err := net.Listen("tcp", listen); err != nil {
-		log.Info("address busy; using a free port", zap.String("listen", listen), zap.Error(err))
-		listen = "127.0.0.1:0"
-	} else {
-		_ = ln.Close()
-	}
-	cfg.Listen, cfg.ListenUnix, cfg.DataDir, cfg.Log.File = listen, "", dir, ""
+	cfg.Listen, cfg.ListenUnix, cfg.DataDir, cfg.Log.File = o.Listen, "", dir, ""
 	cfg.Upstream.BaseURL = simURL
 	for _, w := range cfg.Upstream.FollowBaseURL() {
 		log.Warn("demo: " + w)

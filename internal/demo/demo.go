@@ -29,7 +29,7 @@ import (
 
 // Options are the demo's settings, as its flags give them.
 type Options struct {
-	Listen      string        // the daemon's loopback address (a free port if busy)
+	Listen      string        // the daemon's loopback address (busy: the daemon refuses to start)
 	Outage      time.Duration // how long the simulator goes down; 0: no outage
 	OutageAfter time.Duration // when the outage starts
 	Config      string        // a config file whose sections apply beside the demo's own
@@ -67,7 +67,7 @@ func (e UsageError) Unwrap() error { return e.Err }
 // the outage script when o asks for one, and releases everything in reverse
 // order when ctx ends.
 func Run(ctx context.Context, out io.Writer, log *zap.Logger, o Options, start func(config.Config) (Daemon, error)) error {
-	s, err := o.Sim.start(log)
+	s, err := o.Sim.start()
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func Run(ctx context.Context, out io.Writer, log *zap.Logger, o Options, start f
 	if err := os.WriteFile(sample, SampleReceipt("000001"), 0o600); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	PrintHelp(out, Banner{API: d.URL(), Sim: s.URL(), Sample: sample, Token: cfg.Auth.Token, Outage: o.Outage, OutageAfter: o.OutageAfter})
+	PrintHelp(out, Banner{API: d.URL(), Sim: s.URL(), Sample: sample, Token: cfg.Auth.Token.Reveal(), Outage: o.Outage, OutageAfter: o.OutageAfter})
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -101,7 +101,7 @@ func Run(ctx context.Context, out io.Writer, log *zap.Logger, o Options, start f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &apiclient.Client{Base: d.URL(), Token: cfg.Auth.Token, HTTP: demoHTTP}
+			c := &apiclient.Client{Base: d.URL(), Token: cfg.Auth.Token.Reveal(), HTTP: demoHTTP}
 			outageLoop(ctx, log.Named("demo"), s, c, o)
 		}()
 	}

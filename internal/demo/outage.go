@@ -19,7 +19,9 @@ import (
 
 // outageLoop is the demo's outage script: after o.OutageAfter the
 // simulator goes down for o.Outage; a receipt posted meanwhile is queued
-// (202), and once the simulator is back the log shows it sent. It talks
+// (202), and once the simulator is back the log shows it sent. The other
+// faults in force stay: a rejection asked for before the outage is still
+// pending after it. It talks
 // to the daemon through c, which carries auth.token when one is in force.
 // It returns when done or when ctx ends.
 func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, c *apiclient.Client, o Options) {
@@ -27,7 +29,7 @@ func outageLoop(ctx context.Context, log *zap.Logger, s *sim.Sim, c *apiclient.C
 		return
 	}
 	log.Warn("outage: the simulated tax service goes down", zap.Duration("for", o.Outage))
-	if err := s.SetFaults(sim.Faults{Down: true, DownFor: o.Outage}); err != nil {
+	if _, err := s.UpdateFaults(func(f *sim.Faults) error { f.Down, f.DownFor = true, o.Outage; return nil }); err != nil {
 		log.Error("outage: could not take the simulator down", zap.Error(err))
 		return
 	}

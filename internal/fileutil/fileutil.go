@@ -4,7 +4,8 @@
 // directory whose name survives a power cut, fsyncing a directory after a
 // rename, the one durable replace of a file (Replace: write to a
 // temporary file, fsync, rename, fsync the directory) and rename
-// (Rename), telling a full disk from other write errors, and the two
+// (Rename), telling a full disk from other write errors, reading a disk's
+// free space (DiskSpace), and the two
 // test-only build tags that turn fsyncs off for the power-cut test's
 // negative controls. It imports nothing of receiptd's, so the log stays a
 // leaf without bbolt.

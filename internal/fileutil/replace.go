@@ -55,7 +55,7 @@ func Replace(path string, write func(f *os.File) error, opts ReplaceOptions) err
 		err = opts.Check(tmp)
 	}
 	if err == nil {
-		if err = os.Rename(tmp, path); err != nil {
+		if err = renameOver(tmp, path); err != nil {
 			err = fmt.Errorf("rename %s: %w", tmp, err)
 		}
 	}
@@ -82,7 +82,7 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 // from when it differs, so the new name survives a power cut. from may be
 // a file or a directory.
 func Rename(from, to string) error {
-	if err := os.Rename(from, to); err != nil {
+	if err := renameOver(from, to); err != nil {
 		return err
 	}
 	if err := SyncDir(filepath.Dir(to)); err != nil {

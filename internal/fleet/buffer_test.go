@@ -22,6 +22,7 @@ func rec(ts int64, size int) record {
 }
 
 func TestBufferTornTailDroppedOnReopen(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		cut  func(seg string, size int64) error
@@ -66,6 +67,7 @@ func TestBufferTornTailDroppedOnReopen(t *testing.T) {
 }
 
 func TestBufferBoundsDropOldestFirst(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := openTestBuffer(t, dir, 256<<10) // segments of 64 KiB
 	for ts := int64(1); ts <= 100; ts++ {
@@ -90,6 +92,7 @@ func TestBufferBoundsDropOldestFirst(t *testing.T) {
 }
 
 func TestBufferAckAndCursor(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := openTestBuffer(t, dir, 1<<20)
 	for ts := int64(1); ts <= 40; ts++ {

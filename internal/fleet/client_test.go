@@ -30,7 +30,7 @@ func TestNewClientTrustsItsCAThroughItsProxy(t *testing.T) {
 	require.NoError(t, os.WriteFile(caFile, cert, 0o600))
 	proxy := testkit.StartProxy(t)
 
-	hc, err := fleet.NewClient(fleet.ClientOptions{CAFile: caFile, Proxy: proxy.URL, Timeout: 5 * time.Second})
+	hc, err := fleet.NewClient(fleet.ClientOptions{CAFile: caFile, Proxy: proxy.URL, Timeout: 30 * time.Second})
 	require.NoError(t, err)
 	resp, err := hc.Post(head.URL+"/api/v1/write", "application/x-protobuf", strings.NewReader("x"))
 	require.NoError(t, err)
@@ -38,7 +38,7 @@ func TestNewClientTrustsItsCAThroughItsProxy(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 	require.Equal(t, []string{"CONNECT " + head.Listener.Addr().String()}, proxy.Requests())
 
-	hc, err = fleet.NewClient(fleet.ClientOptions{Proxy: proxy.URL, Timeout: 5 * time.Second})
+	hc, err = fleet.NewClient(fleet.ClientOptions{Proxy: proxy.URL, Timeout: 30 * time.Second})
 	require.NoError(t, err)
 	_, err = hc.Post(head.URL+"/api/v1/write", "application/x-protobuf", strings.NewReader("x"))
 	require.ErrorContains(t, err, "certificate", "without the CA file the head office is not trusted")

@@ -55,6 +55,10 @@ type Config struct {
 	BufferBytes int64
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// LastSuccess is the last success of the push this one takes over
+	// from, to the same URL (a config applied in place); zero: none. The
+	// buffer's position needs no carrying: it is on disk.
+	LastSuccess time.Time
 }
 
 // Status is the push's state, for /receiptd/status and the metrics.
@@ -72,6 +76,14 @@ type Status struct {
 	Dropped uint64
 	// BufferBytes is the size of the buffer's files.
 	BufferBytes int64
+	// LastError is why the last push was not accepted (no answer, a 5xx
+	// or 429 retried, another 4xx that dropped its samples); "" when it
+	// was, or before the first. FailingSince is when the pushes began
+	// failing, the first failure after the last success (zero: not
+	// failing). With LastSuccess zero and LastError "", the first push is
+	// still to come.
+	LastError    string
+	FailingSince time.Time
 }
 
 // Pusher samples and pushes. Build it with New; Run it once. Methods on a
@@ -87,6 +99,13 @@ type Pusher struct {
 	// refusalLogged: a 4xx refusal was logged; cleared by a success, so
 	// a refusing head office is logged once, not once a request.
 	refusalLogged atomic.Bool
+
+	// mu guards failure: why and since when the pushes fail, for Status.
+	mu      sync.Mutex
+	failure struct {
+		err   string
+		since time.Time
+	}
 }
 
 // New opens the buffer (refusing a directory it cannot use) and returns a
@@ -103,6 +122,9 @@ func New(cfg Config, src prometheus.Gatherer, log *zap.Logger) (*Pusher, error) 
 		return nil, err
 	}
 	p := &Pusher{cfg: cfg, src: src, log: log.Named("fleet"), buf: b, wake: make(chan struct{}, 1)}
+	if !cfg.LastSuccess.IsZero() {
+		p.lastOK.Store(cfg.LastSuccess.UnixNano())
+	}
 	p.enc.external = externalLabels(cfg.Labels, cfg.Instance)
 	return p, nil
 }
@@ -135,7 +157,25 @@ func (p *Pusher) Status() Status {
 	if ns := p.lastOK.Load(); ns != 0 {
 		st.LastSuccess = time.Unix(0, ns).UTC()
 	}
+	p.mu.Lock()
+	st.LastError, st.FailingSince = p.failure.err, p.failure.since
+	p.mu.Unlock()
 	return st
+}
+
+// noteFailure records a push the head office did not accept; err nil: it
+// accepted one, and the pushes no longer fail.
+func (p *Pusher) noteFailure(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err == nil {
+		p.failure.err, p.failure.since = "", time.Time{}
+		return
+	}
+	if p.failure.since.IsZero() {
+		p.failure.since = p.cfg.Now().UTC()
+	}
+	p.failure.err = err.Error()
 }
 
 // sampleLoop takes a sample at once, then every Interval.
@@ -252,16 +292,23 @@ func (p *Pusher) sendBatch(ctx context.Context, b batch) error {
 	code, after, err := p.post(ctx, snappy.Encode(nil, raw))
 	switch {
 	case err != nil:
+		if ctx.Err() == nil { // a stop is no failure of the head office
+			p.noteFailure(err)
+		}
 		return &retryable{err: err}
 	case code/100 == 2:
+		p.noteFailure(nil)
 		if p.lastOK.Swap(p.cfg.Now().UnixNano()) == 0 {
 			p.log.Info("the head office accepted this till's first fleet samples", zap.String("url", p.cfg.URL), zap.Int("samples", b.samples))
 		}
 		p.refusalLogged.Store(false)
 		return p.buf.ack(b.last(), false)
 	case code == http.StatusTooManyRequests || code >= 500:
-		return &retryable{err: fmt.Errorf("push to the head office: HTTP %d", code), after: after}
+		err := fmt.Errorf("push to the head office: HTTP %d", code)
+		p.noteFailure(err)
+		return &retryable{err: err, after: after}
 	default:
+		p.noteFailure(fmt.Errorf("the head office refused the samples: HTTP %d (they are dropped, not retried)", code))
 		if !p.refusalLogged.Swap(true) {
 			p.log.Error("the head office refused fleet samples; they are dropped (counted in receiptd_fleet_dropped_samples_total), and further refusals are not logged until a push succeeds",
 				zap.Int("status", code), zap.Int("samples", b.samples), zap.String("url", p.cfg.URL))

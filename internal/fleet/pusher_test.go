@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,6 +64,7 @@ func startPusher(t *testing.T, url, dir string, mod func(*Config)) *pushEnv {
 }
 
 func TestPushSendsReceiptdSeries(t *testing.T) {
+	t.Parallel()
 	r := fleettest.New(t, nil)
 	startPusher(t, r.URL, t.TempDir(), nil)
 	require.Eventually(t, func() bool { return len(r.Samples()) > 0 }, 5*time.Second, 10*time.Millisecond)
@@ -104,6 +106,7 @@ func TestPushSendsReceiptdSeries(t *testing.T) {
 // listener at all), samples wait on disk; once it answers, every interval
 // arrives, oldest first, with nothing missing.
 func TestStoreAndForward(t *testing.T) {
+	t.Parallel()
 	var down sync.Mutex
 	failing := true
 	r := fleettest.New(t, func(int) int {
@@ -164,6 +167,7 @@ func minKey(m map[int64]int) int64 {
 // TestRefusedBatchDropped: a 4xx other than 429 drops the request's
 // samples (counted), is logged once, and the push goes on.
 func TestRefusedBatchDropped(t *testing.T) {
+	t.Parallel()
 	r := fleettest.New(t, func(n int) int {
 		if n < 3 {
 			return http.StatusBadRequest
@@ -181,6 +185,7 @@ func TestRefusedBatchDropped(t *testing.T) {
 // TestUnsentSurvivesRestart: what the head office never accepted is sent
 // by the next run, and what it accepted is not sent again.
 func TestUnsentSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	accepting := fleettest.New(t, nil)
 	e := startPusher(t, accepting.URL, dir, nil)
@@ -211,6 +216,7 @@ func TestUnsentSurvivesRestart(t *testing.T) {
 // Issue 32, point 2: the push says when it starts, when it first works, and
 // every change between failing and working, in that order.
 func TestPushLogsStartFirstSuccessAndEveryChange(t *testing.T) {
+	t.Parallel()
 	r := fleettest.New(t, func(n int) int {
 		if n >= 1 && n <= 3 {
 			return http.StatusServiceUnavailable
@@ -230,4 +236,33 @@ func TestPushLogsStartFirstSuccessAndEveryChange(t *testing.T) {
 		require.Contains(t, got[i], w, "line %d of %q", i, got)
 	}
 	require.Len(t, e.logs.FilterMessageSnippet("first fleet samples").All(), 1, "the first success once only")
+}
+
+// Issue 40, item 3: Status says why the pushes fail and since when (the
+// first failure after the last success, kept through the retries), so
+// the status page never says the head office receives figures it does
+// not; an accepted push clears both, and a refusal (4xx) is a failure too.
+func TestStatusSaysWhyPushesFail(t *testing.T) {
+	var code atomic.Int32
+	code.Store(http.StatusServiceUnavailable)
+	r := fleettest.New(t, func(int) int { return int(code.Load()) })
+	e := startPusher(t, r.URL, t.TempDir(), nil)
+	require.Eventually(t, func() bool { return e.p.Status().LastError != "" }, 5*time.Second, 10*time.Millisecond)
+	st := e.p.Status()
+	require.Contains(t, st.LastError, "HTTP 503")
+	require.False(t, st.FailingSince.IsZero())
+	require.True(t, st.LastSuccess.IsZero())
+	since, requests := st.FailingSince, r.Requests()
+	require.Eventually(t, func() bool { return r.Requests() > requests }, 5*time.Second, 10*time.Millisecond, "a retry")
+	require.Equal(t, since, e.p.Status().FailingSince, "failing since the first failure, not the last retry")
+
+	code.Store(http.StatusNoContent)
+	require.Eventually(t, func() bool { return !e.p.Status().LastSuccess.IsZero() }, 10*time.Second, 10*time.Millisecond)
+	st = e.p.Status()
+	require.Empty(t, st.LastError)
+	require.True(t, st.FailingSince.IsZero())
+
+	code.Store(http.StatusUnauthorized)
+	require.Eventually(t, func() bool { return e.p.Status().LastError != "" }, 5*time.Second, 10*time.Millisecond)
+	require.Contains(t, e.p.Status().LastError, "refused the samples: HTTP 401")
 }

@@ -15,6 +15,10 @@
 // can be wrapped with it too. Key names are matched without regard to case,
 // '_' or '-', so customer_tin and QRDATA are caught as well.
 //
+// Options.Lines passes another process's log lines (a Windows service's
+// child receiptd, which masks its own) into the same output, whole: the
+// file stays one writer's, so it can be rotated on Windows.
+//
 // Limits, stated plainly: a secret that is logged under some other key and is
 // not inside JSON or key=value text (say zap.String("x", lottery)) cannot be
 // recognised; callers must not do that. Such values should never leave the

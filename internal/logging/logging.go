@@ -1,8 +1,10 @@
 package logging
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -44,6 +46,16 @@ type Options struct {
 	// Console selects zap's human-readable console encoder (for a person
 	// running receiptd in the foreground); false selects JSON.
 	Console bool
+	// Atom, when not nil, is the logger's level: New sets it to Level,
+	// and SetLevel changes it while the logger runs (log.level applied in
+	// place). Nil: the level is fixed.
+	Atom *zap.AtomicLevel
+	// Lines, when not nil, is set by New to a writer that adds whole
+	// lines to the logger's output, among its own entries: a child
+	// receiptd's log, passed on by its parent (a Windows service's child
+	// has no output of its own). A line is written once its newline has
+	// arrived; one longer than 64 KiB is written in pieces.
+	Lines *io.Writer
 }
 
 // New builds a logger from o. The returned function flushes and closes the
@@ -84,7 +96,15 @@ func New(o Options) (*zap.Logger, func() error, error) {
 		closeFn = lj.Close
 	}
 
-	core := zapcore.NewCore(newEncoder(o.Console), sink, level)
+	var enabler zapcore.LevelEnabler = level
+	if o.Atom != nil {
+		o.Atom.SetLevel(level)
+		enabler = o.Atom
+	}
+	if o.Lines != nil {
+		*o.Lines = &lineWriter{sink: sink}
+	}
+	core := zapcore.NewCore(newEncoder(o.Console), sink, enabler)
 	logger := zap.New(WrapCore(core), zap.AddCaller(), zap.AddStacktrace(zapcore.DPanicLevel))
 
 	done := sync.OnceValue(func() error {
@@ -100,6 +120,17 @@ func New(o Options) (*zap.Logger, func() error, error) {
 		return nil
 	})
 	return logger, done, nil
+}
+
+// SetLevel sets atom to level (as Options.Level: empty means "info"); a
+// bad level is an error wrapping ErrLevel, and atom is left as it was.
+func SetLevel(atom zap.AtomicLevel, level string) error {
+	l, err := parseLevel(level)
+	if err != nil {
+		return err
+	}
+	atom.SetLevel(l)
+	return nil
 }
 
 func parseLevel(s string) (zapcore.Level, error) {
@@ -138,4 +169,32 @@ func newEncoder(console bool) zapcore.Encoder {
 // RFC 3339 with nanoseconds, UTC.
 func utcRFC3339Nano(t time.Time, enc zapcore.PrimitiveArrayEncoder) {
 	enc.AppendString(t.UTC().Format(time.RFC3339Nano))
+}
+
+// lineWriter writes whole lines to sink (Options.Lines): one Write of
+// the sink per batch of complete lines, so they never interleave with
+// the logger's own entries mid-line.
+type lineWriter struct {
+	mu      sync.Mutex
+	sink    zapcore.WriteSyncer
+	partial []byte
+}
+
+// maxPartial bounds a line kept waiting for its newline.
+const maxPartial = 64 << 10
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	end := bytes.LastIndexByte(w.partial, '\n') + 1
+	if end == 0 && len(w.partial) >= maxPartial {
+		end = len(w.partial)
+	}
+	if end == 0 {
+		return len(p), nil
+	}
+	_, err := w.sink.Write(w.partial[:end])
+	w.partial = append(w.partial[:0], w.partial[end:]...)
+	return len(p), err
 }

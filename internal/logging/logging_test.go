@@ -168,3 +168,28 @@ func TestRotationAtSmallSize(t *testing.T) {
 		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	}
 }
+
+// TestLevelChangesInPlace: with Options.Atom, SetLevel changes what the
+// logger and the sub-loggers made before write, without a new logger
+// (log.level applied in place); a bad level leaves it as it was.
+func TestLevelChangesInPlace(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "receiptd.log")
+	atom := zap.NewAtomicLevel()
+	log, done, err := New(Options{Level: "warn", File: path, Atom: &atom})
+	require.NoError(t, err)
+	sub := log.Named("sync")
+	sub.Debug("not written: warn")
+	require.NoError(t, SetLevel(atom, "debug"))
+	sub.Debug("written: debug")
+	require.ErrorIs(t, SetLevel(atom, "loud"), ErrLevel)
+	sub.Debug("written: still debug")
+	require.NoError(t, SetLevel(atom, ""))
+	sub.Debug("not written: info")
+	require.NoError(t, done())
+	var msgs []string
+	for _, l := range readLines(t, path) {
+		msgs = append(msgs, l["msg"].(string))
+	}
+	require.Equal(t, []string{"written: debug", "written: still debug"}, msgs)
+}

@@ -33,6 +33,8 @@
 //	posapi_own_share (each {posapi}), clock_skew_seconds, send_data_total{posapi,result}:
 //	                                      PosAPI's own limits (WatchPosAPI, posapi.go)
 //	backup_*                              snapshots ([backup]): last success, failures, size (backup.go)
+//	update_*                              the version answering, update.json's phase, rollbacks and
+//	                                      refusals for good (WatchUpdate, update.go)
 //
 // One *Metrics may serve several daemons in turn (a config applied in
 // place): Unwatch stops reading the one that stopped and carries its

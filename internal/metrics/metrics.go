@@ -65,6 +65,8 @@ type Metrics struct {
 	fleet          *fleetCollector // registered by WatchFleet
 	fleetOnce      sync.Once
 	fleetErr       error
+	update         *updateCollector // registered by WatchUpdate
+	updateOnce     sync.Once
 	buildMu        sync.Mutex
 	buildVersion   string // SetBuildInfo's; "" before it
 
@@ -124,6 +126,7 @@ func New() *Metrics {
 		backup:  newBackupCollector(),
 		fleet:   newFleetCollector(),
 		control: newControlCollector(),
+		update:  newUpdateCollector(),
 		answersDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "answers_dropped_total",
 			Help: "Upstream answers no POS had received yet, pushed out of memory by accept.answer_count or accept.answer_mb.",

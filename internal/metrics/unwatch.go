@@ -2,19 +2,22 @@ package metrics
 
 import "sync"
 
-// Unwatch stops every watch (the functions WatchQueue, WatchStore,
-// WatchLog, WatchAnswers, WatchPosAPI, WatchBackup, WatchFleet and
-// WatchControl set), so that one *Metrics serves the daemons a Supervisor
-// runs one after another: the daemon that stopped is no longer read, and
-// the next one's Watch calls set their own functions. The counters the
-// registry holds itself (send attempts, HTTP requests, receipts accepted,
-// ...) go on as they are; the counters a watched function reports as its
-// component's total since it started (log_flushes_total,
-// log_records_total, backup_snapshots_total, backup_failures_total,
-// fleet_dropped_samples_total, send_data_total) are read one last time and
-// carried over, so none of them starts again from zero at a swap. Call it
-// only once the daemon it stops watching has stopped; on a nil *Metrics
-// it does nothing.
+// Unwatch stops every watch (the function each Watch method sets), so
+// that one *Metrics serves the daemons a Supervisor runs one after
+// another: the daemon that stopped is no longer read, and the next one's
+// Watch calls set their own functions. The counters the registry holds
+// itself (send attempts, HTTP requests, receipts accepted, ...) go on as
+// they are; the counters a watched function reports as its component's
+// total since it started (log_flushes_total, backup_snapshots_total,
+// send_data_total, ...) are read one last time and carried over, so none
+// of them starts again from zero at a swap (the control channel's count of
+// refused configs is not carried: the channel outlives the daemons; nor
+// are the update's rollbacks and refusals: update.json keeps them). The
+// Watch methods are the one
+// declaration of what is watched: the tests find them by reflection, so a
+// Watch that Unwatch forgets to stop, or whose counter it forgets to
+// carry, fails them by name. Call it only once the daemon it stops
+// watching has stopped; on a nil *Metrics it does nothing.
 func (m *Metrics) Unwatch() {
 	if m == nil {
 		return
@@ -23,6 +26,7 @@ func (m *Metrics) Unwatch() {
 	m.store.set(nil)
 	m.answers.set(nil)
 	m.control.set(nil)
+	m.update.set(nil) // its counters are update.json's, kept for good: nothing to carry
 	if f := m.log.take(); f != nil {
 		flushes, records := f()
 		m.log.carried.add(func(b [2]uint64) [2]uint64 { return [2]uint64{b[0] + flushes, b[1] + records} })

@@ -12,6 +12,7 @@ import (
 )
 
 func TestGateKeepsSendDataAlone(t *testing.T) {
+	t.Parallel()
 	var g gate
 	ctx := context.Background()
 	end1, err := g.shared(ctx)
@@ -63,6 +64,7 @@ func TestGateKeepsSendDataAlone(t *testing.T) {
 }
 
 func TestGateExclusiveGivesUpWithItsContext(t *testing.T) {
+	t.Parallel()
 	var g gate
 	end, err := g.shared(context.Background())
 	require.NoError(t, err)
@@ -78,6 +80,7 @@ func TestGateExclusiveGivesUpWithItsContext(t *testing.T) {
 }
 
 func TestPace(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name    string
@@ -102,6 +105,7 @@ func TestPace(t *testing.T) {
 }
 
 func TestRunOut(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	at, ok := runOut(now, 30, 10)
 	require.True(t, ok)
@@ -114,6 +118,7 @@ func TestRunOut(t *testing.T) {
 }
 
 func TestObserveTimingSkew(t *testing.T) {
+	t.Parallel()
 	sent := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
 	recv := sent.Add(200 * time.Millisecond)
 	for _, tc := range []struct {
@@ -145,6 +150,7 @@ func TestObserveTimingSkew(t *testing.T) {
 }
 
 func TestSkewThatMattersIsTheFurthest(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
 	w := New(nil, Config{Now: func() time.Time { return now }}, nil, nil)
 	w.clock[SourcePosAPI] = reading{skew: time.Second, at: now}

@@ -68,6 +68,7 @@ var widePaceCases = []widePaceCase{
 }
 
 func TestWidePace(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
 	const maxGap = 30 * time.Minute
 	for _, tc := range widePaceCases {
@@ -114,6 +115,7 @@ func watcherOn(t *testing.T, r *rig, cfg Config, log *zap.Logger) *Watcher {
 }
 
 func TestSharedPosAPIPaceForecastAndStatus(t *testing.T) {
+	t.Parallel()
 	cfg := Config{AutoSendData: false, MinLotteries: 10, CheckEvery: 10 * time.Minute, RefillBefore: 2 * time.Hour}
 	r := newRig(t, 100000, cfg)
 	ctx := context.Background()
@@ -170,6 +172,7 @@ func (w *Watcher) readGap() time.Duration {
 }
 
 func TestQuietSharedPosAPIKeepsTheTillsOwnPace(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 1000, Config{CheckEvery: 10 * time.Minute})
 	ctx := context.Background()
 	r.w.round(ctx)
@@ -193,6 +196,7 @@ func TestQuietSharedPosAPIKeepsTheTillsOwnPace(t *testing.T) {
 }
 
 func TestSpreadLetsOneTillSendForAll(t *testing.T) {
+	t.Parallel()
 	cfg := Config{AutoSendData: true, MinLotteries: 200, SendEvery: time.Hour, CheckEvery: 10 * time.Minute, SendSpread: 10 * time.Second}
 	r := newRig(t, 1000, cfg)
 	others := []*Watcher{watcherOn(t, r, cfg, nil), watcherOn(t, r, cfg, nil), watcherOn(t, r, cfg, nil)}
@@ -241,6 +245,7 @@ func TestSpreadLetsOneTillSendForAll(t *testing.T) {
 // next read is due still holds the need its last read gave; the read it
 // makes at the spread's end finds another till's sendData and makes none.
 func TestSpreadEndsBeforeTheNextRead(t *testing.T) {
+	t.Parallel()
 	cfg := Config{AutoSendData: true, MinLotteries: 200, SendEvery: time.Hour, CheckEvery: 10 * time.Minute, SendSpread: time.Second}
 	r := newRig(t, 1000, cfg)
 	core, logs := observer.New(zap.InfoLevel)
@@ -260,6 +265,7 @@ func TestSpreadEndsBeforeTheNextRead(t *testing.T) {
 }
 
 func TestALoneTillCallsAtOnceDespiteTheSpread(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 1000, Config{AutoSendData: true, MinLotteries: 200, CheckEvery: 10 * time.Minute, SendSpread: 30 * time.Second})
 	ctx := context.Background()
 	r.w.round(ctx)
@@ -283,6 +289,7 @@ func TestALoneTillCallsAtOnceDespiteTheSpread(t *testing.T) {
 }
 
 func TestNoSpreadCallsAtOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 1000, Config{AutoSendData: true, MinLotteries: 200, CheckEvery: time.Minute})
 	r.sim.SetLeftLotteries(100)
 	r.w.round(context.Background())
@@ -290,6 +297,7 @@ func TestNoSpreadCallsAtOnce(t *testing.T) {
 }
 
 func TestClockStepKeepsThePaceAndTheSends(t *testing.T) {
+	t.Parallel()
 	cfg := Config{AutoSendData: true, MinLotteries: 200, CheckEvery: time.Minute, SendEvery: time.Hour}
 	r := newRig(t, 1000, cfg)
 	ctx := context.Background()
@@ -314,6 +322,7 @@ func TestClockStepKeepsThePaceAndTheSends(t *testing.T) {
 }
 
 func TestReadAgainWhenPosAPIAnswersAgain(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 1000, Config{AutoSendData: true, MinLotteries: 200, CheckEvery: 10 * time.Minute})
 	ctx := context.Background()
 	require.NoError(t, r.sim.SetFaults(sim.Faults{Down: true}))

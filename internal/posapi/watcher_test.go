@@ -51,6 +51,7 @@ func (r *rig) sell(t *testing.T, n int) {
 }
 
 func TestStatusIsNullUntilKnown(t *testing.T) {
+	t.Parallel()
 	var w *Watcher
 	b, err := json.Marshal(w.Status())
 	require.NoError(t, err)
@@ -65,6 +66,7 @@ func TestStatusIsNullUntilKnown(t *testing.T) {
 }
 
 func TestRoundReadsInfoAndForecasts(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 1000, Config{AutoSendData: true, MinLotteries: 10, CheckEvery: time.Minute})
 	r.clock.Add(2 * time.Hour)
 	r.w.round(context.Background())
@@ -85,6 +87,7 @@ func TestRoundReadsInfoAndForecasts(t *testing.T) {
 }
 
 func TestSendDataWhenFewLeft(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 300, Config{AutoSendData: true, MinLotteries: 200, SendEvery: time.Hour, CheckEvery: time.Minute})
 	r.sim.SetLeftLotteries(150)
 	r.w.round(context.Background())
@@ -108,6 +111,7 @@ func TestSendDataWhenFewLeft(t *testing.T) {
 }
 
 func TestSendDataWhenLastSendIsOld(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 1000, Config{AutoSendData: true, SendAfter: 12 * time.Hour, CheckEvery: time.Minute})
 	r.clock.Add(11 * time.Hour)
 	r.w.round(context.Background())
@@ -119,6 +123,7 @@ func TestSendDataWhenLastSendIsOld(t *testing.T) {
 }
 
 func TestAutoSendDataOffOnlyWarns(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 300, Config{AutoSendData: false, MinLotteries: 200, CheckEvery: time.Minute})
 	r.sim.SetLeftLotteries(5)
 	r.w.round(context.Background())
@@ -131,6 +136,7 @@ func TestAutoSendDataOffOnlyWarns(t *testing.T) {
 }
 
 func TestFailingSendDataIsRecorded(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 300, Config{AutoSendData: true, MinLotteries: 200, CheckEvery: time.Minute})
 	r.sim.SetLeftLotteries(10)
 	require.NoError(t, r.sim.SetFaults(sim.Faults{SendDataFail: true}))
@@ -146,6 +152,7 @@ func TestFailingSendDataIsRecorded(t *testing.T) {
 }
 
 func TestInfoNotAnsweringStopsSendData(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 300, Config{AutoSendData: true, MinLotteries: 200, CheckEvery: time.Minute})
 	r.sim.SetLeftLotteries(10)
 	require.NoError(t, r.sim.SetFaults(sim.Faults{ErrorRate: 1}))
@@ -167,6 +174,7 @@ func (s infoStub) Get(_ context.Context, op client.Op, _ url.Values, _ ...string
 }
 
 func TestReserveRefusal(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		left    int64 // -1: unknown
@@ -211,7 +219,10 @@ func TestReserveRefusal(t *testing.T) {
 }
 
 func TestObserveInfo(t *testing.T) {
-	w := New(nil, Config{}, nil, nil)
+	t.Parallel()
+	// An hour after the lastSentDate below, which is UB time (UTC+8).
+	now := time.Date(2026, 1, 28, 8, 3, 27, 0, time.UTC)
+	w := New(nil, Config{Now: func() time.Time { return now }}, nil, nil)
 	require.ErrorIs(t, w.ObserveInfo([]byte(`{"lastSentDate":"2026-01-28 15:03:27"}`)), ErrNoReserve)
 	require.Error(t, w.ObserveInfo([]byte(`{"leftLotteries":"many"}`)))
 	require.ErrorIs(t, w.ObserveInfo([]byte(`{"leftLotteries":1.5}`)), ErrNoReserve)
@@ -222,6 +233,7 @@ func TestObserveInfo(t *testing.T) {
 	require.EqualValues(t, 19992, *st.LeftLotteries)
 	require.Equal(t, "2026-01-28 15:03:27", *st.LastSentDate)
 	require.NotNil(t, st.LastSentAgeSeconds)
+	require.EqualValues(t, 3600, *st.LastSentAgeSeconds, "on the watcher's clock, not the machine's")
 	require.NoError(t, w.ObserveInfo([]byte(`{"leftLotteries":5,"lastSentDate":"not a date"}`)))
 	st = w.Status()
 	require.Equal(t, "not a date", *st.LastSentDate, "kept as written")
@@ -229,6 +241,7 @@ func TestObserveInfo(t *testing.T) {
 }
 
 func TestRunWakesOnARefusal(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 300, Config{AutoSendData: true, CheckEvery: time.Hour, SendEvery: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

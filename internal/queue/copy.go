@@ -52,6 +52,19 @@ func (q *Queue) WriteCopy(ctx context.Context, w io.Writer) (Copy, error) {
 	return c, nil
 }
 
+// CopySize is about the size of the copy WriteCopy would write now: the
+// database's pages in use, read in one read transaction (receipts still
+// only in the write-ahead log add theirs). A snapshot reads it to leave
+// the disk room (package backup).
+func (q *Queue) CopySize() (int64, error) {
+	var n int64
+	err := q.st.View(func(tx *bbolt.Tx) error {
+		n = tx.Size()
+		return nil
+	})
+	return n, err
+}
+
 // CheckCopy checks a copy made by WriteCopy, opened with
 // store.OpenReadOnly: every entry is walked, and their number must be the
 // number the copy's counters give and want (what WriteCopy counted while

@@ -30,4 +30,14 @@
 //   - The required ids merchantTin (top level and in every sub-receipt),
 //     posNo, billIdSuffix and branchNo must be non-empty strings, and
 //     receipts must hold at least one sub-receipt.
+//
+// What must be present, the enumerations' values and what the tax service
+// is known to refuse besides are the rules of rules.go: one table, each
+// rule named, with the field, the check, the problem and the evidence in
+// docs/reference; docs/pos-integration.md's table is generated from it.
+// [Rules] applies all of them but those accept.skip_rules names (never
+// merchantTin, posNo and billIdSuffix, which the idempotency key needs).
+// The schema's types are always checked; a rule sees only a value of the
+// right type, and problems keep document order (an object's missing
+// fields after its present ones).
 package receipt

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -33,6 +35,34 @@ func checkRefusal(t *testing.T, err error) {
 	}
 }
 
+// addRuleSeeds adds the published clients' receipts and validBody
+// breaking each rule the tax service's refusals added.
+func addRuleSeeds(f *testing.F) {
+	for _, c := range clientReceipts {
+		if b, err := os.ReadFile(filepath.Join("testdata", "clients", c.file)); err == nil {
+			f.Add(b)
+		}
+	}
+	for _, change := range []func(m map[string]any){
+		func(m map[string]any) { m["districtCode"] = "01O2" },
+		func(m map[string]any) { delete(m, "payments") },
+		func(m map[string]any) { delete(sub(m), "totalVAT"); sub(m)["totalVat"] = "1" },
+		func(m map[string]any) { m["type"], m["customerTin"] = "B2B_INVOICE", nil },
+		func(m map[string]any) { sub(m)["taxType"], itm(m)["taxProductCode"] = "VAT_ZERO", "" },
+		func(m map[string]any) { m["reportMonth"] = "2026-10" },
+	} {
+		var b bytes.Buffer
+		dec := json.NewDecoder(strings.NewReader(validBody))
+		dec.UseNumber()
+		var m map[string]any
+		if dec.Decode(&m) == nil {
+			change(m)
+			_ = json.NewEncoder(&b).Encode(m)
+			f.Add(b.Bytes())
+		}
+	}
+}
+
 func FuzzParseCreate(f *testing.F) {
 	f.Add([]byte(validBody))
 	f.Add([]byte(`{}`))
@@ -42,12 +72,28 @@ func FuzzParseCreate(f *testing.F) {
 	f.Add([]byte("{\"a\":\"\xff\"}"))
 	f.Add([]byte(`{"a":1,"a":2} x`))
 	f.Add([]byte(`{"receipts":[null,{"items":[{"qty":"1","data":{"stockQR":[1]}}]}],"payments":[{"data":{}}]}`))
+	addRuleSeeds(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
+		// One rule off, picked by the body: a body every rule takes is
+		// taken with fewer rules.
+		r := rules[len(body)%len(rules)]
+		fewer, err := NewRules([]string{r.Name})
+		if err != nil {
+			fewer = &Rules{}
+		}
+		_, ferr := fewer.ParseCreate(body)
 		c, err := ParseCreate(body)
 		if err != nil {
 			checkRefusal(t, err)
+			if ferr != nil {
+				checkRefusal(t, ferr)
+			}
 			return
 		}
+		if ferr != nil {
+			t.Fatalf("taken with every rule, refused without %s: %v", r.Name, ferr)
+		}
+		checkTheWorldsRefusals(t, body)
 		if !json.Valid(body) {
 			t.Fatalf("accepted invalid JSON %q", body)
 		}
@@ -58,6 +104,48 @@ func FuzzParseCreate(f *testing.F) {
 			t.Fatalf("parsed fingerprint %s, Fingerprint %s", c.Fingerprint, Fingerprint(body))
 		}
 	})
+}
+
+// checkTheWorldsRefusals checks an accepted body, decoded by
+// encoding/json rather than our own reader, against what live staging is
+// known to refuse: no districtCode of 4 digits, no payments, no totalVAT
+// on a VAT_ABLE receipt, a B2B receipt without its buyer.
+func checkTheWorldsRefusals(t *testing.T, body []byte) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("accepted a body encoding/json cannot decode: %v", err)
+	}
+	dc, _ := m["districtCode"].(string)
+	if len(dc) != 4 || strings.Trim(dc, "0123456789") != "" {
+		t.Fatalf("accepted districtCode %q", m["districtCode"])
+	}
+	if p, _ := m["payments"].([]any); len(p) == 0 {
+		t.Fatalf("accepted payments %v", m["payments"])
+	}
+	hasVAT := func(o map[string]any) bool {
+		_, a := o["totalVAT"].(json.Number)
+		_, b := o["totalVat"].(json.Number)
+		return a || b
+	}
+	subs, _ := m["receipts"].([]any)
+	vatable := false
+	for _, s := range subs {
+		if o, _ := s.(map[string]any); o["taxType"] == "VAT_ABLE" {
+			vatable = true
+			if !hasVAT(o) {
+				t.Fatalf("accepted a VAT_ABLE sub-receipt without totalVAT: %v", o)
+			}
+		}
+	}
+	if vatable && !hasVAT(m) {
+		t.Fatal("accepted a VAT_ABLE receipt without totalVAT")
+	}
+	if tin, _ := m["customerTin"].(string); (m["type"] == "B2B_RECEIPT" || m["type"] == "B2B_INVOICE") && tin == "" {
+		t.Fatal("accepted a B2B receipt without customerTin")
+	}
 }
 
 func FuzzParseDelete(f *testing.F) {

@@ -23,16 +23,19 @@ type Create struct {
 }
 
 // ParseCreate validates a POST /rest/receipt body against the interface
-// (sections 2.1 to 2.5 and 2.7, with the rules in the package comment).
-// Any refusal is a *ValidationError listing every problem found.
-func ParseCreate(body []byte) (*Create, error) {
+// (sections 2.1 to 2.5 and 2.7, with the rules in the package comment)
+// and every rule of the tax service's (AllRules). Any refusal is a
+// *ValidationError listing every problem found.
+func ParseCreate(body []byte) (*Create, error) { return parseCreate(body, nil) }
+
+func parseCreate(body []byte, rs *Rules) (*Create, error) {
 	w := getWalker()
 	defer w.release()
 	root, err := w.parse(body)
 	if err != nil {
 		return nil, err
 	}
-	p := check(root, createRequest)
+	p := check(root, createRequest, rs)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -49,7 +52,7 @@ func ParseCreate(body []byte) (*Create, error) {
 	c.TINs = append(c.TINs, c.MerchantTin)
 	subs := root.get("receipts").vals
 	for i := range subs {
-		if tin := text(&subs[i], "merchantTin"); !contains(c.TINs, tin) {
+		if tin := text(&subs[i], "merchantTin"); tin != "" && !contains(c.TINs, tin) {
 			c.TINs = append(c.TINs, tin)
 		}
 	}
@@ -84,7 +87,7 @@ func ParseDelete(body []byte) (*Delete, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := check(root, deleteRequest)
+	p := check(root, deleteRequest, nil)
 	date := root.get("date")
 	if date != nil && date.kind == kindString && !validDate(date.text) {
 		p.add("date", `must be a date like "2024-01-31 15:04:05" or ISO 8601 "2024-01-31T15:04:05+08:00"`)

@@ -259,7 +259,11 @@ func TestParseCreateAccepts(t *testing.T) {
 		{"NOT_VAT", mutate(t, set(sub, "taxType", "NOT_VAT"))},
 		{"VAT_FREE and VAT_ZERO", mutate(t, func(m map[string]any) {
 			sub(m)["taxType"] = "VAT_FREE"
-			extra := mutate(t, set(sub, "taxType", "VAT_ZERO"))
+			itm(m)["taxProductCode"] = "320"
+			extra := mutate(t, func(m map[string]any) {
+				sub(m)["taxType"] = "VAT_ZERO"
+				itm(m)["taxProductCode"] = "502"
+			})
 			var again map[string]any
 			dec := json.NewDecoder(bytes.NewReader(extra))
 			dec.UseNumber()
@@ -288,13 +292,16 @@ func TestParseCreateAccepts(t *testing.T) {
 		})},
 		{"optional fields null", mutate(t, func(m map[string]any) {
 			m["customerTin"] = nil
-			m["payments"] = nil
+			m["totalCityTax"] = nil
+			m["reportMonth"] = nil
 			m["data"] = nil
 			itm(m)["data"] = nil
+			itm(m)["barCode"] = nil
 		})},
-		{"no optional fields", []byte(`{"branchNo":"1","totalAmount":1,"merchantTin":"37900846788","posNo":"3",` +
-			`"type":"B2C_RECEIPT","billIdSuffix":"4","receipts":[{"totalAmount":1,"taxType":"VAT_ABLE",` +
-			`"merchantTin":"2","items":[]}]}`)},
+		{"only what the tax service needs", []byte(`{"branchNo":"1","totalAmount":1,"merchantTin":"37900846788","posNo":"3",` +
+			`"type":"B2C_RECEIPT","billIdSuffix":"4","districtCode":"0102","receipts":[{"totalAmount":1,"taxType":"NO_VAT",` +
+			`"merchantTin":"2","items":[{"name":"a","measureUnit":"ш","qty":1,"unitPrice":1,"totalAmount":1}]}],` +
+			`"payments":[{"code":"CASH","status":"PAID","paidAmount":1}]}`)},
 		{"nesting exactly 32", mutate(t, set(top, "data", json.RawMessage(`{"x":`+deep(30, "[", "]")+`}`)))},
 		{"whitespace around", []byte("\r\n\t " + validBody + " \n")},
 	}
@@ -441,7 +448,7 @@ func TestValidationErrorIsAnError(t *testing.T) {
 	var ve *ValidationError
 	require.True(t, errors.As(err, &ve))
 	require.Equal(t, "branchNo: required", err.Error())
-	require.Len(t, ve.Errors, 7)
+	require.Len(t, ve.Errors, 9, "7 fields the description requires, districtCode and payments")
 }
 
 // BenchmarkParseCreate measures validation of a typical receipt (indented,

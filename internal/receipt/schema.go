@@ -31,10 +31,17 @@ type field struct {
 	// whenKey, whenValue: obj applies only when the sibling string field
 	// whenKey holds whenValue; otherwise the value is a free-form object.
 	whenKey, whenValue string
+	// rules are the tax service's rules about this field (rules.go),
+	// attached at init; they run on a value of the right type, or on nil
+	// when the field is absent or null.
+	rules []*Rule
 }
 
 // Enumerations of section 2.7. taxType accepts both spellings of the fourth
 // value: the live service takes NO_VAT, the document also lists NOT_VAT.
+// The schema checks only that they are strings; membership is a rule
+// (rules.go), which accept.skip_rules can switch off when the tax service
+// adds a value.
 var (
 	receiptTypes    = []string{"B2C_RECEIPT", "B2B_RECEIPT", "B2C_INVOICE", "B2B_INVOICE"}
 	taxTypes        = []string{"VAT_ABLE", "VAT_FREE", "VAT_ZERO", "NO_VAT", "NOT_VAT"}
@@ -55,7 +62,6 @@ func str(name string) field     { return field{name: name, typ: tString} }
 func key(name string) field     { return field{name: name, typ: tString, maxLen: MaxKeyField} }
 func num(name string) field     { return field{name: name, typ: tNumber} }
 func freeObj(name string) field { return field{name: name, typ: tFreeObject} }
-func req(f field) field         { f.required = true; return f }
 func id(name string) field {
 	return field{name: name, typ: tString, required: true, nonEmpty: true, maxLen: MaxKeyField}
 }
@@ -77,11 +83,11 @@ var itemData = []field{
 
 // item is Item (2.4).
 var item = []field{
-	req(str("name")),
-	req(str("measureUnit")),
-	req(num("qty")),
-	req(num("unitPrice")),
-	req(num("totalAmount")),
+	str("name"),
+	str("measureUnit"),
+	num("qty"),
+	num("unitPrice"),
+	num("totalAmount"),
 	str("barCode"),
 	enum("barCodeType", barCodeTypes),
 	str("classificationCode"),
@@ -93,10 +99,10 @@ var item = []field{
 
 // subReceipt is SubReceipt (2.3).
 var subReceipt = []field{
-	req(num("totalAmount")),
-	req(enum("taxType", taxTypes)),
-	id("merchantTin"),
-	req(arrayOf("items", object("", item))),
+	num("totalAmount"),
+	enum("taxType", taxTypes),
+	key("merchantTin"),
+	arrayOf("items", object("", item)),
 	num("totalVAT"),
 	num("totalCityTax"),
 	key("customerTin"),
@@ -110,18 +116,18 @@ var subReceipt = []field{
 // PAYMENT_CARD": checked for card payments only. A cash payment's data
 // object (some POS programs always write one) is forwarded unchecked.
 var paymentCardData = []field{
-	req(str("terminalID")),
-	req(str("rrn")),
-	req(str("maskedCardNumber")),
-	req(field{name: "easy", typ: tBool}),
+	str("terminalID"),
+	str("rrn"),
+	str("maskedCardNumber"),
+	{name: "easy", typ: tBool},
 	str("bankCode"),
 }
 
 // payment is Payment (2.5).
 var payment = []field{
-	req(enum("code", paymentCodes)),
-	req(enum("status", paymentStatuses)),
-	req(num("paidAmount")),
+	enum("code", paymentCodes),
+	enum("status", paymentStatuses),
+	num("paidAmount"),
 	str("exchangeCode"),
 	func() field {
 		f := object("data", paymentCardData)
@@ -130,19 +136,17 @@ var payment = []field{
 	}(),
 }
 
-// createRequest is the receipt creation request (2.1).
+// createRequest is the receipt creation request (2.1): the types of its
+// fields. What must be present, and the values the tax service takes,
+// are the rules (rules.go).
 var createRequest = []field{
-	id("branchNo"),
-	req(num("totalAmount")),
-	id("merchantTin"),
-	id("posNo"),
-	req(enum("type", receiptTypes)),
-	id("billIdSuffix"),
-	func() field {
-		f := req(arrayOf("receipts", object("", subReceipt)))
-		f.nonEmpty = true
-		return f
-	}(),
+	key("branchNo"),
+	num("totalAmount"),
+	key("merchantTin"),
+	key("posNo"),
+	enum("type", receiptTypes),
+	key("billIdSuffix"),
+	arrayOf("receipts", object("", subReceipt)),
 	num("totalVAT"),
 	num("totalCityTax"),
 	key("districtCode"),
@@ -162,17 +166,23 @@ var deleteRequest = []field{
 	key("date"),
 }
 
-// checker validates a tree against the schema, collecting problems. trail
-// is where it is in the tree; only a problem turns it into a path.
+// checker validates a tree against the schema and the rules rs applies,
+// collecting problems. trail is where it is in the tree; only a problem
+// turns it into a path. objs are the objects that hold the value being
+// checked, the top-level one first.
 type checker struct {
 	problems
 	trail []step
+	objs  []*node
+	rs    *Rules
 }
 
-// check validates root, the top-level object, against fields.
-func check(root *node, fields []field) problems {
+// check validates root, the top-level object, against fields and the
+// rules of rs attached to them.
+func check(root *node, fields []field, rs *Rules) problems {
 	var steps [8]step
-	c := checker{trail: steps[:0]}
+	var objs [4]*node
+	c := checker{trail: steps[:0], objs: objs[:0], rs: rs}
 	c.checkObject(root, fields)
 	return c.problems
 }
@@ -201,31 +211,64 @@ func (c *checker) problem(text string) {
 }
 
 // checkObject validates obj (an object node) against fields: the present
-// fields in document order, then the missing required ones. Recursion is
-// bounded by the schema's depth, not the input's.
+// fields in document order, then the missing ones. Recursion is bounded by
+// the schema's depth, not the input's.
 func (c *checker) checkObject(obj *node, fields []field) {
+	c.objs = append(c.objs, obj)
+	defer func() { c.objs = c.objs[:len(c.objs)-1] }()
 	for i, key := range obj.keys {
 		v := &obj.vals[i]
 		f := lookup(fields, key)
-		if f == nil || v.kind == kindNull && !f.required {
-			continue // unknown fields are forwarded untouched; null = absent
-		}
-		if f.whenKey != "" {
-			if w := obj.get(f.whenKey); w == nil || w.kind != kindString || w.text != f.whenValue {
-				free := *f
-				free.typ = tFreeObject
-				f = &free
-			}
+		if f == nil {
+			continue // unknown fields are forwarded untouched
 		}
 		c.down(step{key: key, index: -1})
-		c.checkValue(v, f)
+		switch {
+		case v.kind == kindNull && f.required:
+			c.problem("required")
+		case v.kind == kindNull:
+			c.apply(f, nil) // null = absent
+		case c.checkValue(v, c.when(obj, f)):
+			c.apply(f, v)
+		}
 		c.up()
 	}
 	for i := range fields {
-		if fields[i].required && obj.get(fields[i].name) == nil {
-			c.down(step{key: fields[i].name, index: -1})
+		if obj.get(fields[i].name) != nil {
+			continue
+		}
+		c.down(step{key: fields[i].name, index: -1})
+		if fields[i].required {
 			c.problem("required")
-			c.up()
+		} else {
+			c.apply(&fields[i], nil)
+		}
+		c.up()
+	}
+}
+
+// when is f, or f as a free-form object when f's schema applies only for
+// a sibling's value that obj does not hold.
+func (c *checker) when(obj *node, f *field) *field {
+	if f.whenKey == "" {
+		return f
+	}
+	if w := obj.get(f.whenKey); w == nil || w.kind != kindString || w.text != f.whenValue {
+		free := *f
+		free.typ = tFreeObject
+		return &free
+	}
+	return f
+}
+
+// apply runs the rules of f that c applies on v (nil: absent or null).
+func (c *checker) apply(f *field, v *node) {
+	for _, r := range f.rules {
+		if !c.rs.on(r) {
+			continue
+		}
+		if problem := r.check(v, c.objs); problem != "" {
+			c.problem(problem)
 		}
 	}
 }
@@ -239,12 +282,10 @@ func lookup(fields []field, name string) *field {
 	return nil
 }
 
-// checkValue validates one value against its field description.
-func (c *checker) checkValue(v *node, f *field) {
-	if v.kind == kindNull && f.name != "" {
-		c.problem("required")
-		return
-	}
+// checkValue validates one value against its field description and
+// reports whether its type was right (so that the rules may look at it).
+func (c *checker) checkValue(v *node, f *field) bool {
+	n := len(c.list) + c.dropped
 	switch f.typ {
 	case tString:
 		if v.kind != kindString {
@@ -265,7 +306,7 @@ func (c *checker) checkValue(v *node, f *field) {
 			c.problem("must be true or false")
 		}
 	case tEnum:
-		if v.kind != kindString || !contains(f.enum, v.text) {
+		if v.kind != kindString {
 			c.problem(oneOf(f.enum))
 		}
 	case tFreeObject, tObject:
@@ -277,6 +318,7 @@ func (c *checker) checkValue(v *node, f *field) {
 	case tArray:
 		c.checkArray(v, f)
 	}
+	return len(c.list)+c.dropped == n
 }
 
 func (c *checker) checkArray(v *node, f *field) {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/store"
@@ -55,8 +56,8 @@ type plan struct {
 // and one never-claimed receipt is cancelled.
 func build(t *testing.T, dir string, p plan) fixture {
 	t.Helper()
-	path := filepath.Join(dir, store.DBFile)
-	logDir := filepath.Join(dir, "receiptd.wal")
+	path := layout.DB(dir)
+	logDir := layout.WAL(dir)
 	st, err := store.Open(path, store.Options{})
 	require.NoError(t, err)
 	q, err := queue.Open(ctx, st, queue.Options{LogDir: logDir})
@@ -90,12 +91,12 @@ func build(t *testing.T, dir string, p plan) fixture {
 		enqueueN(t, q, p.receipts+i)
 	}
 	if p.crashCopy != "" {
-		copyFile(t, path, filepath.Join(p.crashCopy, store.DBFile))
-		require.NoError(t, os.MkdirAll(filepath.Join(p.crashCopy, "receiptd.wal"), 0o700))
+		copyFile(t, path, layout.DB(p.crashCopy))
+		require.NoError(t, os.MkdirAll(layout.WAL(p.crashCopy), 0o700))
 		segs, err := filepath.Glob(filepath.Join(logDir, "*.wal"))
 		require.NoError(t, err)
 		for _, s := range segs {
-			copyFile(t, s, filepath.Join(p.crashCopy, "receiptd.wal", filepath.Base(s)))
+			copyFile(t, s, filepath.Join(layout.WAL(p.crashCopy), filepath.Base(s)))
 		}
 	}
 	require.NoError(t, q.Close(ctx))

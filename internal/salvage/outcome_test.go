@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/receipt"
 	"github.com/receiptd/receiptd/internal/store"
@@ -22,10 +23,10 @@ import (
 func TestAddLogTakesTheOutcome(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, store.DBFile)
+	path := layout.DB(dir)
 	st, err := store.Open(path, store.Options{})
 	require.NoError(t, err)
-	q, err := queue.Open(ctx, st, queue.Options{LogDir: filepath.Join(dir, "receiptd.wal")})
+	q, err := queue.Open(ctx, st, queue.Options{LogDir: layout.WAL(dir)})
 	require.NoError(t, err)
 	now := time.Now().UTC()
 	enqueue := func(n int) queue.Entry {
@@ -51,19 +52,19 @@ func TestAddLogTakesTheOutcome(t *testing.T) {
 	finish(inLog, queue.StateSent, "U3")
 	// A copy as a kill leaves it: the two outcomes in the log only.
 	crash := t.TempDir()
-	copyFile(t, path, filepath.Join(crash, store.DBFile))
-	require.NoError(t, os.MkdirAll(filepath.Join(crash, "receiptd.wal"), 0o700))
-	segFiles, err := filepath.Glob(filepath.Join(dir, "receiptd.wal", "*.wal"))
+	copyFile(t, path, layout.DB(crash))
+	require.NoError(t, os.MkdirAll(layout.WAL(crash), 0o700))
+	segFiles, err := filepath.Glob(filepath.Join(layout.WAL(dir), "*.wal"))
 	require.NoError(t, err)
 	for _, s := range segFiles {
-		copyFile(t, s, filepath.Join(crash, "receiptd.wal", filepath.Base(s)))
+		copyFile(t, s, filepath.Join(layout.WAL(crash), filepath.Base(s)))
 	}
 	require.NoError(t, q.Close(ctx))
 	require.NoError(t, st.Close())
 
-	db, got := salvageFile(t, filepath.Join(crash, store.DBFile))
+	db, got := salvageFile(t, layout.DB(crash))
 	require.Equal(t, queue.StateSending, got[inFile.QueueID].State, "the database's copy")
-	segs, err := wal.Scan(filepath.Join(crash, "receiptd.wal"))
+	segs, err := wal.Scan(layout.WAL(crash))
 	require.NoError(t, err)
 	db.AddLog(segs)
 	got = map[string]queue.Entry{}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/wal"
 )
@@ -294,7 +295,7 @@ func TestReadDamagedLeafAsWritten(t *testing.T) {
 func TestAddLogTruncatedSegment(t *testing.T) {
 	crash := t.TempDir()
 	fx := build(t, t.TempDir(), plan{receipts: 200, crashCopy: crash, unapplied: 20})
-	logDir := filepath.Join(crash, "receiptd.wal")
+	logDir := layout.WAL(crash)
 	segs, err := wal.Scan(logDir)
 	require.NoError(t, err)
 	last := segs[len(segs)-1]
@@ -307,7 +308,7 @@ func TestAddLogTruncatedSegment(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(last.Path, raw[:off+20], 0o600)) // in the 11th record's header and payload
 
-	db, _ := salvageFile(t, filepath.Join(crash, "receiptd.db"))
+	db, _ := salvageFile(t, layout.DB(crash))
 	require.Equal(t, len(fx.entries)-20, db.FromTree, "the database holds what was applied")
 	segs, err = wal.Scan(logDir)
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 )
@@ -96,27 +97,28 @@ type faultsJSON struct {
 }
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
-func (f Faults) MarshalJSON() ([]byte, error) {
+func (f Faults) MarshalJSON() ([]byte, error) { return json.Marshal(f.toJSON()) }
+
+func (f Faults) toJSON() faultsJSON {
 	j := faultsJSON{Down: f.Down, ErrorRate: f.ErrorRate, DropRate: f.DropRate,
 		RejectNext: f.RejectNext, RejectMessage: f.RejectMessage, SendDataFail: f.SendDataFail, OtherPace: f.OtherPace}
-	if f.DownFor > 0 {
-		j.DownFor = f.DownFor.String()
+	for _, d := range []struct {
+		in  time.Duration
+		out *string
+	}{{f.DownFor, &j.DownFor}, {f.Latency, &j.Latency}, {f.SendDataLatency, &j.SendDataLatency}, {f.ClockSkew, &j.ClockSkew}} {
+		if d.in != 0 {
+			*d.out = d.in.String()
+		}
 	}
-	if f.Latency > 0 {
-		j.Latency = f.Latency.String()
-	}
-	if f.SendDataLatency > 0 {
-		j.SendDataLatency = f.SendDataLatency.String()
-	}
-	if f.ClockSkew != 0 {
-		j.ClockSkew = f.ClockSkew.String()
-	}
-	return json.Marshal(j)
+	return j
 }
 
-// UnmarshalJSON reads what MarshalJSON writes; absent fields are zero.
+// UnmarshalJSON lays the fields present in b over f: a field b does not
+// name keeps its value (zero in a new Faults), which is how PUT /sim/faults
+// changes only what it names. A duration given as "" is zero. On an error
+// f is unchanged.
 func (f *Faults) UnmarshalJSON(b []byte) error {
-	var j faultsJSON
+	j := f.toJSON()
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
@@ -139,6 +141,48 @@ func (f *Faults) UnmarshalJSON(b []byte) error {
 	}
 	*f = out
 	return nil
+}
+
+// putFaults is PUT /sim/faults: the faults the body names change, the
+// others stay (a walkthrough that makes sendData fail, then skews the
+// clock, has both), as one step on the faults in force.
+func (s *Sim) putFaults(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+	if err != nil {
+		return
+	}
+	patch := func(f *Faults) error {
+		if err := json.Unmarshal(body, f); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadFaults, err)
+		}
+		return nil // changeFaults validates
+	}
+	answered := false
+	_, err = s.changeFaults(patch, false, func(f Faults) {
+		// Answered once in force, and before going down closes this very
+		// connection: a client that reads 200 finds the faults it asked for.
+		writeJSON(w, http.StatusOK, f)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		answered = true
+	})
+	switch {
+	case answered:
+	case errors.Is(err, ErrBadFaults):
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	}
+}
+
+// deleteFaults is DELETE /sim/faults: every fault cleared.
+func (s *Sim) deleteFaults(w http.ResponseWriter, _ *http.Request) {
+	if err := s.SetFaults(Faults{}); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Faults())
 }
 
 // serve applies the Down and latency faults, then routes; the error rate is

@@ -28,7 +28,7 @@ const (
 	RouteSaveMerchants  = "POST /api/tpi/receipt/saveOprMerchants"
 )
 
-// ErrClosed: Start or SetFaults after Close.
+// ErrClosed: Start, SetFaults or UpdateFaults after Close.
 var ErrClosed = errors.New("sim: closed")
 
 // Options configures a Sim. The zero value is usable.
@@ -248,30 +248,69 @@ func (s *Sim) stopTimer() {
 // SetFaults replaces the injected faults. Entering Down closes the listener
 // (connections are refused) and every open connection; leaving it listens
 // again on the same address, which is the only way SetFaults can fail.
-// Down with DownFor > 0 ends by itself after DownFor.
+// Down with DownFor > 0 ends by itself after DownFor, counted from this
+// call.
 func (s *Sim) SetFaults(f Faults) error {
-	if err := f.validate(); err != nil {
-		return err
-	}
+	_, err := s.changeFaults(func(cur *Faults) error { *cur = f; return nil }, true, nil)
+	return err
+}
+
+// UpdateFaults changes only what change sets, on the faults in force, as
+// one step: a RejectNext being used up meanwhile, or another change, is
+// not lost. change runs with the Sim's lock held, so it must not call the
+// Sim; an error from it, or faults that do not validate, change nothing.
+// It returns the faults now in force. Down behaves as in SetFaults; an
+// outage's DownFor timer goes on running when change leaves Down and
+// DownFor as they were.
+func (s *Sim) UpdateFaults(change func(*Faults) error) (Faults, error) {
+	return s.changeFaults(change, false, nil)
+}
+
+// changeFaults is SetFaults (restart: a Down's timer starts again) and
+// UpdateFaults. inForce, if not nil, is called with the faults once they
+// are in force and before an outage closes the connections: the /sim/
+// API answers there, so that its answer is true when the caller reads it.
+func (s *Sim) changeFaults(change func(*Faults) error, restart bool, inForce func(Faults)) (Faults, error) {
 	s.srvMu.Lock()
 	defer s.srvMu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return Faults{}, ErrClosed
 	}
 	s.mu.Lock()
+	old, f := s.faults, s.faults
+	if err := change(&f); err != nil {
+		s.mu.Unlock()
+		return old, err
+	}
+	if err := f.validate(); err != nil {
+		s.mu.Unlock()
+		return old, err
+	}
 	s.spendOthersLocked() // the pace in force until now applies until now
 	s.faults = f
 	s.mu.Unlock()
+	if inForce == nil {
+		inForce = func(Faults) {}
+	}
+	if !restart && old.Down && f.Down && old.DownFor == f.DownFor {
+		inForce(f)
+		return f, nil // the outage goes on as it was
+	}
 	s.stopTimer()
 	if !f.Down {
-		return s.relisten()
+		if err := s.relisten(); err != nil {
+			return f, err
+		}
+		inForce(f)
+		return f, nil
 	}
+	inForce(f) // while this connection is still open
 	s.stopServing()
 	if f.DownFor > 0 {
 		s.timers.Add(1)
 		s.upTimer = time.AfterFunc(f.DownFor, s.endDown)
 	}
-	return nil
+	return f, nil
 }
 
 // relistenEvery is how often a sim whose outage ended tries its address

@@ -1,18 +1,15 @@
 package sim
 
-import (
-	"encoding/json"
-	"io"
-	"net/http"
-)
+import "net/http"
 
 // simAPIRoutes is the test tool's own API under /sim/, so `receiptd sim`
 // can be driven with curl:
 //
-//	GET  /sim/faults    the faults in force
-//	PUT  /sim/faults    replace them: {"down":true,"downFor":"30s","latency":"2s","errorRate":0.2,"dropRate":0.1,
-//	                    "rejectNext":3,"rejectMessage":"...","sendDataFail":true,"sendDataLatency":"20s",
-//	                    "clockSkew":"-5m","otherPace":5.5}
+//	GET    /sim/faults  the faults in force, every one
+//	PUT    /sim/faults  change the ones named, leave the others: {"down":true,"downFor":"30s","latency":"2s",
+//	                    "errorRate":0.2,"dropRate":0.1,"rejectNext":3,"rejectMessage":"...","sendDataFail":true,
+//	                    "sendDataLatency":"20s","clockSkew":"-5m","otherPace":5.5}; answers them all
+//	DELETE /sim/faults  clear them all: a healthy service
 //	PUT  /sim/lotteries set leftLotteries: {"left":0}; a sendData refills it
 //	GET  /sim/lotteries the reserve, what other POS software spent, B2C creates refused for an empty reserve
 //	GET  /sim/receipts  every issued receipt, lottery and QR data included
@@ -26,6 +23,7 @@ func (s *Sim) simAPIRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, s.Faults())
 	})
 	mux.HandleFunc("PUT /sim/faults", s.putFaults)
+	mux.HandleFunc("DELETE /sim/faults", s.deleteFaults)
 	mux.HandleFunc("PUT /sim/lotteries", s.putLotteries)
 	mux.HandleFunc("GET /sim/lotteries", s.getLotteries)
 	mux.HandleFunc("GET /sim/receipts", func(w http.ResponseWriter, _ *http.Request) {
@@ -55,34 +53,4 @@ func (s *Sim) simAPIRoutes(mux *http.ServeMux) {
 		s.Reset()
 		w.WriteHeader(http.StatusNoContent)
 	})
-}
-
-func (s *Sim) putFaults(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
-	if err != nil {
-		return
-	}
-	var f Faults
-	if err := json.Unmarshal(body, &f); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-		return
-	}
-	if err := f.validate(); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-		return
-	}
-	if f.Down {
-		// Answer first: going down closes this very connection.
-		writeJSON(w, http.StatusOK, f)
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
-		_ = s.SetFaults(f) // fails only once closed
-		return
-	}
-	if err := s.SetFaults(f); err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-		return
-	}
-	writeJSON(w, http.StatusOK, s.Faults())
 }

@@ -1,10 +1,12 @@
 package statuspage
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -106,7 +108,24 @@ func attention(d Data, waiting int, failures []failureRow) []attentionItem {
 	if it, ok := controlItem(d); ok {
 		items = append(items, it)
 	}
+	if it, ok := updateItem(d); ok {
+		items = append(items, it)
+	}
+	// The critical ones first, each level in the order above: a tax
+	// service out of reach for a minute (a warning) does not lead over an
+	// empty lottery reserve.
+	slices.SortStableFunc(items, func(a, b attentionItem) int {
+		return cmp.Compare(levelRank(a.Level), levelRank(b.Level))
+	})
 	return items
+}
+
+// levelRank orders levels most urgent first.
+func levelRank(level string) int {
+	if level == levelCritical {
+		return 0
+	}
+	return 1
 }
 
 func databaseItem(d Data) attentionItem {
@@ -143,14 +162,27 @@ func diskFullItem(d Data) attentionItem {
 	return it
 }
 
+// outageCritical is whether the tax service has been out of reach for
+// longer than d.OutageCritical; an outage of unknown start counts as long.
+func outageCritical(d Data) bool {
+	return d.UpstreamSince.IsZero() || d.Now.Sub(d.UpstreamSince) >= d.OutageCritical
+}
+
 func upstreamItem(d Data) attentionItem {
 	title := "The tax service cannot be reached"
 	if !d.UpstreamSince.IsZero() {
 		title += " (for " + human(d.Now.Sub(d.UpstreamSince)) + ")"
 	}
+	level, symbol := levelCritical, "✗"
+	why := "Sales can go on: receipts are stored here and sent as soon as it answers again."
+	if !outageCritical(d) {
+		level, symbol = levelWarn, "⚠"
+		why += " Short outages usually end by themselves: this becomes critical after " +
+			threshold(d.OutageCritical) + " (alerts.outage_critical_after)."
+	}
 	return attentionItem{
-		ID: "upstream", Level: levelCritical, Symbol: "✗", Title: title,
-		Why:     "Sales can go on: receipts are stored here and sent as soon as it answers again.",
+		ID: "upstream", Level: level, Symbol: symbol, Title: title,
+		Why:     why,
 		Problem: plain(d.LastError), Raw: d.LastError, RawAt: ago(d.LastErrorAt, d.Now),
 		Steps: []step{
 			{Text: "Check this computer's network connection."},
@@ -171,10 +203,10 @@ func ageingItem(d Data, waiting int) attentionItem {
 	it.Why = "Receipts have to reach the tax service in time; this one has waited longer than the limit set in receiptd's configuration."
 	switch {
 	case !d.UpstreamUp:
-		it.Steps = []step{{Text: "Bring the tax service back within reach (see above); the queue is sent as soon as it answers."}}
+		it.Steps = []step{{Text: "Bring the tax service back within reach (its own item here says how); the queue is sent as soon as it answers."}}
 	case waiting == 0:
 		// Held entries count as unsent (refused and payment ones do not).
-		it.Steps = []step{{Text: "Nothing is waiting to be sent: the oldest unsent receipts are the held ones, waiting for a person (see above). Settle those and this clears."}}
+		it.Steps = []step{{Text: "Nothing is waiting to be sent: the oldest unsent receipts are the held ones, waiting for a person (their own item here). Settle those and this clears."}}
 	default:
 		it.Steps = []step{{Text: "The tax service answers, so something holds the oldest receipts back; list them and read their last attempt:", Command: "receiptd entries -state queued -limit 5"}, logStep(d)}
 	}

@@ -69,6 +69,28 @@ var attentionCases = []struct {
 	},
 	absent: []string{"receiptd retry", "Earlier problem"},
 }, {
+	name: "an outage of 7s, critical after 15m",
+	data: func() Data {
+		d := emptyData()
+		outage(&d, 7*time.Second, 15*time.Minute)
+		return d
+	},
+	want: []string{
+		"Needs attention (1)", "⚠ The tax service cannot be reached (for 7s)",
+		"Sales can go on", "this becomes critical after 15m (alerts.outage_critical_after)",
+		"Check this computer's network connection.",
+	},
+	absent: []string{"✗"},
+}, {
+	name: "an outage of 15m, critical after 15m",
+	data: func() Data {
+		d := emptyData()
+		outage(&d, 15*time.Minute, 15*time.Minute)
+		return d
+	},
+	want:   []string{"Needs attention (1)", "✗ The tax service cannot be reached (for 15m)", "Sales can go on"},
+	absent: []string{"⚠", "becomes critical"},
+}, {
 	name: "rejected",
 	data: func() Data {
 		d := emptyData()
@@ -284,4 +306,28 @@ func TestHeadOfficeIsItsOwnSection(t *testing.T) {
 	require.True(t, backup > 0 && fleet > backup)
 	require.Contains(t, page[backup:fleet], "</section>", "the snapshots' section ends before the head office's")
 	require.NotContains(t, page[fleet:], `<p class="ok"`, "the head office's line has a box of its own")
+}
+
+// Issue 40, item 3: a tax service out of reach for less than
+// alerts.outage_critical_after is a warning on its card too, and the card
+// still sends a person to its item; past it, both are critical.
+func TestOutageCardFollowsItsItem(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		down        time.Duration
+		card, title string
+	}{
+		{"a blip", 7 * time.Second, `<article class="card warn" aria-labelledby="h-upstream">`, "Tax service ⚠ Unreachable down for 7s"},
+		{"past the grace", 20 * time.Minute, `<article class="card critical" aria-labelledby="h-upstream">`, "Tax service ✗ Unreachable down for 20m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := emptyData()
+			outage(&d, tc.down, 15*time.Minute)
+			page := render(t, d)
+			require.Contains(t, page, tc.card)
+			require.Contains(t, text(page), tc.title)
+			require.Contains(t, text(page), "Why, and what to do: Needs attention")
+			require.NotContains(t, text(page), "Last error (", "the error is told in the item, not beside the card")
+		})
+	}
 }

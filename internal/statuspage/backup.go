@@ -23,9 +23,12 @@ type backupView struct {
 func backupOf(d Data) backupView {
 	b := d.Backup
 	if b == nil {
-		return backupView{Level: levelWarn, Symbol: "⚠",
-			Text:   "Snapshots are off: this disk holds the only copy of receipts not yet sent.",
-			Detail: "Set [backup] dir in the configuration to a second disk, a USB stick or a network share, then restart receiptd."}
+		// A choice made at install, not a problem: many tills have no
+		// second disk, and a card that never clears would teach a person
+		// to skip Needs attention (and keep alert at warn for good).
+		return backupView{Level: levelQuiet, Symbol: "–",
+			Text:   "Snapshots are off ([backup] dir is not set): receipts not yet sent are kept on this disk only, until the tax service accepts them.",
+			Detail: "To keep a copy elsewhere, set [backup] dir to a second disk, a USB stick or a network share, then restart receiptd."}
 	}
 	next := ""
 	if !b.Next.IsZero() {

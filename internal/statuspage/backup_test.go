@@ -19,7 +19,9 @@ func TestBackupOnThePage(t *testing.T) {
 		attention []string // in the first section, in order
 		section   string   // in the Snapshots section
 	}{
-		{"off", nil, []string{"✓ Nothing needs attention"}, "Snapshots are off"},
+		// Issue 40, item 3: off is a choice, told as a note, not a
+		// warning outside Needs attention.
+		{"off", nil, []string{"✓ Nothing needs attention"}, "Snapshots – Snapshots are off ([backup] dir is not set): receipts not yet sent are kept on this disk only"},
 		{"working", &Backup{Dir: "/mnt/usb/receiptd", LastSuccess: now.Add(-10 * time.Minute),
 			LastFile: "/mnt/usb/receiptd/receiptd-20261126T100500Z.db"},
 			[]string{"✓ Nothing needs attention"}, "Last snapshot 14:20:00 UTC, 10m ago, written and checked"},

@@ -13,6 +13,60 @@ type Control struct {
 	// RemoteStatus is APPLYING, APPLIED, FAILED or "" (no remote config
 	// yet); RemoteMessage says why a FAILED one was not applied.
 	RemoteStatus, RemoteMessage string
+	// Connected: the server answered lately. LastError is why the last
+	// attempt to reach it failed ("": it answered since, or no attempt
+	// has ended yet), FailingSince the first failed attempt since the
+	// last answer.
+	Connected    bool
+	LastError    string
+	FailingSince time.Time
+}
+
+// controlView is the channel's line in the Head office section; nil when
+// the channel is off.
+type controlView struct {
+	Symbol, Text string
+}
+
+// controlOf says what the channel does now, from the start: connecting,
+// connected, refused or failing (with why), and the last contact.
+func controlOf(d Data) *controlView {
+	c := d.Control
+	if c == nil || c.URL == "" {
+		return nil
+	}
+	server := "the head office's management server (OpAMP, " + c.URL + ")"
+	last := "none since receiptd started"
+	if !c.LastContact.IsZero() {
+		last = ago(c.LastContact, d.Now)
+	}
+	v := &controlView{}
+	switch {
+	case c.Connected:
+		v.Symbol, v.Text = "✓", "Connected to "+server+"; last contact "+last+"."+remoteWords(c)
+	case c.LastError != "":
+		v.Symbol, v.Text = "✗", "Not connected to "+server+": failing since "+ago(c.FailingSince, d.Now)+" ("+c.LastError+
+			"); last contact "+last+". receiptd keeps trying; sales are not affected."+remoteWords(c)
+	case c.LastContact.IsZero():
+		v.Symbol, v.Text = "…", "Connecting to "+server+" since receiptd started ("+ago(c.Started, d.Now)+")."+remoteWords(c)
+	default:
+		v.Symbol, v.Text = "✗", "Not connected to "+server+": no answer since the last contact, "+last+
+			". receiptd keeps trying; sales are not affected."+remoteWords(c)
+	}
+	return v
+}
+
+// remoteWords says what became of the head office's last configuration.
+func remoteWords(c *Control) string {
+	switch c.RemoteStatus {
+	case "APPLIED":
+		return " Its last configuration is applied."
+	case "APPLYING":
+		return " Its last configuration is being applied."
+	case "FAILED":
+		return " Its last configuration was not applied: see Needs attention."
+	}
+	return " No configuration received from it yet: this till runs on its own file."
 }
 
 // controlUnreached is how long without an answer from the head office

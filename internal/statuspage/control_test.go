@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -67,4 +68,47 @@ func TestFirstLineNeedsNoFailures(t *testing.T) {
 	page := newView(d).Attention
 	require.Len(t, page, 2)
 	require.Equal(t, fmt.Sprintf("%d need attention; first: %s", len(page), page[0].Title), FirstLine(d))
+}
+
+// Issue 40, item 3: the Head office section shows the channel's state
+// from the start when [control] is on (connecting, connected, refused,
+// no answer since the last contact), never a ✓ before the server
+// answered; a refusal younger than a day is told there, not as a problem.
+func TestControlLine(t *testing.T) {
+	url := "wss://hq.chain.example/v1/opamp"
+	refusal := "the head office refused the connection: Server responded with status=401 Unauthorized"
+	for _, tc := range []struct {
+		name    string
+		control *Control
+		want    string // "" : no line
+	}{
+		{"off", nil, ""},
+		{"connecting", &Control{URL: url, Started: now.Add(-3 * time.Second)},
+			"… Connecting to the head office's management server (OpAMP, " + url + ") since receiptd started (14:29:57 UTC, 3s ago). No configuration received from it yet"},
+		{"connected", &Control{URL: url, Started: now.Add(-time.Hour), Connected: true, LastContact: now.Add(-2 * time.Second), RemoteStatus: "APPLIED"},
+			"✓ Connected to the head office's management server (OpAMP, " + url + "); last contact 14:29:58 UTC, 2s ago. Its last configuration is applied."},
+		{"refused from the start", &Control{URL: url, Started: now.Add(-time.Minute), LastError: refusal, FailingSince: now.Add(-time.Minute)},
+			"✗ Not connected to the head office's management server (OpAMP, " + url + "): failing since 14:29:00 UTC, 1m ago (" + refusal + "); last contact none since receiptd started."},
+		{"lost after a contact", &Control{URL: url, Started: now.Add(-time.Hour), LastContact: now.Add(-10 * time.Minute)},
+			"✗ Not connected to the head office's management server (OpAMP, " + url + "): no answer since the last contact, 14:20:00 UTC, 10m ago."},
+		{"refused config", &Control{URL: url, Started: now.Add(-time.Hour), Connected: true, LastContact: now, RemoteStatus: "FAILED", RemoteMessage: "x"},
+			"Its last configuration was not applied: see Needs attention."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := emptyData()
+			d.Control = tc.control
+			page := render(t, d)
+			m := regexp.MustCompile(`(?s)<p class="\w+" id="control">(.*?)</p>`).FindStringSubmatch(page)
+			if tc.want == "" {
+				require.Nil(t, m)
+				return
+			}
+			require.NotNil(t, m, "the channel's line is on the page")
+			require.Contains(t, text(m[1]), tc.want)
+			if !tc.control.Connected {
+				require.NotContains(t, text(m[1]), "✓")
+				require.Contains(t, attentionText(t, d), "Nothing needs attention", "younger than a day, it is no problem")
+			}
+		})
+	}
 }

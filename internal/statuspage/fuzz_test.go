@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzRender feeds outside text (upstream messages, errors, states, cache
-// kinds) to the page: it must always render, never let markup through, and
+// kinds, the update's state) to the page: it must always render, never let markup through, and
 // keep one row per state and per failure.
 func FuzzRender(f *testing.F) {
 	f.Add("merchantTin: not registered", "rejected", "branchInfo", int64(90), 3)
@@ -21,6 +21,9 @@ func FuzzRender(f *testing.F) {
 		d.OldestUnsentAge = time.Duration(ageSec) * time.Second
 		d.Failures = []Failure{{QueueID: msg, Kind: kind, State: state, Message: msg, At: now.Add(-time.Duration(ageSec))}}
 		d.Cache = []CacheKind{{Kind: kind, LastError: msg, LastRefresh: now.Add(time.Duration(ageSec))}}
+		// update.json's message carries a refusal's or a rollback's text,
+		// and its versions come from a release's signature.
+		d.Update = &Update{State: state, Message: msg, Offered: kind, Running: msg, Answering: kind, Since: now.Add(-time.Duration(ageSec))}
 		var b bytes.Buffer
 		if err := Render(&b, d); err != nil {
 			t.Fatal(err)

@@ -42,8 +42,8 @@ func offlineOf(d Data) *offlineView {
 	}
 	if len(o.Missing) == 0 && o.Wanted > 0 {
 		return &offlineView{Ready: true, Level: levelOK, Symbol: "✓",
-			Text: fmt.Sprintf("Ready for an outage: the %d lookups a till needs offline (%s in the table below) are all cached and refreshed in the background (%s).",
-				o.Wanted, kindsWords(o.Kinds), last)}
+			Text: fmt.Sprintf("Ready for an outage: all %s a till needs offline are cached%s, and refreshed in the background (%s).",
+				count(o.Wanted, "lookup", "lookups"), kindsWords(o.Kinds), last)}
 	}
 	shown := o.Missing[:min(len(o.Missing), maxMissingShown)]
 	missing := strings.Join(shown, ", ")
@@ -55,14 +55,19 @@ func offlineOf(d Data) *offlineView {
 			len(o.Missing), o.Wanted, last)}
 }
 
-// kindsWords names the warm set's kinds as the table's rows do:
-// "branch_info, info and bank_accounts".
+// kindsWords counts and names the warm set's kinds as the table's rows
+// do, so the line's numbers are what it lists (13 lookups of 6 kinds,
+// not "the 13 lookups" beside 6 names): " (of 3 kinds: branch_info, info
+// and bank_accounts, rows of the table below)"; "" when not known.
 func kindsWords(kinds []string) string {
+	names := ""
 	switch len(kinds) {
 	case 0:
-		return "their rows"
+		return ""
 	case 1:
-		return kinds[0]
+		return " (of 1 kind: " + kinds[0] + ", a row of the table below)"
+	default:
+		names = strings.Join(kinds[:len(kinds)-1], ", ") + " and " + kinds[len(kinds)-1]
 	}
-	return strings.Join(kinds[:len(kinds)-1], ", ") + " and " + kinds[len(kinds)-1]
+	return fmt.Sprintf(" (of %d kinds: %s, rows of the table below)", len(kinds), names)
 }

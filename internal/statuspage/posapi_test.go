@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"regexp"
 	"testing"
 	"time"
 
@@ -186,11 +187,19 @@ func TestAlertFollowsTheCards(t *testing.T) {
 		{"disk full", func(d *Data) { d.DiskFull = "no space left on device" }, AlertCritical},
 		{"database failed", func(d *Data) { d.DatabaseFailed = "write failed" }, AlertCritical},
 		{"snapshot failed", func(d *Data) { d.Backup = &Backup{Dir: "/mnt/usb", LastError: "no space"} }, AlertWarn},
+		{"tax service down 7s, critical after 15m", func(d *Data) { outage(d, 7*time.Second, 15*time.Minute) }, AlertWarn},
+		{"tax service down 15m, critical after 15m", func(d *Data) { outage(d, 15*time.Minute, 15*time.Minute) }, AlertCritical},
+		{"tax service down since a time unknown", func(d *Data) { outage(d, 0, 15*time.Minute); d.UpstreamSince = time.Time{} }, AlertCritical},
+		{"tax service down 7s and the reserve empty", func(d *Data) {
+			outage(d, 7*time.Second, 15*time.Minute)
+			d.PosAPI = posapiData(func(p *PosAPI) { p.LeftLotteries = &zero }).PosAPI
+		}, AlertCritical},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := emptyData()
 			tc.change(&d)
 			require.Equal(t, tc.want, Alert(d))
+			require.Equal(t, tc.want, pageAlert(t, render(t, d)), "the page's items show the level alert says")
 			if tc.want == AlertNone {
 				require.Contains(t, attentionText(t, d), "Nothing needs attention")
 			} else {
@@ -198,4 +207,30 @@ func TestAlertFollowsTheCards(t *testing.T) {
 			}
 		})
 	}
+}
+
+// outage takes the tax service out of reach for the last down, its card
+// critical after critical.
+func outage(d *Data, down, critical time.Duration) {
+	d.UpstreamUp, d.UpstreamSince, d.OutageCritical = false, now.Add(-down), critical
+	d.LastError, d.LastErrorAt = "dial tcp 127.0.0.1:7081: connect: connection refused", now.Add(-time.Second)
+}
+
+// pageAlert reads the level of the most urgent item the rendered page
+// shows under Needs attention (AlertNone: none), and holds the order:
+// no warning above a critical item.
+func pageAlert(t *testing.T, html string) string {
+	t.Helper()
+	levels := regexp.MustCompile(`<article class="item (\w+)"`).FindAllStringSubmatch(html, -1)
+	if len(levels) == 0 {
+		require.Contains(t, html, `<p class="allgood" id="attention">`)
+		return AlertNone
+	}
+	for i := 1; i < len(levels); i++ {
+		require.False(t, levels[i][1] == levelCritical && levels[i-1][1] != levelCritical, "a critical item under a warning: %v", levels)
+	}
+	if levels[0][1] == levelCritical {
+		return AlertCritical
+	}
+	return AlertWarn
 }

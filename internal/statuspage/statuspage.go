@@ -48,6 +48,11 @@ type Data struct {
 	// LastErrorAt is when LastError happened (zero: unknown). While the
 	// tax service is up, the page shows LastError as past, with this date.
 	LastErrorAt time.Time
+	// OutageCritical is how long the tax service may be out of reach
+	// before its card is critical (alerts.outage_critical_after); until
+	// then it is a warning, so a blip of the shop's internet does not page
+	// anyone. Zero: critical at once.
+	OutageCritical time.Duration
 
 	// DiskFull is the last write's "cannot grow" error (empty: the last
 	// write worked) and DiskFullSince when such errors began.
@@ -92,6 +97,8 @@ type Data struct {
 	Fleet *Fleet
 	// Control is the OpAMP channel to the head office; nil: off.
 	Control *Control
+	// Update is the update's state; nil: no release was ever offered.
+	Update *Update
 
 	// LogFile is log.file ("": standard error). LogTerminal: standard
 	// error is the terminal receiptd runs in (run in the foreground, the

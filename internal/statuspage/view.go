@@ -55,6 +55,8 @@ type view struct {
 	Offline   *offlineView
 	Backup    backupView
 	Fleet     *fleetView
+	Control   *controlView
+	Update    *updateView
 	PosAPI    *newsView
 	Shared    *sharedView
 }
@@ -67,6 +69,9 @@ type upstreamView struct {
 	// Past marks an error from before the tax service answered again.
 	Problem, Raw, RawAt string
 	Past                bool
+	// Attention: the tax service is out of reach, and its item in Needs
+	// attention says why and what to do.
+	Attention bool
 }
 
 type ageingView struct {
@@ -117,6 +122,8 @@ func newView(d Data) view {
 	v.Offline = offlineOf(d)
 	v.Backup = backupOf(d)
 	v.Fleet = fleetOf(d)
+	v.Control = controlOf(d)
+	v.Update = updateOf(d)
 	v.PosAPI = posapiNews(d)
 	v.Shared = sharedOf(d)
 	return v
@@ -137,7 +144,11 @@ func upstreamOf(d Data) upstreamView {
 	}
 	verb := "up"
 	if !d.UpstreamUp {
-		u.Level, u.Symbol, u.Headline = levelCritical, "✗", "Unreachable"
+		u.Level, u.Symbol, u.Headline, u.Attention = levelCritical, "✗", "Unreachable", true
+		if !outageCritical(d) {
+			// The card says what its item in Needs attention says.
+			u.Level, u.Symbol = levelWarn, "⚠"
+		}
 		verb = "down"
 	}
 	if d.UpstreamSince.IsZero() {

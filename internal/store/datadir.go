@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/fileutil"
+	"github.com/receiptd/receiptd/internal/layout"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -25,13 +25,8 @@ import (
 // meta bucket. A missing or empty database where the marker says there was
 // one, or a database whose id is not the marker's, is refused at start, so
 // receiptd never carries on with a fresh empty queue in place of one that
-// held acknowledged receipts.
-const (
-	// DBFile is the database's file name inside a data directory.
-	DBFile = "receiptd.db"
-	// MarkerFile is the marker's file name inside a data directory.
-	MarkerFile = "receiptd.db.id"
-)
+// held acknowledged receipts. The two names are layout's DBFile and
+// MarkerFile.
 
 // Errors of OpenDir. Each is wrapped with the file's path and what to do.
 var (
@@ -53,8 +48,8 @@ var keyID = []byte("id")
 const recovery = "put the right file back, restore a backup with `receiptd restore FILE`, " +
 	"or start over with an empty queue with `receiptd run -init` (acknowledged receipts in the lost file are then not sent)"
 
-// OpenDir opens the database of data directory dir (DBFile), guarded by its
-// marker (MarkerFile):
+// OpenDir opens the database of data directory dir (layout.DB), guarded by
+// its marker (layout.Marker):
 //   - no marker and no database (a new data directory): creates both;
 //   - a database but no marker (written by a receiptd from before markers):
 //     opens it and writes the marker;
@@ -66,7 +61,7 @@ const recovery = "put the right file back, restore a backup with `receiptd resto
 // created, so a power cut cannot take the new names away (not on Windows,
 // which cannot fsync a directory; NTFS journals the names itself).
 func OpenDir(dir string, opts Options) (*Store, error) {
-	path := filepath.Join(dir, DBFile)
+	path := layout.DB(dir)
 	mk, err := readMarker(dir)
 	if err != nil {
 		return nil, err
@@ -75,7 +70,7 @@ func OpenDir(dir string, opts Options) (*Store, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && mk.id != "":
 		return nil, fmt.Errorf("open database %s: %w: the data directory's marker %s says it held database %s; %s",
-			path, ErrMissing, filepath.Join(dir, MarkerFile), mk.id, recovery)
+			path, ErrMissing, layout.Marker(dir), mk.id, recovery)
 	case errors.Is(err, fs.ErrNotExist):
 		return createDir(dir, opts)
 	case err != nil:
@@ -107,7 +102,7 @@ func (s *Store) adopt(dir string, mk markerFile) error {
 			id = "none"
 		}
 		return fmt.Errorf("open database %s: %w: its id is %s, but the data directory's marker %s says %s; %s",
-			s.path, ErrReplaced, id, filepath.Join(dir, MarkerFile), mk.id, recovery)
+			s.path, ErrReplaced, id, layout.Marker(dir), mk.id, recovery)
 	case mk.id != "" && s.openedTx < mk.tx:
 		return fmt.Errorf("open database %s: %w: it is an older copy of this data directory's database "+
 			"(transaction %d; the directory has seen %d), such as a backup copied into place, and would send again "+
@@ -124,7 +119,7 @@ func (s *Store) adopt(dir string, mk markerFile) error {
 
 // createDir creates a new database and its marker in dir.
 func createDir(dir string, opts Options) (*Store, error) {
-	path := filepath.Join(dir, DBFile)
+	path := layout.DB(dir)
 	if err := fileutil.MkdirSynced(dir); err != nil {
 		return nil, fmt.Errorf("open database %s: create the data directory: %w", path, err)
 	}
@@ -158,7 +153,7 @@ func createDir(dir string, opts Options) (*Store, error) {
 // -init`: the operator's explicit word that an empty queue is right.
 // created reports that a new database was made.
 func InitDir(dir string, opts Options) (created bool, err error) {
-	path := filepath.Join(dir, DBFile)
+	path := layout.DB(dir)
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.Size() > 0:
@@ -174,7 +169,7 @@ func InitDir(dir string, opts Options) (created bool, err error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("init database %s: %w", path, err)
 	}
-	if err := os.Remove(filepath.Join(dir, MarkerFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(layout.Marker(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("init database %s: remove the old marker: %w", path, err)
 	}
 	s, err := createDir(dir, opts)
@@ -230,7 +225,7 @@ func NewID() string {
 	return hex.EncodeToString(b[:])
 }
 
-const markerHead = "# receiptd: this data directory holds the database " + DBFile + " with the id below. Do not delete.\n"
+const markerHead = "# receiptd: this data directory holds the database " + layout.DBFile + " with the id below. Do not delete.\n"
 
 // marker is a data directory's marker: the database's id, and the newest
 // transaction id the directory is known to have made durable (0 when
@@ -251,7 +246,7 @@ type markerFile struct {
 
 // readMarker returns what dir's marker says.
 func readMarker(dir string) (markerFile, error) {
-	path := filepath.Join(dir, MarkerFile)
+	path := layout.Marker(dir)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return markerFile{}, nil
@@ -311,7 +306,7 @@ func (s *Store) saveMarker(always bool) error {
 // durably: a temporary file, fsynced, renamed over the marker, then the
 // directory fsynced.
 func WriteMarker(dir, id string, tx uint64) error {
-	path := filepath.Join(dir, MarkerFile)
+	path := layout.Marker(dir)
 	err := fileutil.WriteFileAtomic(path, []byte(markerHead+"id "+id+"\ntx "+strconv.FormatUint(tx, 10)+"\n"), 0o600)
 	if err != nil {
 		return fmt.Errorf("write marker %s: %w", path, err)

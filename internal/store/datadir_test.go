@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/store"
 )
 
@@ -38,7 +39,7 @@ func newDataDir(t *testing.T) string {
 
 func markerID(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, store.MarkerFile))
+	b, err := os.ReadFile(layout.Marker(dir))
 	require.NoError(t, err)
 	for line := range strings.Lines(string(b)) {
 		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "id "); ok {
@@ -59,7 +60,7 @@ func TestOpenDirCreatesDatabaseAndMarker(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, id, got)
 	require.Equal(t, "v", get(t, s, "k"))
-	require.NoFileExists(t, filepath.Join(dir, store.MarkerFile+".tmp"))
+	require.NoFileExists(t, layout.Marker(dir)+".tmp")
 }
 
 // TestOpenDirRefusesLostDatabase: once a data directory has held a
@@ -74,18 +75,18 @@ func TestOpenDirRefusesLostDatabase(t *testing.T) {
 		say     string
 	}{
 		{"missing", func(t *testing.T, dir string) {
-			require.NoError(t, os.Rename(filepath.Join(dir, store.DBFile), filepath.Join(dir, "elsewhere.db")))
+			require.NoError(t, os.Rename(layout.DB(dir), filepath.Join(dir, "elsewhere.db")))
 		}, store.ErrMissing, "marker"},
 		{"empty", func(t *testing.T, dir string) {
-			require.NoError(t, os.Truncate(filepath.Join(dir, store.DBFile), 0))
+			require.NoError(t, os.Truncate(layout.DB(dir), 0))
 		}, store.ErrMissing, "0 bytes"},
 		{"truncated", truncateBelowUse, store.ErrCorrupt, "truncated"},
 		{"replaced", func(t *testing.T, dir string) {
 			other := newDataDir(t)
-			copyFile(t, filepath.Join(other, store.DBFile), filepath.Join(dir, store.DBFile))
+			copyFile(t, layout.DB(other), layout.DB(dir))
 		}, store.ErrReplaced, "marker"},
 		{"replaced by a file without an id", func(t *testing.T, dir string) {
-			path := filepath.Join(dir, store.DBFile)
+			path := layout.DB(dir)
 			require.NoError(t, os.Remove(path))
 			s, err := store.Open(path, store.Options{})
 			require.NoError(t, err)
@@ -94,7 +95,7 @@ func TestOpenDirRefusesLostDatabase(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := newDataDir(t)
-			path := filepath.Join(dir, store.DBFile)
+			path := layout.DB(dir)
 			tc.breakIt(t, dir)
 			before, _ := os.Stat(path)
 			_, err := store.OpenDir(dir, store.Options{})
@@ -115,7 +116,7 @@ func TestOpenDirRefusesLostDatabase(t *testing.T) {
 // truncateBelowUse cuts the database one page short of what its last
 // transaction uses: bbolt would map it and crash with SIGBUS.
 func truncateBelowUse(t *testing.T, dir string) {
-	path := filepath.Join(dir, store.DBFile)
+	path := layout.DB(dir)
 	s, err := store.Open(path, store.Options{})
 	require.NoError(t, err)
 	for i := range 200 {
@@ -140,7 +141,7 @@ func TestOpenRefusesTruncatedFile(t *testing.T) {
 	t.Parallel()
 	dir := newDataDir(t)
 	truncateBelowUse(t, dir)
-	_, err := store.Open(filepath.Join(dir, store.DBFile), store.Options{})
+	_, err := store.Open(layout.DB(dir), store.Options{})
 	require.ErrorIs(t, err, store.ErrCorrupt)
 	require.ErrorContains(t, err, "truncated")
 }
@@ -150,7 +151,7 @@ func TestOpenRefusesTruncatedFile(t *testing.T) {
 func TestOpenDirAdoptsDatabaseWithoutMarker(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "old")
-	s, err := store.Open(filepath.Join(dir, store.DBFile), store.Options{})
+	s, err := store.Open(layout.DB(dir), store.Options{})
 	require.NoError(t, err)
 	put(t, s, "k", "v")
 	require.NoError(t, s.Close())
@@ -175,7 +176,7 @@ func TestInitDir(t *testing.T) {
 	require.Equal(t, "v", get(t, openDir(t, dir), "k"))
 
 	dir = newDataDir(t)
-	require.NoError(t, os.Remove(filepath.Join(dir, store.DBFile)))
+	require.NoError(t, os.Remove(layout.DB(dir)))
 	created, err = store.InitDir(dir, store.Options{})
 	require.NoError(t, err)
 	require.True(t, created)
@@ -275,7 +276,7 @@ func TestOpenOptionsPinned(t *testing.T) {
 func TestOpenDirRefusesOlderCopy(t *testing.T) {
 	t.Parallel()
 	dir := newDataDir(t)
-	path := filepath.Join(dir, store.DBFile)
+	path := layout.DB(dir)
 	s := openDir(t, dir)
 	var copied bytes.Buffer
 	_, err := s.Backup(&copied)
@@ -298,7 +299,7 @@ func TestSaveMarkerFollowsCommits(t *testing.T) {
 	s := openDir(t, dir)
 	put(t, s, "a", "1")
 	require.NoError(t, s.SaveMarker())
-	b, err := os.ReadFile(filepath.Join(dir, store.MarkerFile))
+	b, err := os.ReadFile(layout.Marker(dir))
 	require.NoError(t, err)
 	require.Contains(t, string(b), "tx "+strconv.FormatUint(s.TxID(), 10)+"\n")
 	put(t, s, "b", "2")

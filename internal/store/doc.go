@@ -14,7 +14,7 @@
 //     written by a newer receiptd is ErrNewerSchema, naming the release to
 //     install (schema.go). Either file is left untouched, and never
 //     replaced by a new empty database.
-//   - OpenDir keeps a marker beside the file (MarkerFile) naming the
+//   - OpenDir keeps a marker beside the file (layout.MarkerFile) naming the
 //     database's random id: a data directory that held a database refuses a
 //     missing, empty (ErrMissing), truncated (ErrCorrupt) or replaced
 //     (ErrReplaced) file instead of starting an empty queue. A file moved,

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/receiptd/receiptd/internal/layout"
 )
 
 // FuzzCheckSize feeds checkSize any file start: it reads the file's own
@@ -11,14 +13,14 @@ import (
 // with an error or nil, never panic or read out of bounds.
 func FuzzCheckSize(f *testing.F) {
 	dir := f.TempDir()
-	s, err := Open(filepath.Join(dir, DBFile), Options{})
+	s, err := Open(layout.DB(dir), Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		f.Fatal(err)
 	}
-	db, err := os.ReadFile(filepath.Join(dir, DBFile))
+	db, err := os.ReadFile(layout.DB(dir))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func FuzzReadMarker(f *testing.F) {
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, MarkerFile), b, 0o600); err != nil {
+		if err := os.WriteFile(layout.Marker(dir), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		mk, err := readMarker(dir)

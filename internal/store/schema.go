@@ -15,6 +15,11 @@ import (
 // or start an empty database over a good one.
 var ErrNewerSchema = errors.New("database was written by a newer receiptd")
 
+// ErrMigrationRefused means Options.NoMigrate refused to migrate a file of
+// an older schema: a release on probation never changes the database's
+// schema, which the version it may roll back to could not read.
+var ErrMigrationRefused = errors.New("this release would migrate the database while on probation")
+
 // SchemaRelease names the first release of receiptd that wrote a schema
 // version.
 type SchemaRelease struct {

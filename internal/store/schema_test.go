@@ -120,3 +120,33 @@ func TestOpenReadOnlyChangesNothing(t *testing.T) {
 	_, err = store.OpenReadOnly(empty)
 	require.ErrorIs(t, err, store.ErrCorrupt)
 }
+
+// TestNoMigrateRefusesAnOlderSchema: a release on probation (NoMigrate)
+// leaves a file of an older schema as it was, saying to install the
+// release with the package manager; a new file is still set up, and the
+// same file opens and migrates without NoMigrate.
+func TestNoMigrateRefusesAnOlderSchema(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	writeNewer(t, path, store.SchemaVersion-1, "")
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	_, err = store.Open(path, store.Options{NoMigrate: true})
+	require.ErrorIs(t, err, store.ErrMigrationRefused)
+	require.Contains(t, err.Error(), "package manager")
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(before, after), "a refused file must be left as it was")
+
+	s, err := store.Open(path, store.Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	s, err = store.Open(path, store.Options{NoMigrate: true})
+	require.NoError(t, err, "a file of this schema opens on probation")
+	require.NoError(t, s.Close())
+
+	s, err = store.Open(filepath.Join(t.TempDir(), "receiptd.db"), store.Options{NoMigrate: true})
+	require.NoError(t, err, "a new file is set up on probation")
+	require.NoError(t, s.Close())
+}

@@ -72,6 +72,11 @@ type Options struct {
 	// number of Update calls of every successful commit, for metrics. Nil
 	// means nobody is told. It must not block.
 	OnCommit func(d time.Duration, updates int)
+	// NoMigrate refuses (ErrMigrationRefused) a database of an older
+	// schema instead of migrating it: a release on probation must leave
+	// the file one the version it may roll back to can open. A new, empty
+	// file is still set up.
+	NoMigrate bool
 }
 
 const (
@@ -165,7 +170,7 @@ func Open(path string, opts Options) (s *Store, err error) {
 		_ = db.Close()
 		return nil, err
 	}
-	if err := s.migrate(); err != nil {
+	if err := s.migrate(opts.NoMigrate); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -330,10 +335,14 @@ var migrations = []func(tx *bbolt.Tx) error{
 	func(*bbolt.Tx) error { return nil },
 }
 
-func (s *Store) migrate() error {
+func (s *Store) migrate(refuse bool) error {
 	version, err := s.knownSchema()
 	if err != nil {
 		return err
+	}
+	if refuse && version > 0 && version < SchemaVersion {
+		return fmt.Errorf("open database %s: %w (schema %d to %d): install this release with the package manager, not `receiptd update apply`",
+			s.path, ErrMigrationRefused, version, SchemaVersion)
 	}
 	for v := version; v < SchemaVersion; v++ {
 		step := migrations[v]

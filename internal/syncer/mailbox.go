@@ -136,6 +136,12 @@ func (mb *Mailbox) Await(ctx context.Context, queueID string) (Result, bool) {
 		mb.mu.Unlock()
 		return Result{}, false
 	}
+	return mb.waitLocked(ctx, queueID)
+}
+
+// waitLocked waits, mb.mu held and released, for the end of the attempt
+// for queueID, or for ctx's end.
+func (mb *Mailbox) waitLocked(ctx context.Context, queueID string) (Result, bool) {
 	ch := make(chan Result, 1)
 	mb.a.waiters[queueID] = append(mb.a.waiters[queueID], ch)
 	mb.mu.Unlock()
@@ -155,6 +161,23 @@ func (mb *Mailbox) Await(ctx context.Context, queueID string) (Result, bool) {
 		mb.a.unwait(queueID, ch)
 		return Result{}, false
 	}
+}
+
+// Settled is Recent for an entry whose outcome is on disk already: an
+// attempt commits its outcome before it publishes its answer, so a replay
+// that reads the outcome in between waits (until ctx ends) for the answer
+// the attempt is about to publish, instead of being told it is gone.
+func (mb *Mailbox) Settled(ctx context.Context, queueID string) (Result, bool) {
+	mb.mu.Lock()
+	if held, ok := mb.a.get(queueID, mb.now()); ok {
+		mb.mu.Unlock()
+		return held.r, held.r.Answered
+	}
+	if _, ok := mb.a.inflight[queueID]; !ok {
+		mb.mu.Unlock()
+		return Result{}, false
+	}
+	return mb.waitLocked(ctx, queueID)
 }
 
 // Recent returns the upstream's final answer for queueID while it is still

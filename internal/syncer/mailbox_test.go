@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -208,4 +209,37 @@ func TestForgetDropsAnAnswerPublishedAfterTheRetry(t *testing.T) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
 	require.Empty(t, mb.a.forgot, "the stale attempt's mark goes with its answer")
+}
+
+// TestSettledWaitsForTheAnswerAfterItsCommit: a replay that reads an
+// outcome committed by an attempt that has not published its answer yet
+// gets that answer, where Recent would say none is held (the 409 "no
+// longer held" a POS got in that gap); with no attempt in flight it
+// answers at once.
+func TestSettledWaitsForTheAnswerAfterItsCommit(t *testing.T) {
+	t.Parallel()
+	mb := NewMailbox(MailboxConfig{}, zap.NewNop(), nil)
+	began := mb.sending("Q1") // committed on disk, not yet published
+	_, ok := mb.Recent("Q1")
+	require.False(t, ok)
+	got := make(chan Result, 1)
+	go func() {
+		r, _ := mb.Settled(t.Context(), "Q1")
+		got <- r
+	}()
+	require.Eventually(t, func() bool {
+		mb.mu.Lock()
+		defer mb.mu.Unlock()
+		return len(mb.a.waiters["Q1"]) == 1
+	}, 5*time.Second, time.Millisecond)
+	mb.publish("Q1", began, Result{State: "sent", Answered: true, StatusCode: 200, Body: []byte(`{"status":"SUCCESS"}`)})
+	require.JSONEq(t, `{"status":"SUCCESS"}`, string((<-got).Body))
+	_, st := mb.Take("Q1")
+	require.Equal(t, AnswerAlreadyGiven, st, "the replay gave it")
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, ok = mb.Settled(ctx, "Q2")
+	require.False(t, ok, "nothing in flight, nothing held: no wait")
+	require.NoError(t, ctx.Err())
 }

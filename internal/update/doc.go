@@ -16,8 +16,9 @@
 // BLAKE2b prehash are taken together, and nothing of the file is executed
 // or even kept open afterwards.
 //
-// What is not here yet (issue 39): downloading an offer over OpAMP,
-// keeping versions in the data directory, the switch between sales,
-// probation and rollback. This package is the part every one of them
-// relies on: a file that fails Check never runs.
+// Package release keeps the versions taken in the data directory and the
+// update's state; package daemon's switch runs a release on probation and
+// rolls it back; `receiptd update apply` takes one from a file, package
+// control one the head office offers over OpAMP. Every one of them relies
+// on this package: a file that fails Check never runs.
 package update

@@ -4,37 +4,21 @@ package wal_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/receiptd/receiptd/internal/store/storetest"
 	"github.com/receiptd/receiptd/internal/wal"
 )
-
-// smallVolume mounts a tmpfs of size bytes for the test. It needs root;
-// without it the test is skipped, except in CI, which runs as root.
-func smallVolume(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("mount a small tmpfs (CI runs as root): %v", err)
-		}
-		t.Skipf("mount a small tmpfs: %v (needs root)", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, 0) })
-	return dir
-}
 
 // On a full disk the log refuses what it cannot hold with ErrDiskFull,
 // nothing half-taken: every record it acknowledged reads back, and once
 // trimmed segments make room, it takes records again.
 func TestDiskFull(t *testing.T) {
 	const seg = 64 << 10
-	dir := filepath.Join(smallVolume(t, 5*seg), "wal")
+	dir := filepath.Join(storetest.SmallVolume(t, 5*seg), "wal")
 	l, _ := open(t, dir, 0, seg)
 	var (
 		acked uint64

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the alert rules with promtool: syntax (check rules) and the unit
-# tests of receiptd-rules.test.yml, which fire each alert from synthetic
-# series (test rules). The metric names are checked against a real daemon
+# tests of receiptd-rules.test.yml and receiptd-update-rules.test.yml
+# (ReceiptdVersionBehind's ten days, at its own evaluation interval),
+# which fire each alert from synthetic series (test rules). The metric names are checked against a real daemon
 # by monitoring_test.go (go test ./packaging/monitoring).
 #
 # Uses promtool from PATH, else Debian's prometheus package unpacked (not
@@ -31,5 +32,6 @@ promtool=$(find_promtool)
 "$promtool" --version 2>&1 | head -n 1
 "$promtool" check rules receiptd-rules.yml
 "$promtool" test rules receiptd-rules.test.yml
+"$promtool" test rules receiptd-update-rules.test.yml
 "$promtool" check rules receiptd-control-rules.yml
 "$promtool" test rules receiptd-control-rules.test.yml

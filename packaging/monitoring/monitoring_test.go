@@ -98,7 +98,9 @@ func scrapeRealDaemon(t *testing.T) map[string]*dto.MetricFamily {
 	cfg.Fleet.RemoteWriteURL = fleettest.New(t, nil).URL
 	// The head office channel on, so its series (receiptd_control_*) exist.
 	cfg.Control.OpAMPURL = controltest.Start(t).WSURL()
-	d, err := daemon.NewManaged(cfg, "", zaptest.NewLogger(t), "test")
+	// A release's version, so that receiptd_update_running_version_number
+	// (absent for a build from source) is exported too.
+	d, err := daemon.NewManaged(cfg, "", zaptest.NewLogger(t), "1.0.0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,7 +36,13 @@ type Agent struct {
 	Health       *protobufs.ComponentHealth
 	Effective    []byte // the effective config's receiptd.toml body
 	RemoteStatus *protobufs.RemoteConfigStatus
-	Messages     int
+	// Packages is the agent's last package statuses; Capabilities its
+	// last capabilities.
+	Packages *protobufs.PackageStatuses
+	// PackageReports is every package statuses message, in order.
+	PackageReports []*protobufs.PackageStatuses
+	Capabilities   uint64
+	Messages       int
 	// Header is the HTTP header of the agent's last connection (WebSocket)
 	// or request (HTTP polling).
 	Header http.Header
@@ -78,6 +85,7 @@ type Server struct {
 	addr    string
 	agents  map[string]*Agent
 	configs map[string]*protobufs.AgentRemoteConfig // by agent UID
+	offers  map[string]*protobufs.PackagesAvailable // by agent UID
 	conns   map[string]types.Connection
 	// open is every connection made and not yet closed, an agent's first
 	// message or not; stopped: Stop was called and no listen since.
@@ -86,6 +94,8 @@ type Server struct {
 	// resend: answer every message with the agent's config, whatever
 	// status it reported (ResendAlways).
 	resend bool
+
+	maxSent atomic.Int64 // MaxSent
 }
 
 // Start starts a server on 127.0.0.1:0, stopped when t ends.
@@ -101,6 +111,7 @@ func start(t testing.TB, tlsConfig *tls.Config) *Server {
 		tls:     tlsConfig,
 		agents:  map[string]*Agent{},
 		configs: map[string]*protobufs.AgentRemoteConfig{},
+		offers:  map[string]*protobufs.PackagesAvailable{},
 		conns:   map[string]types.Connection{},
 		open:    map[types.Connection]struct{}{},
 	}
@@ -129,6 +140,7 @@ func (s *Server) listen(addr string) error {
 	err := srv.Start(server.StartSettings{
 		ListenEndpoint: addr,
 		TLSConfig:      s.tls,
+		HTTPMiddleware: s.counted,
 		Settings: server.Settings{Callbacks: types.Callbacks{
 			OnConnecting: func(r *http.Request) types.ConnectionResponse {
 				header := r.Header.Clone()
@@ -229,10 +241,20 @@ func (s *Server) onMessage(conn types.Connection, header http.Header, msg *proto
 	if msg.RemoteConfigStatus != nil {
 		a.RemoteStatus = msg.RemoteConfigStatus
 	}
+	if msg.PackageStatuses != nil {
+		a.Packages = msg.PackageStatuses
+		a.PackageReports = append(a.PackageReports, msg.PackageStatuses)
+	}
+	if msg.Capabilities != 0 {
+		a.Capabilities = msg.Capabilities
+	}
 	s.conns[uid] = conn
 	resp := &protobufs.ServerToAgent{InstanceUid: msg.InstanceUid}
 	if rc := s.configs[uid]; rc != nil && (s.resend || !slices.Equal(a.RemoteStatus.GetLastRemoteConfigHash(), rc.ConfigHash)) {
 		resp.RemoteConfig = rc
+	}
+	if pa := s.offers[uid]; pa != nil && !slices.Equal(a.Packages.GetServerProvidedAllPackagesHash(), pa.AllPackagesHash) {
+		resp.PackagesAvailable = pa
 	}
 	return resp
 }
@@ -323,23 +345,55 @@ func (s *Server) Summary(keys ...string) string {
 // how many agents it was set for.
 func (s *Server) SetConfig(match func(Agent) bool, fragment string) (hash []byte, n int) {
 	sum := sha256.Sum256([]byte(fragment))
+	return s.setConfig(match, fragment, sum[:])
+}
+
+// SetConfigHash is SetConfig under the server's hash given, for a
+// server that sends the same fragment again as a new config.
+func (s *Server) SetConfigHash(match func(Agent) bool, fragment string, hash []byte) []byte {
+	h, _ := s.setConfig(match, fragment, hash)
+	return h
+}
+
+func (s *Server) setConfig(match func(Agent) bool, fragment string, hash []byte) ([]byte, int) {
 	rc := &protobufs.AgentRemoteConfig{
-		ConfigHash: sum[:],
+		ConfigHash: hash,
 		Config: &protobufs.AgentConfigMap{ConfigMap: map[string]*protobufs.AgentConfigFile{
 			"receiptd.toml": {Body: []byte(fragment), ContentType: "application/toml"},
 		}},
 	}
+	n := s.push(match, func(uid string) { s.configs[uid] = rc }, func(msg *protobufs.ServerToAgent) {
+		msg.RemoteConfig = proto.Clone(rc).(*protobufs.AgentRemoteConfig)
+	})
+	return hash, n
+}
+
+// Offer offers pa (a release) to every agent seen for which match is
+// true: pushed at once over WebSocket, and with every answer until the
+// agent reports statuses for its all_packages_hash. It returns how many
+// agents it was offered to.
+func (s *Server) Offer(match func(Agent) bool, pa *protobufs.PackagesAvailable) int {
+	return s.push(match, func(uid string) { s.offers[uid] = pa }, func(msg *protobufs.ServerToAgent) {
+		msg.PackagesAvailable = proto.Clone(pa).(*protobufs.PackagesAvailable)
+	})
+}
+
+// push keeps what set keeps for every agent seen that match picks (s.mu
+// held), and sends it at once, as fill writes it into a message, to those
+// on WebSocket; none while stopped: the agent gets it with its first
+// answer after Restart, as HTTP agents with their next poll. It returns
+// how many agents were picked.
+func (s *Server) push(match func(Agent) bool, set func(uid string), fill func(*protobufs.ServerToAgent)) int {
 	s.mu.Lock()
 	var push []types.Connection
 	var uids [][]byte
+	n := 0
 	for uid, a := range s.agents {
 		if !match(*a) {
 			continue
 		}
-		s.configs[uid] = rc
+		set(uid)
 		n++
-		// None while stopped: the agent gets it with its first answer
-		// after Restart.
 		if conn := s.conns[uid]; conn != nil {
 			push = append(push, conn)
 			u := uuid.MustParse(uid)
@@ -348,10 +402,11 @@ func (s *Server) SetConfig(match func(Agent) bool, fragment string) (hash []byte
 	}
 	s.mu.Unlock()
 	for i, conn := range push {
-		msg := &protobufs.ServerToAgent{InstanceUid: uids[i], RemoteConfig: proto.Clone(rc).(*protobufs.AgentRemoteConfig)}
-		_ = conn.Send(context.Background(), msg) // HTTP connections get it with the next poll
+		msg := &protobufs.ServerToAgent{InstanceUid: uids[i]}
+		fill(msg)
+		_ = conn.Send(context.Background(), msg)
 	}
-	return sum[:], n
+	return n
 }
 
 func uidString(b []byte) string {

@@ -16,8 +16,14 @@ import (
 	"time"
 )
 
-// selfSigned returns a TLS certificate for 127.0.0.1, signed by itself,
-// and its PEM, which is what a till's control.ca_file would hold.
+// TLSHost is a name StartTLS's certificate holds besides 127.0.0.1, for a
+// test whose till reaches the server by a name only its proxy knows
+// (testkit.Proxy.Route).
+const TLSHost = "head-office.test"
+
+// selfSigned returns a TLS certificate for 127.0.0.1 and TLSHost, signed
+// by itself, and its PEM, which is what a till's control.ca_file would
+// hold.
 func selfSigned(t testing.TB) (tls.Certificate, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -30,6 +36,7 @@ func selfSigned(t testing.TB) (tls.Certificate, []byte) {
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:              []string{TLSHost},
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IsCA:                  true,

@@ -12,5 +12,17 @@
 // exactly one shop's tills, bad and forbidden configs refused naming the
 // key, a config that leaves the daemon not ready rolled back, a till
 // restarted offline starting on its remote config, every till reconnecting,
-// and every receipt posted all through stored once and issued once.
+// and every receipt posted all through stored once and issued once. And
+// what issue 38 asks: a compromised head office trying every finding of
+// the security read on every till (compromised_test.go) is FAILED naming
+// each key, and the tills take sales on and write nothing outside their
+// folders.
+//
+// TestFleetUpdateEndToEnd (opt-in: RECEIPTD_UPDATE_E2E=1, update_test.go)
+// checks what issue 39 asks of releases: 20 receiptd 1.0.0 processes
+// under examples/headoffice, run as its own program, take a signed
+// release in waves of 1, 5 and the rest; one that exits at start is
+// rolled back on the canary and halts the release; tampered, foreign-key
+// and wrong-platform files are refused by the canary with nothing run;
+// every receipt posted all through is stored once and issued once.
 package fleetcontrol

@@ -32,8 +32,10 @@ const (
 // value and a key outside control.allow are FAILED naming the key and
 // change nothing; a config that leaves the daemon not ready is rolled
 // back; a till restarted while the head office is down starts on its
-// remote config, and every till reconnects when it is back; every receipt
-// is stored once and issued once. Opt-in: RECEIPTD_OPAMP_E2E=1 (.ci/run's
+// remote config, and every till reconnects when it is back; a compromised
+// head office trying every finding of issue 38 is FAILED naming each key,
+// on every till, which takes sales on and writes nothing outside its
+// folders; every receipt is stored once and issued once. Opt-in: RECEIPTD_OPAMP_E2E=1 (.ci/run's
 // "control" step).
 func TestFleetControlEndToEnd(t *testing.T) {
 	if os.Getenv("RECEIPTD_OPAMP_E2E") != "1" {
@@ -64,6 +66,7 @@ func TestFleetControlEndToEnd(t *testing.T) {
 	badConfigsAreRefused(t, ho, s, l, tills)
 	notReadyIsRolledBack(t, ho, l, tills)
 	restartsOfflineOnRemoteConfig(t, ho, s, l, tills)
+	compromisedHeadOfficeIsRefused(t, ho, l, tills) // last: it leaves every till a FAILED config
 
 	stopPosting()
 	wg.Wait()

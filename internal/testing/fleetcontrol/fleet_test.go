@@ -59,6 +59,7 @@ func tillConfig(t *testing.T, tl *till, upstream string, ho *controltest.Server)
 	}
 	cfg.Control.PollEvery = config.Dur(pollEvery)
 	cfg.Control.RollbackAfter = config.Dur(rollbackAfter)
+	cfg.Control.Allow = ownAllow
 	cfg.Fleet.Labels = map[string]string{"shop": tl.shop, "till": tl.name}
 	cfg.Accept.Wait = config.Dur(300 * time.Millisecond)
 	return cfg
@@ -66,7 +67,12 @@ func tillConfig(t *testing.T, tl *till, upstream string, ho *controltest.Server)
 
 // startFleet starts the tills at once and stops them when the test ends.
 func startFleet(t *testing.T, upstream string, ho *controltest.Server) []*till {
-	bin := testkit.Binary(t)
+	return startTills(t, testkit.Binary(t), func(tl *till) config.Config { return tillConfig(t, tl, upstream, ho) })
+}
+
+// startTills starts tillCount tills of bin at once, each on the config
+// configure makes for it, and stops them when the test ends.
+func startTills(t *testing.T, bin string, configure func(*till) config.Config) []*till {
 	tills := make([]*till, tillCount)
 	for i := range tills {
 		tills[i] = &till{name: fmt.Sprintf("T%02d", i), shop: fmt.Sprintf("S%d", i/shopSize+1), ws: i%2 == 0}
@@ -77,7 +83,7 @@ func startFleet(t *testing.T, upstream string, ho *controltest.Server) []*till {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tl.p, errs[i] = startTill(bin, t.TempDir(), tillConfig(t, tl, upstream, ho))
+			tl.p, errs[i] = startTill(bin, t.TempDir(), configure(tl))
 		}()
 	}
 	wg.Wait()

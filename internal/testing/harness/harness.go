@@ -27,8 +27,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/receiptd/receiptd/internal/config"
 )
 
@@ -111,13 +109,13 @@ func FreeAddr() (string, error) {
 }
 
 // WriteConfig writes cfg as TOML to path (mode 0600), so that config.Load
-// reads back the same configuration.
+// reads back the same configuration, secrets included (config.FileTOML).
 func WriteConfig(path string, cfg config.Config) error {
-	var buf bytes.Buffer
-	if err := toml.NewEncoder(&buf).Encode(cfg); err != nil {
+	data, err := config.FileTOML(cfg)
+	if err != nil {
 		return fmt.Errorf("encode config %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("write config %s: %w", path, err)
 	}
 	return nil

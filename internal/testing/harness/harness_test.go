@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/harness"
@@ -24,6 +25,7 @@ func TestWriteConfigRoundTrips(t *testing.T) {
 	cfg.Listen = "127.0.0.1:7999"
 	cfg.Sync.Concurrency = 3
 	cfg.Sync.MinBackoff = config.Dur(50 * time.Millisecond)
+	cfg.Auth.Token = config.NewSecret("a-token-written-in-clear")
 	path := filepath.Join(t.TempDir(), "c.toml")
 	require.NoError(t, harness.WriteConfig(path, cfg))
 	got, err := config.Load(path)
@@ -79,6 +81,7 @@ func TestProcessLifecycle(t *testing.T) {
 	}
 	require.NoError(t, p.Kill())
 	require.NoError(t, p.Kill(), "Kill may be called again")
+	require.NoError(t, p.Stop(ctx), "Stop after Kill is nil: the caller ended it")
 	_, err = http.Get(p.URL() + "/healthz")
 	require.Error(t, err, "a killed daemon answers nothing")
 
@@ -92,7 +95,7 @@ func TestProcessLifecycle(t *testing.T) {
 	require.NoError(t, p2.Stop(stopCtx), "Stop after a clean stop is nil")
 	require.Contains(t, p2.LogTail(1<<20), "ready")
 
-	st, err := store.Open(filepath.Join(cfg.DataDir, "receiptd.db"), store.Options{})
+	st, err := store.Open(layout.DB(cfg.DataDir), store.Options{})
 	require.NoError(t, err)
 	require.NoError(t, st.Check())
 	require.NoError(t, st.Close())
@@ -107,7 +110,7 @@ func TestWaitReadyReportsAStartupRefusal(t *testing.T) {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
-	db := filepath.Join(cfg.DataDir, "receiptd.db")
+	db := layout.DB(cfg.DataDir)
 	st, err := store.Open(db, store.Options{}) // holds the lock: the daemon must refuse
 	require.NoError(t, err)
 	defer st.Close()

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/config"
@@ -33,6 +34,7 @@ type Process struct {
 	logFile *os.File
 	done    chan struct{} // closed once the process has been waited for
 	waitErr error         // set before done is closed
+	killed  atomic.Bool   // Kill ended it: a later Stop has nothing to report
 	client  *http.Client
 }
 
@@ -100,6 +102,7 @@ func (p *Process) Kill() error {
 		return nil
 	default:
 	}
+	p.killed.Store(true)
 	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("kill receiptd %d: %w", p.PID, err)
 	}
@@ -111,11 +114,11 @@ func (p *Process) Kill() error {
 // which Go delivers as os.Interrupt) and waits for a clean exit (status 0). If ctx ends
 // first the process is killed and the error wraps ErrUnclean; a non-zero exit
 // also wraps ErrUnclean. A process that had already ended is nil if it
-// exited with status 0, else ErrExited.
+// exited with status 0 or Kill ended it, else ErrExited.
 func (p *Process) Stop(ctx context.Context) error {
 	select {
 	case <-p.done:
-		if p.waitErr == nil {
+		if p.waitErr == nil || p.killed.Load() {
 			return nil
 		}
 		return p.exitedErr("stop")
@@ -161,8 +164,8 @@ func (p *Process) ready(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	if p.cfg.Auth.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+p.cfg.Auth.Token)
+	if p.cfg.Auth.Token.IsSet() {
+		req.Header.Set("Authorization", "Bearer "+p.cfg.Auth.Token.Reveal())
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {

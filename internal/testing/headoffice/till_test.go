@@ -46,7 +46,7 @@ func TestTillPushesThroughOutageAndKill(t *testing.T) {
 	require.NoError(t, err)
 
 	cfg := tillConfig(t, s.URL(), rcv.URL, map[string]string{"shop": "017", "till": "2"})
-	cfg.Auth.Token, cfg.Auth.MetricsToken = tillToken, scraperToken
+	cfg.Auth.Token, cfg.Auth.MetricsToken = config.NewSecret(tillToken), config.NewSecret(scraperToken)
 	dir := t.TempDir()
 	proc, err := harness.Start(ctx, bin, dir, cfg)
 	require.NoError(t, err)

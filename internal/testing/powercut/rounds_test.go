@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/testing/harness"
 	"github.com/receiptd/receiptd/internal/testing/powercut"
@@ -265,7 +266,7 @@ func (b *bench) cutPower(p *harness.Process) {
 // missing file is an error (missing true) only once receipts were
 // acknowledged on this disk.
 func (b *bench) checkFile() (missing bool, err error) {
-	path := filepath.Join(b.dataDir(), "receiptd.db")
+	path := layout.DB(b.dataDir())
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		if len(b.acks) == 0 {
 			return false, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/config"
+	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/testing/harness"
@@ -87,7 +88,7 @@ func TestSoak(t *testing.T) {
 	stopCtx, stopCancel := context.WithTimeout(ctx, 20*time.Second)
 	defer stopCancel()
 	require.NoError(t, ctl.current().Stop(stopCtx), "SIGTERM stops receiptd cleanly")
-	checkStore(t, filepath.Join(cfg.DataDir, "receiptd.db"))
+	checkStore(t, layout.DB(cfg.DataDir))
 
 	f := verify(t, tal, entries, s)
 	f.restarts = ctl.restarts
@@ -113,8 +114,10 @@ func soakConfig(t *testing.T, upstream string) config.Config {
 	// The soak proves that retries through drops, timeouts and kills lose
 	// and double nothing unrecorded, and expects a full drain: an entry
 	// held after three lost answers (the default, tested in
-	// internal/daemon) would stop that drain.
-	cfg.Sync.MaxAmbiguous = 100
+	// internal/daemon) would stop that drain. 10 is the most a till may
+	// set (config.Bounds); ten lost answers in a row at the worst phase's
+	// drop rate of 0.3 is about one entry in 170,000.
+	cfg.Sync.MaxAmbiguous = 10
 	cfg.Log.Level = "warn"
 	return cfg
 }

@@ -40,12 +40,15 @@ func Binary(t testing.TB) string {
 	return build.bin
 }
 
-// Main runs a package's tests (call it from TestMain) and removes the
-// binary Binary built.
-func Main(m *testing.M) {
+// Main runs a package's tests (call it from TestMain), removes the
+// binary Binary built, and runs cleanups (a package's own builds).
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
 	if build.dir != "" {
 		_ = os.RemoveAll(build.dir)
+	}
+	for _, c := range cleanups {
+		c()
 	}
 	os.Exit(code)
 }

@@ -14,9 +14,31 @@ import (
 // WebSockets) and forwards absolute-URL requests, and records each request
 // it is given. A request that is not a proxy request is answered 400.
 type Proxy struct {
-	URL  string // http://127.0.0.1:port
-	mu   sync.Mutex
-	seen []string
+	URL    string // http://127.0.0.1:port
+	mu     sync.Mutex
+	seen   []string
+	routes map[string]string // Route's
+}
+
+// Route makes the proxy tunnel a CONNECT to host (host:port, a name only
+// the test knows, such as head-office.test) to addr instead: a client
+// that reaches host at all went through the proxy.
+func (p *Proxy) Route(host, addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.routes == nil {
+		p.routes = map[string]string{}
+	}
+	p.routes[host] = addr
+}
+
+func (p *Proxy) dialAddr(host string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if addr, ok := p.routes[host]; ok {
+		return addr
+	}
+	return host
 }
 
 // StartProxy starts a Proxy, closed when the test ends.
@@ -28,7 +50,7 @@ func StartProxy(t testing.TB) *Proxy {
 		switch {
 		case r.Method == http.MethodConnect:
 			p.record("CONNECT " + r.Host)
-			tunnel(w, r)
+			tunnel(w, r, p.dialAddr(r.Host))
 		case !r.URL.IsAbs():
 			http.Error(w, "not a proxy request", http.StatusBadRequest)
 		default:
@@ -72,10 +94,10 @@ func forward(w http.ResponseWriter, r *http.Request, fwd *http.Transport) {
 	_, _ = io.Copy(w, resp.Body)
 }
 
-// tunnel connects r's client to r.Host and copies both ways until either
-// side closes.
-func tunnel(w http.ResponseWriter, r *http.Request) {
-	dst, err := net.Dial("tcp", r.Host)
+// tunnel connects r's client to addr (r.Host, or its Route) and copies
+// both ways until either side closes.
+func tunnel(w http.ResponseWriter, r *http.Request, addr string) {
+	dst, err := net.Dial("tcp", addr)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return

@@ -1,8 +1,9 @@
 //go:build unix
 
-package main
+package datadir
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -10,27 +11,28 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/layout"
 )
+
+// nobody is the unprivileged user and group the data directory is given to.
+const nobody = 65534
 
 // TestRestoreGivesFilesToDataDirOwner: run as root (as an operator does
 // with sudo), restore leaves the database and marker to the data
 // directory's owner, the service user.
 func TestRestoreGivesFilesToDataDirOwner(t *testing.T) {
-	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to own files as another user")
 	}
-	src := filepath.Join(dataDirWith(t, 1), store.DBFile)
 	dir := filepath.Join(t.TempDir(), "data")
 	require.NoError(t, os.Mkdir(dir, 0o750))
 	require.NoError(t, os.Chown(dir, nobody, nobody))
-	cfg := writeFile(t, "c.toml", dataDirConfig(dir))
-	code, _, stderr := runCLI(t, "restore", "-config", cfg, src)
-	require.Equal(t, exitOK, code, stderr)
-	for _, name := range []string{store.DBFile, store.MarkerFile} {
-		fi, err := os.Stat(filepath.Join(dir, name))
+	_, err := Restore(context.Background(), configFor(t, dir), backupOf(t, 1))
+	require.NoError(t, err)
+	for _, path := range []string{layout.DB(dir), layout.Marker(dir)} {
+		fi, err := os.Stat(path)
 		require.NoError(t, err)
-		require.EqualValues(t, nobody, fi.Sys().(*syscall.Stat_t).Uid, name)
+		require.EqualValues(t, nobody, fi.Sys().(*syscall.Stat_t).Uid, path)
+		require.EqualValues(t, nobody, fi.Sys().(*syscall.Stat_t).Gid, path)
 	}
 }

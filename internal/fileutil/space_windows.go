@@ -1,0 +1,17 @@
+//go:build windows
+
+package fileutil
+
+import "golang.org/x/sys/windows"
+
+func diskSpace(dir string) (Space, error) {
+	p, err := windows.UTF16PtrFromString(dir)
+	if err != nil {
+		return Space{}, err
+	}
+	var free, total, totalFree uint64
+	if err := windows.GetDiskFreeSpaceEx(p, &free, &total, &totalFree); err != nil {
+		return Space{}, err
+	}
+	return Space{Free: free, Total: total}, nil
+}

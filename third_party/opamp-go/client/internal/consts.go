@@ -1,0 +1,7 @@
+package internal
+
+const (
+	headerContentType      = "Content-Type"
+	contentTypeProtobuf    = "application/x-protobuf"
+	headerOpAMPInstanceUID = "OpAMP-Instance-UID"
+)

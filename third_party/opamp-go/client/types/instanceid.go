@@ -1,0 +1,3 @@
+package types
+
+type InstanceUid [16]byte
