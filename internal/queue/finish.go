@@ -27,10 +27,15 @@ type Finishing struct {
 	// NextAttemptAt is when a queued or delete_queued entry may be claimed
 	// again; zero: at once.
 	NextAttemptAt time.Time
-	// Recorded, when not nil, is called once the outcome is durable and
+	// Recorded, when not nil, is called once the outcome is recorded and
 	// before anything is claimed: the worker hands the answer to the
 	// waiting request there, so that the claim's commit is not on its
-	// path.
+	// path. A commit's outcome is durable then. A log record's is in the
+	// log's file, where it outlives a kill of receiptd, and its fdatasync
+	// runs on while the answer is written (wal.Log.SyncThen): a power cut
+	// in that moment is a power cut while the tax service answers, the
+	// attempt ambiguous (docs/decisions/durability.md). FinishAndClaim
+	// returns only once the outcome is durable.
 	Recorded func()
 	// Awaited says a request waits for this attempt's answer: with a log
 	// the outcome is then a record of the log, and the claim a commit of
@@ -63,9 +68,6 @@ func (q *Queue) FinishAndClaim(ctx context.Context, f Finishing, max int, now ti
 			return Entry{}, nil, fmt.Errorf("finish %s: %w", f.QueueID, err)
 		}
 		if logged {
-			if f.Recorded != nil {
-				f.Recorded()
-			}
 			if max == 0 {
 				return e, nil, nil
 			}
@@ -107,6 +109,7 @@ func (q *Queue) FinishAndClaim(ctx context.Context, f Finishing, max int, now ti
 // entry as finishTx would leave it, from its newest version (the log's or
 // the file's), durable before it returns even when ctx ends meanwhile
 // (an outcome abandoned in the log would be applied later all the same).
+// It calls f.Recorded once the record is in the log's file.
 // logged false: the record is too large for a log segment, nothing was
 // written, and the caller commits the outcome to the file instead.
 func (q *Queue) finishLogged(ctx context.Context, f Finishing) (e Entry, logged bool, err error) {
@@ -159,7 +162,7 @@ func (q *Queue) finishLogged(ctx context.Context, f Finishing) (e Entry, logged 
 	q.lastLSN = lsn
 	waiting := q.ov.add(&logRec{lsn: lsn, seq: seq, e: e, enc: rec[1:], fin: true})
 	q.walMu.Unlock()
-	if err := q.log.Sync(context.WithoutCancel(ctx), lsn); err != nil {
+	if err := q.log.SyncThen(context.WithoutCancel(ctx), lsn, f.Recorded); err != nil {
 		return Entry{}, false, q.logError(err)
 	}
 	if waiting == 1 || waiting >= applySoon {

@@ -251,17 +251,24 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 	}
 	log := w.log.With(zap.String("queueId", e.QueueID), zap.String("kind", kind))
 	published := false
-	publish := func() { // once the outcome is durable, before any claim
+	publish := func() { // once the outcome is recorded (Finishing.Recorded), before any claim
 		TracePhase("recorded", e.QueueID)
 		res.handoff.State = res.next
-		crashPoint("recorded") // the outcome durable, the answer not handed over
+		crashPoint("recorded") // the outcome in the log's file (a commit's: durable), the answer not handed over
 		w.answers.publish(e.QueueID, res.began, res.handoff)
 		TracePhase("published", e.QueueID)
-		crashPoint("published") // the answer handed over, the outcome in the log only
+		crashPoint("published") // the answer handed over, the outcome in the log only, its flush maybe running
 		published = true
 	}
 	claimed, err := w.finish(ctx, log, e, res, claim, publish)
 	if err != nil {
+		if published {
+			// In the log's file, not flushed: the disk failed under it
+			// (the log refuses every write now), or shutdown came first.
+			log.Error("the answer was handed over, but its outcome could not be flushed; if it is not in the log at the next start, the entry counts as ambiguous",
+				zap.String("result", string(res.attempt.Result)), zap.Error(err))
+			return queue.Entry{}, false
+		}
 		log.Error("could not record the outcome before shutdown; the entry will count as ambiguous after a restart",
 			zap.String("result", string(res.attempt.Result)), zap.Error(err))
 		w.answers.publish(e.QueueID, res.began, Result{State: queue.StateSending})

@@ -38,6 +38,7 @@ type Log struct {
 	waiting                 int    // callers of Sync waiting for a flush to end
 	spareBuf                []byte // a flushed batch's buffer, for the next batch
 	durable                 uint64
+	written                 uint64 // every record up to it is in the file (durable once flushed)
 	failed                  error
 	closed                  bool
 	flushed                 chan struct{} // closed and replaced after every flush
@@ -92,6 +93,7 @@ func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
 	}
 	l.next = max(after, last) + 1
 	l.durable = l.next - 1
+	l.written = l.durable
 	l.old = segs
 	// A segment already named after l.next holds no valid record (or
 	// l.next would be past it): the new one takes its name.
@@ -266,8 +268,26 @@ func (l *Log) Durable() uint64 {
 // everything appended so far, the others wait for it. ctx bounds the wait
 // only; a record whose Sync was abandoned may still become durable.
 func (l *Log) Sync(ctx context.Context, lsn uint64) error {
+	return l.SyncThen(ctx, lsn, nil)
+}
+
+// SyncThen is Sync that also calls written, when not nil, as soon as
+// every record up to lsn is written to its segment file, which may be
+// before their fdatasync ends: from then on they outlive a kill of the
+// process (the kernel holds them), though not yet a power cut. written
+// runs on the caller's goroutine, at most once, and always before a nil
+// return; it must not call the log. A caller that flushes calls it
+// between the write and the fdatasync, so that what it starts (an
+// answer written to a network connection) runs beside the flush.
+func (l *Log) SyncThen(ctx context.Context, lsn uint64, written func()) error {
 	l.mu.Lock()
 	for {
+		if written != nil && l.written >= lsn {
+			l.mu.Unlock()
+			written()
+			written = nil
+			l.mu.Lock()
+		}
 		if l.durable >= lsn {
 			l.mu.Unlock()
 			return nil
@@ -278,7 +298,7 @@ func (l *Log) Sync(ctx context.Context, lsn uint64) error {
 			return err
 		}
 		if !l.flushing {
-			l.flushLocked()
+			l.flushLocked(lsn, &written)
 			continue
 		}
 		ch := l.flushed
@@ -298,8 +318,10 @@ func (l *Log) Sync(ctx context.Context, lsn uint64) error {
 }
 
 // flushLocked writes and flushes everything pending; l.mu is held on entry
-// and on return, and released while the disk works.
-func (l *Log) flushLocked() {
+// and on return, and released while the disk works. Once the records up
+// to lsn are written, before their fdatasync, it calls *written (when
+// not nil) and clears it.
+func (l *Log) flushLocked(lsn uint64, written *func()) {
 	l.flushing = true
 	// On a busy till (another caller's record pending, or callers waiting
 	// for the last flush) let runnable callers append first: they join
@@ -315,7 +337,15 @@ func (l *Log) flushLocked() {
 	work := l.pending
 	l.pending = nil
 	l.mu.Unlock()
-	last, err := l.write(work)
+	last, err := l.write(work, func(last uint64) {
+		l.mu.Lock()
+		l.written = max(l.written, last)
+		l.mu.Unlock()
+		if written != nil && *written != nil && last >= lsn {
+			(*written)()
+			*written = nil
+		}
+	})
 	l.mu.Lock()
 	l.flushing = false
 	if len(work) == 1 && cap(work[0].data) <= maxSpareBuf {
@@ -334,8 +364,9 @@ func (l *Log) flushLocked() {
 }
 
 // write puts batches on disk and flushes them; it returns the last LSN
-// written. Only the flushing caller runs it.
-func (l *Log) write(work []batch) (uint64, error) {
+// written. It calls wrote with that LSN once every batch is written,
+// before the last fdatasync. Only the flushing caller runs it.
+func (l *Log) write(work []batch, wrote func(last uint64)) (uint64, error) {
 	var last uint64
 	dirty := false
 	for _, b := range work {
@@ -366,6 +397,7 @@ func (l *Log) write(work []batch) (uint64, error) {
 		last, dirty = b.last, true
 	}
 	if dirty {
+		wrote(last)
 		if err := datasync(l.cur); err != nil {
 			return 0, fmt.Errorf("flush %s: %w", l.cur.Name(), err)
 		}

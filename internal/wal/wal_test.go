@@ -306,3 +306,39 @@ func TestAppendsBeyondASegmentWithoutSync(t *testing.T) {
 	require.Len(t, recs, 50)
 	require.Equal(t, fmt.Sprintf("%0400d", 49), string(recs[49].Data))
 }
+
+// TestSyncThenCallsWrittenBeforeTheFlushEnds: a lone caller's written
+// runs once its record is in the segment file (read back by Scan, as a
+// process started after a kill would find it) and before the record is
+// durable; a caller whose record a running flush already wrote is told
+// at once. written runs once, before SyncThen returns nil; and with it
+// nil SyncThen is Sync.
+func TestSyncThenCallsWrittenBeforeTheFlushEnds(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := open(t, dir, 0, 0)
+	appendSync(t, l, "before")
+	lsn, err := l.Append([]byte("outcome"))
+	require.NoError(t, err)
+	calls := 0
+	require.NoError(t, l.SyncThen(ctx, lsn, func() {
+		calls++
+		require.Less(t, l.Durable(), lsn, "written comes before the flush ends")
+		segs, err := wal.Scan(dir)
+		require.NoError(t, err)
+		var found []string
+		for _, s := range segs {
+			found = append(found, payloads(s.Records)...)
+		}
+		require.Contains(t, found, "outcome", "the record is in the file")
+	}))
+	require.Equal(t, 1, calls)
+	require.Equal(t, lsn, l.Durable())
+
+	require.NoError(t, l.SyncThen(ctx, lsn, func() { calls++ }), "a durable record")
+	require.Equal(t, 2, calls, "written is called for a record already durable")
+	lsn2, err := l.Append([]byte("plain"))
+	require.NoError(t, err)
+	require.NoError(t, l.SyncThen(ctx, lsn2, nil))
+	require.Equal(t, lsn2, l.Durable())
+}
