@@ -149,40 +149,56 @@ func classCases(t *testing.T) []classCase {
 				answer(302, map[string]string{"Location": "/elsewhere"}, ``)(w, r)
 			})
 		}, class: client.Transient, status: 302, receipt: true},
+		{name: "200 with a head larger than 1 MiB", base: func(t *testing.T) string {
+			return handlerServer(t, answer(200, map[string]string{"X-Big": strings.Repeat("a", 2<<20)}, `{"status":"SUCCESS","id":"1"}`))
+		}, class: client.Ambiguous},
 	}
 }
 
+// TestErrorClassification: every way a create can fail is classified the
+// same whether the send transport carries it or it goes on a predialed
+// connection (written and read on the caller's goroutine: direct.go).
 func TestErrorClassification(t *testing.T) {
 	cases := classCases(t)
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := client.Config{BaseURL: tc.base(t), Timeout: 30 * time.Second}
-			if tc.hangs {
-				cfg.Timeout = 300 * time.Millisecond
-			}
-			c, err := client.New(cfg)
-			require.NoError(t, err)
-			rec, err := c.CreateReceipt(context.Background(), []byte(validReceipt))
-			require.Error(t, err)
-			var e *client.Error
-			require.ErrorAs(t, err, &e)
-			require.Equal(t, tc.class, e.Class, "%v", err)
-			cl, ok := client.ClassOf(err)
-			require.True(t, ok)
-			require.Equal(t, tc.class, cl)
-			require.Equal(t, tc.status, e.StatusCode)
-			require.Equal(t, client.OpCreateReceipt, e.Op)
-			if tc.message != "" {
-				require.Equal(t, tc.message, e.Message)
-			}
-			require.GreaterOrEqual(t, e.RetryAfter, tc.retryAfter)
-			if tc.receipt {
-				require.NotNil(t, rec)
-				require.Equal(t, tc.status, rec.HTTPStatus)
-			} else {
-				require.Nil(t, rec)
-			}
-		})
+	for _, way := range []string{"transport", "predialed"} {
+		for _, tc := range cases {
+			t.Run(way+"/"+tc.name, func(t *testing.T) { classifyCase(t, tc, way == "predialed") })
+		}
+	}
+}
+
+func classifyCase(t *testing.T, tc classCase, predial bool) {
+	cfg := client.Config{BaseURL: tc.base(t), Timeout: 30 * time.Second}
+	if tc.hangs {
+		cfg.Timeout = 300 * time.Millisecond
+	}
+	c, err := client.New(cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	if predial {
+		p := c.Predial()
+		defer p.Close()
+		ctx = client.WithPredial(ctx, p)
+	}
+	rec, err := c.CreateReceipt(ctx, []byte(validReceipt))
+	require.Error(t, err)
+	var e *client.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, tc.class, e.Class, "%v", err)
+	cl, ok := client.ClassOf(err)
+	require.True(t, ok)
+	require.Equal(t, tc.class, cl)
+	require.Equal(t, tc.status, e.StatusCode)
+	require.Equal(t, client.OpCreateReceipt, e.Op)
+	if tc.message != "" {
+		require.Equal(t, tc.message, e.Message)
+	}
+	require.GreaterOrEqual(t, e.RetryAfter, tc.retryAfter)
+	if tc.receipt {
+		require.NotNil(t, rec)
+		require.Equal(t, tc.status, rec.HTTPStatus)
+	} else {
+		require.Nil(t, rec)
 	}
 }
 

@@ -81,7 +81,12 @@ func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte
 	}
 	c.setHeaders(req, op, body != nil)
 	sent := time.Now()
-	resp, err := c.httpClient(op).Do(req)
+	var resp *http.Response
+	if conn := c.predialed(ctx, op, req); conn != nil {
+		resp, err = roundTripOn(ctx, conn, req, &tr)
+	} else {
+		resp, err = c.httpClient(op).Do(req)
+	}
 	if err != nil {
 		return nil, tr.transportError(op, err)
 	}
