@@ -91,8 +91,9 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		syncer.TracePhase("enqueued", e.QueueID)
 	}
+	sent := false
 	if slot != nil {
-		if err == nil && !replayed && e.State == queue.StateSending {
+		if sent = err == nil && !replayed && e.State == queue.StateSending; sent {
 			slot.Send(e)
 		} else {
 			slot.Release()
@@ -123,7 +124,7 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 		s.answerReplay(w, r, e)
 		return
 	}
-	s.answerAfterWait(w, r, e)
+	s.answerAfterWait(w, r, e, sent)
 }
 
 func (s *Server) deleteReceipt(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +152,7 @@ func (s *Server) deleteReceipt(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, accepted{QueueID: e.QueueID, State: e.State,
 			Message: "cancelled before it reached the tax service: it will never be sent"})
 	case e.State == queue.StateDeleteQueued || e.State == queue.StateSending:
-		s.answerAfterWait(w, r, e)
+		s.answerAfterWait(w, r, e, false)
 	default:
 		s.answerFinished(w, e)
 	}
@@ -270,10 +271,11 @@ func (s *Server) idempotencyKey(r *http.Request, c *receipt.Create, now time.Tim
 }
 
 // answerAfterWait applies the wait rule to a new entry: the upstream's own
-// answer if it comes in time, else 202.
-func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue.Entry) {
+// answer if it comes in time, else 202. sending says its first attempt
+// began with the accept: no backlog is ahead of it.
+func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue.Entry, sending bool) {
 	wait := s.waitFor(w, r)
-	behind := s.behindBacklog(e, wait)
+	behind := !sending && s.behindBacklog(e, wait)
 	if behind {
 		wait = 0 // it cannot be sent within the wait: no point in holding the till
 		if strings.HasPrefix(w.Header().Get(HeaderPreferenceApplied), "wait=") {
@@ -334,7 +336,7 @@ func (s *Server) answerReplay(w http.ResponseWriter, r *http.Request, e queue.En
 	}
 	switch e.State {
 	case queue.StateQueued, queue.StateSending:
-		s.answerAfterWait(w, r, e)
+		s.answerAfterWait(w, r, e, false)
 	case queue.StateSent, queue.StatePayment, queue.StateCancelled, queue.StateHeld:
 		if s.o.QueuedAnswer == QueuedAnswerError {
 			s.replayAsError(w, e)

@@ -344,6 +344,11 @@ func (l *Log) flushLocked(lsn uint64, written *func()) {
 		if written != nil && *written != nil && last >= lsn {
 			(*written)()
 			*written = nil
+			// Whatever written woke (a request waiting for its answer)
+			// runs now, on this P, not after the fdatasync below: a
+			// goroutine made runnable here waits otherwise until the
+			// runtime takes the P back from the syscall.
+			runtime.Gosched()
 		}
 	})
 	l.mu.Lock()
