@@ -36,15 +36,19 @@ import (
 //     the attempt counts as interrupted (ambiguous) and the sale is sent:
 //     once, since the first request never left.
 //   - recorded: the tax service's answer is received and its outcome
-//     durable (a record of the write-ahead log), the answer not yet
-//     handed to the waiting request. After the restart the entry is
-//     sent, with the tax service's id, and is never sent again; the POS's
-//     repeat is answered from the outcome.
+//     written to the log's file (a record of the write-ahead log, its
+//     fdatasync not begun), the answer not yet handed to the waiting
+//     request. After the restart the entry is sent, with the tax
+//     service's id, and is never sent again; the POS's repeat is answered
+//     from the outcome.
 //   - published: the answer handed to the waiting request (the POS may
-//     have it), the outcome in the log and not yet in the database.
-//     After the restart the log's outcome is applied: sent, never again.
+//     have it, and print it), the outcome's fdatasync maybe still running,
+//     the outcome not yet in the database. After the restart the log's
+//     outcome is applied: sent, never again. This is the moment between
+//     the answer and the outcome's durable record that issue 41 asks to
+//     be covered.
 //
-// Between the tax service's answer and the outcome's record (the point
+// Between the tax service's answer and the outcome's write (the point
 // "answered") no kill can keep that promise: nothing on disk says the
 // sale was issued, so the attempt is interrupted and sent again, which
 // the ambiguity rules count (limits.md) and TestSoak allows; the POS
