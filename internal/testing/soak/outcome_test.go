@@ -45,8 +45,7 @@ import (
 //     have it, and print it), the outcome's fdatasync maybe still running,
 //     the outcome not yet in the database. After the restart the log's
 //     outcome is applied: sent, never again. This is the moment between
-//     the answer and the outcome's durable record that issue 41 asks to
-//     be covered.
+//     the answer and the outcome's durable record.
 //
 // Between the tax service's answer and the outcome's write (the point
 // "answered") no kill can keep that promise: nothing on disk says the
