@@ -32,10 +32,11 @@ type Finishing struct {
 	// waiting request there, so that the claim's commit is not on its
 	// path. A commit's outcome is durable then. A log record's is in the
 	// log's file, where it outlives a kill of receiptd, and its fdatasync
-	// runs on while the answer is written (wal.Log.SyncThen): a power cut
-	// in that moment is a power cut while the tax service answers, the
-	// attempt ambiguous (docs/decisions/durability.md). FinishAndClaim
-	// returns only once the outcome is durable.
+	// follows while the answer is written (wal.Log.SyncWithin): a power cut
+	// in that moment (at most OutcomeFlushGrace and a flush) is a power
+	// cut while the tax service answers, the attempt ambiguous
+	// (docs/decisions/durability.md). FinishAndClaim returns only once the
+	// outcome is durable.
 	Recorded func()
 	// Awaited says a request waits for this attempt's answer: with a log
 	// the outcome is then a record of the log, and the claim a commit of
@@ -105,6 +106,17 @@ func (q *Queue) FinishAndClaim(ctx context.Context, f Finishing, max int, now ti
 	return e, claimed, nil
 }
 
+// OutcomeFlushGrace is how long an outcome record written to the log's
+// file may wait for the next flush of a receipt's record to make it
+// durable with that receipt, one fdatasync for both, before it is
+// flushed alone (wal.Log.SyncWithin). Its answer is handed over once it
+// is written, so the grace is on nobody's path; it spares the next sale,
+// when it comes at once (a busy till), a flush of the disk beside its
+// own. It lengthens by at most this much the moment in which a power cut
+// makes the attempt ambiguous, which begins when the request leaves and
+// lasts the tax service's answer: tens of milliseconds or more.
+const OutcomeFlushGrace = 2 * time.Millisecond
+
 // finishLogged records the end of an attempt as a record of the log: the
 // entry as finishTx would leave it, from its newest version (the log's or
 // the file's), durable before it returns even when ctx ends meanwhile
@@ -162,7 +174,7 @@ func (q *Queue) finishLogged(ctx context.Context, f Finishing) (e Entry, logged 
 	q.lastLSN = lsn
 	waiting := q.ov.add(&logRec{lsn: lsn, seq: seq, e: e, enc: rec[1:], fin: true})
 	q.walMu.Unlock()
-	if err := q.log.SyncThen(context.WithoutCancel(ctx), lsn, f.Recorded); err != nil {
+	if err := q.log.SyncWithin(context.WithoutCancel(ctx), lsn, OutcomeFlushGrace, f.Recorded); err != nil {
 		return Entry{}, false, q.logError(err)
 	}
 	if waiting == 1 || waiting >= applySoon {

@@ -268,7 +268,7 @@ func (l *Log) Durable() uint64 {
 // everything appended so far, the others wait for it. ctx bounds the wait
 // only; a record whose Sync was abandoned may still become durable.
 func (l *Log) Sync(ctx context.Context, lsn uint64) error {
-	return l.SyncThen(ctx, lsn, nil)
+	return l.sync(ctx, lsn, 0, nil)
 }
 
 // SyncThen is Sync that also calls written, when not nil, as soon as
@@ -280,13 +280,41 @@ func (l *Log) Sync(ctx context.Context, lsn uint64) error {
 // between the write and the fdatasync, so that what it starts (an
 // answer written to a network connection) runs beside the flush.
 func (l *Log) SyncThen(ctx context.Context, lsn uint64, written func()) error {
+	return l.sync(ctx, lsn, 0, written)
+}
+
+// SyncWithin is SyncThen for a record that may wait up to grace for its
+// fdatasync: the records up to lsn are written to the file at once (a
+// write without a flush, when no flush runs), written is called, and
+// then the next flush of another caller that begins within grace makes
+// them durable with its own records, one fdatasync for both; if none
+// has, the caller flushes once grace is over. It returns once they are
+// durable, as Sync.
+func (l *Log) SyncWithin(ctx context.Context, lsn uint64, grace time.Duration, written func()) error {
+	return l.sync(ctx, lsn, grace, written)
+}
+
+func (l *Log) sync(ctx context.Context, lsn uint64, grace time.Duration, written func()) error {
+	called := false
+	tell := func() {
+		called = true
+		if written != nil {
+			written()
+		}
+	}
+	var graceOver <-chan time.Time // while a grace runs
+	graceDone := grace <= 0
 	l.mu.Lock()
 	for {
-		if written != nil && l.written >= lsn {
+		if !called && l.written >= lsn {
 			l.mu.Unlock()
-			written()
-			written = nil
+			tell()
 			l.mu.Lock()
+		}
+		if called && !graceDone && graceOver == nil {
+			t := time.NewTimer(grace)
+			defer t.Stop()
+			graceOver = t.C
 		}
 		if l.durable >= lsn {
 			l.mu.Unlock()
@@ -297,38 +325,53 @@ func (l *Log) SyncThen(ctx context.Context, lsn uint64, written func()) error {
 			l.mu.Unlock()
 			return err
 		}
-		if !l.flushing {
-			l.flushLocked(lsn, &written)
+		if !l.flushing && graceOver == nil {
+			if called {
+				l.flushLocked(lsn, nil, true)
+			} else {
+				l.flushLocked(lsn, tell, graceDone)
+			}
 			continue
 		}
-		ch := l.flushed
-		l.waiting++
+		// Wait for the running flush, or, in a grace, for the next one
+		// (a grace's record is written: it adds nothing to a flush, so it
+		// is not counted among the callers a flush yields to).
+		ch, counted := l.flushed, graceOver == nil
+		if counted {
+			l.waiting++
+		}
 		l.mu.Unlock()
+		var err error
 		select {
 		case <-ch:
+		case <-graceOver:
+			graceOver, graceDone = nil, true
 		case <-ctx.Done():
-			l.mu.Lock()
-			l.waiting--
-			l.mu.Unlock()
-			return fmt.Errorf("write-ahead log %s: %w", l.dir, ctx.Err())
+			err = fmt.Errorf("write-ahead log %s: %w", l.dir, ctx.Err())
 		}
 		l.mu.Lock()
-		l.waiting--
+		if counted {
+			l.waiting--
+		}
+		if err != nil {
+			l.mu.Unlock()
+			return err
+		}
 	}
 }
 
-// flushLocked writes and flushes everything pending; l.mu is held on entry
-// and on return, and released while the disk works. Once the records up
-// to lsn are written, before their fdatasync, it calls *written (when
-// not nil) and clears it.
-func (l *Log) flushLocked(lsn uint64, written *func()) {
+// flushLocked writes everything pending and, with sync, fdatasyncs it
+// and what an earlier write without sync left; l.mu is held on entry and
+// on return, and released while the disk works. Once the records up to
+// lsn are written, before any fdatasync, it calls written (when not nil).
+func (l *Log) flushLocked(lsn uint64, written func(), sync bool) {
 	l.flushing = true
 	// On a busy till (another caller's record pending, or callers waiting
 	// for the last flush) let runnable callers append first: they join
 	// this flush instead of each paying for the next one. A lone caller
 	// (one receipt at one till) flushes at once on its own goroutine: a
 	// yield would only put it behind whatever else is runnable.
-	if l.next-1-l.durable > 1 || l.waiting > 0 {
+	if l.next-1-l.written > 1 || l.waiting > 0 {
 		l.yields++
 		l.mu.Unlock()
 		runtime.Gosched()
@@ -336,14 +379,18 @@ func (l *Log) flushLocked(lsn uint64, written *func()) {
 	}
 	work := l.pending
 	l.pending = nil
+	var unsynced uint64 // written by a flush without sync, not yet durable
+	if l.written > l.durable {
+		unsynced = l.written
+	}
 	l.mu.Unlock()
-	last, err := l.write(work, func(last uint64) {
+	last, err := l.write(work, unsynced, sync, func(last uint64) {
 		l.mu.Lock()
 		l.written = max(l.written, last)
 		l.mu.Unlock()
-		if written != nil && *written != nil && last >= lsn {
-			(*written)()
-			*written = nil
+		if written != nil && last >= lsn {
+			written()
+			written = nil
 			// Whatever written woke (a request waiting for its answer)
 			// runs now, on this P, not after the fdatasync below: a
 			// goroutine made runnable here waits otherwise until the
@@ -354,12 +401,12 @@ func (l *Log) flushLocked(lsn uint64, written *func()) {
 	l.mu.Lock()
 	l.flushing = false
 	if len(work) == 1 && cap(work[0].data) <= maxSpareBuf {
-		l.spareBuf = work[0].data[:0] // on disk now: the next batch reuses it
+		l.spareBuf = work[0].data[:0] // in the file now: the next batch reuses it
 	}
 	if err != nil && l.failed == nil {
 		l.failed = fmt.Errorf("write-ahead log %s: %w: %v", l.dir, ErrFailed, err)
 	}
-	if err == nil && last > l.durable {
+	if err == nil && sync && last > l.durable {
 		l.flushes++
 		l.records += last - l.durable
 		l.durable = last
@@ -368,12 +415,12 @@ func (l *Log) flushLocked(lsn uint64, written *func()) {
 	l.flushed = make(chan struct{})
 }
 
-// write puts batches on disk and flushes them; it returns the last LSN
-// written. It calls wrote with that LSN once every batch is written,
-// before the last fdatasync. Only the flushing caller runs it.
-func (l *Log) write(work []batch, wrote func(last uint64)) (uint64, error) {
-	var last uint64
-	dirty := false
+// write puts batches in the file and, with sync, flushes them and the
+// records up to unsynced (written before without sync, or 0); it returns
+// the last LSN in the file. It calls wrote with that LSN once every batch
+// is written, before the last fdatasync. Only the flushing caller runs it.
+func (l *Log) write(work []batch, unsynced uint64, sync bool, wrote func(last uint64)) (uint64, error) {
+	last, dirty := unsynced, unsynced > 0
 	for _, b := range work {
 		if b.roll {
 			if dirty {
@@ -403,8 +450,10 @@ func (l *Log) write(work []batch, wrote func(last uint64)) (uint64, error) {
 	}
 	if dirty {
 		wrote(last)
-		if err := datasync(l.cur); err != nil {
-			return 0, fmt.Errorf("flush %s: %w", l.cur.Name(), err)
+		if sync {
+			if err := datasync(l.cur); err != nil {
+				return 0, fmt.Errorf("flush %s: %w", l.cur.Name(), err)
+			}
 		}
 	}
 	if last == 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -341,4 +342,67 @@ func TestSyncThenCallsWrittenBeforeTheFlushEnds(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.SyncThen(ctx, lsn2, nil))
 	require.Equal(t, lsn2, l.Durable())
+}
+
+// TestSyncWithinJoinsTheNextFlush: a record synced within a grace is in
+// the file when written is called, not yet durable; another caller's
+// flush within the grace makes both durable with one fdatasync; alone,
+// it is flushed once the grace is over. Close flushes a record written
+// and not flushed, and the next Open reads it.
+func TestSyncWithinJoinsTheNextFlush(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := open(t, dir, 0, 0)
+	appendSync(t, l, "receipt 1")
+
+	outcome, err := l.Append([]byte("outcome 1"))
+	require.NoError(t, err)
+	wrote := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- l.SyncWithin(ctx, outcome, time.Minute, func() {
+			require.Less(t, l.Durable(), outcome, "written before any flush of it")
+			close(wrote)
+		})
+	}()
+	<-wrote
+	require.Contains(t, scanned(t, dir), "outcome 1", "in the file at written")
+	select {
+	case err := <-done:
+		t.Fatalf("returned before a flush: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	before := l.Stats().Flushes
+	next := appendSync(t, l, "receipt 2")
+	require.NoError(t, <-done, "the next caller's flush made it durable")
+	require.Equal(t, next, l.Durable())
+	require.Equal(t, before+1, l.Stats().Flushes, "one fdatasync for both")
+
+	alone, err := l.Append([]byte("outcome 2"))
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, l.SyncWithin(ctx, alone, 30*time.Millisecond, nil))
+	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond, "alone, it waits out its grace")
+	require.Equal(t, alone, l.Durable())
+
+	last, err := l.Append([]byte("outcome 3"))
+	require.NoError(t, err)
+	cctx, cancel := context.WithCancel(ctx)
+	err = l.SyncWithin(cctx, last, time.Minute, cancel)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, l.Durable(), last)
+	require.NoError(t, l.Close())
+	_, recs := open(t, dir, 0, 0)
+	require.Equal(t, []string{"receipt 1", "outcome 1", "receipt 2", "outcome 2", "outcome 3"}, payloads(recs))
+}
+
+func scanned(t *testing.T, dir string) []string {
+	t.Helper()
+	segs, err := wal.Scan(dir)
+	require.NoError(t, err)
+	var found []string
+	for _, s := range segs {
+		found = append(found, payloads(s.Records)...)
+	}
+	return found
 }
