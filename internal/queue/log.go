@@ -114,8 +114,26 @@ func (o *overlay) upTo(durable uint64) int {
 	return n
 }
 
-// snapshot returns the records up to durable.
-func (o *overlay) snapshot(durable uint64) []*logRec { return o.after(0, durable, -1) }
+// snapshot returns what reads see: the records up to durable, and the
+// outcome records after it up to written. Those are in the log's file
+// and their answer was handed over (finishLogged: the flush follows), so
+// a read right after the answer sees the entry as the answer left it; a
+// receipt's record is seen only once durable, as its POS is answered.
+func (o *overlay) snapshot(durable, written uint64) []*logRec {
+	written = max(written, durable)
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	var out []*logRec
+	for _, r := range o.recs {
+		if r.lsn > written {
+			break
+		}
+		if r.lsn <= durable || r.fin {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // drop forgets the records up to LSN applied, and reports whether an
 // outcome record was among them.
@@ -291,7 +309,8 @@ func (p pending) latest(e Entry) Entry {
 func (q *Queue) view(fn func(b bkts, pend pending) error) error {
 	var snap []*logRec
 	if q.log != nil {
-		snap = q.ov.snapshot(q.log.Durable())
+		written := q.log.Written()
+		snap = q.ov.snapshot(q.log.Durable(), written)
 	}
 	return q.st.View(func(tx *bbolt.Tx) error {
 		b := buckets(tx)

@@ -122,8 +122,9 @@ func TestClaimedAcceptInterruptedByAKill(t *testing.T) {
 }
 
 // An attempt's outcome is a record of the log: the answer may go to the
-// waiting request as soon as the record is durable (Finishing.Recorded,
-// called once, before any claim), every read sees the outcome before it
+// waiting request as soon as the record is in the log's file
+// (Finishing.Recorded, called once, before any claim; every read sees the
+// outcome from then on, before its flush), every read sees it before it
 // is applied, a kill before it is applied loses nothing (the next open
 // applies it: the entry is finished, not interrupted), and it reaches the
 // file's indexes (the upstream id a delete names).
@@ -139,7 +140,16 @@ func TestOutcomeIsALogRecord(t *testing.T) {
 	require.NoError(t, err) // in the log only
 	for i, e := range []queue.Entry{first, second} {
 		recorded := 0
-		fin := queue.Finishing{QueueID: e.QueueID, Next: queue.StateSent, Recorded: func() { recorded++ }, Awaited: true,
+		seen := func() { // what the answer's request would read at once
+			recorded++
+			got, err := q.Get(e.QueueID)
+			require.NoError(t, err)
+			require.Equal(t, queue.StateSent, got.State, "read at Recorded, before its flush")
+			counts, err := q.Counts()
+			require.NoError(t, err)
+			require.Equal(t, i+1, counts[queue.StateSent])
+		}
+		fin := queue.Finishing{QueueID: e.QueueID, Next: queue.StateSent, Recorded: seen, Awaited: true,
 			Outcome: &queue.Outcome{Status: "SUCCESS", ID: fmt.Sprintf("U%d", i+1)},
 			Attempt: queue.Attempt{At: now, Result: queue.ResultSuccess}}
 		done, claimed, err := q.FinishAndClaim(ctx, fin, 1, now)

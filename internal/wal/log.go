@@ -263,6 +263,14 @@ func (l *Log) Durable() uint64 {
 	return l.durable
 }
 
+// Written is the LSN up to which every record is in the log's file: it
+// outlives a kill of the process; up to Durable, a power cut too.
+func (l *Log) Written() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.written
+}
+
 // Sync waits until every record up to lsn is durable. Concurrent callers
 // share one flush: the first to find none running writes and fdatasyncs
 // everything appended so far, the others wait for it. ctx bounds the wait

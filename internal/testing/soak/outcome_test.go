@@ -89,7 +89,7 @@ func killAroundTheOutcome(ctx context.Context, t *testing.T, bin, point string, 
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = s.URL(), s.URL()
 	cfg.Sync.MinBackoff, cfg.Sync.MaxBackoff = config.Dur(20*time.Millisecond), config.Dur(200*time.Millisecond)
-	cfg.Sync.MaxAmbiguous = 100 // interrupted attempts are sent again, never held, so every sale ends sent
+	cfg.Sync.MaxAmbiguous = 10 // the most allowed: an interrupted attempt is sent again, not held, so every sale ends sent
 	cfg.Log.Level = "warn"
 	addr, err := harness.FreeAddr()
 	require.NoError(t, err)
