@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
 	"golang.org/x/exp/trace"
 
-	"github.com/receiptd/receiptd/internal/daemon"
 	"github.com/receiptd/receiptd/internal/syncer"
 )
 
@@ -172,17 +170,11 @@ func (b *bench) profileOnline(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	d, err := daemon.New(cfg, zap.NewNop(), "bench")
+	d, stopDaemon, err := runInProcess(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("online profile: %w", err)
 	}
-	rctx, stopDaemon := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(rctx) }()
-	defer func() {
-		stopDaemon()
-		err = errors.Join(err, <-done)
-	}()
+	defer func() { err = errors.Join(err, stopDaemon()) }()
 	c := newClient()
 	if err := setSimLatency(ctx, c, simP.url, *onlineTraceLatency); err != nil {
 		return err

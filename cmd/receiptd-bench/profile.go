@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/daemon"
 )
 
@@ -45,17 +46,11 @@ func (b *bench) profileFloor(ctx context.Context, o options, out string) (err er
 	if err != nil {
 		return err
 	}
-	d, err := daemon.New(cfg, zap.NewNop(), "bench")
+	d, stopDaemon, err := runInProcess(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("profile: %w", err)
 	}
-	rctx, stopDaemon := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(rctx) }()
-	defer func() {
-		stopDaemon()
-		err = errors.Join(err, <-done)
-	}()
+	defer func() { err = errors.Join(err, stopDaemon()) }()
 	n, err := startNaive(b.dir, false)
 	if err != nil {
 		return err
@@ -128,4 +123,18 @@ func profiled(base string, fn func() (acceptResult, error)) (acceptResult, error
 		return r, fmt.Errorf("profile: allocs: %w", err)
 	}
 	return r, errors.Join(cpu.Close(), tr.Close(), heap.Close())
+}
+
+// runInProcess runs a daemon on cfg in this process, logging off, as
+// cmd/receiptd does, for the traced and profiled windows; stop ends its
+// Run and returns Run's error.
+func runInProcess(ctx context.Context, cfg config.Config) (d *daemon.Daemon, stop func() error, err error) {
+	d, err = daemon.New(cfg, zap.NewNop(), "bench")
+	if err != nil {
+		return nil, nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(rctx) }()
+	return d, func() error { cancel(); return <-done }, nil
 }
