@@ -334,10 +334,13 @@ func (l *Log) sync(ctx context.Context, lsn uint64, grace time.Duration, written
 			return err
 		}
 		if !l.flushing && graceOver == nil {
-			if called {
+			switch {
+			case called:
 				l.flushLocked(lsn, nil, true)
-			} else {
+			case written != nil:
 				l.flushLocked(lsn, tell, graceDone)
+			default: // the loop's top tells a grace its record is written
+				l.flushLocked(lsn, nil, graceDone)
 			}
 			continue
 		}
