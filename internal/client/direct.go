@@ -54,6 +54,9 @@ func roundTripOn(ctx context.Context, conn net.Conn, req *http.Request, tr *send
 		}
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return fail(err) // ended before anything was written: not sent
+	}
 	req.Close = true
 	bw := bufio.NewWriterSize(conn, 4<<10)
 	if err := req.Write(bw); err != nil {
@@ -89,11 +92,12 @@ type connBody struct {
 	stop func() bool
 }
 
+// Close closes the connection first: net/http's body would otherwise
+// read what is left of an answer to its end (a chunked one, or one too
+// large for MaxAnswer) until the deadline.
 func (b *connBody) Close() error {
-	err := b.ReadCloser.Close()
 	b.stop()
-	if cerr := b.conn.Close(); err == nil {
-		err = cerr
-	}
+	err := b.conn.Close()
+	_ = b.ReadCloser.Close() // reads nothing more: the connection is closed
 	return err
 }

@@ -77,6 +77,9 @@ func (p *Predial) take(ctx context.Context, addr string) net.Conn {
 	case <-ctx.Done():
 		return nil
 	}
+	if ctx.Err() != nil { // both were ready: the create ends unsent
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.taken || p.conn == nil {

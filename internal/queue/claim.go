@@ -45,7 +45,7 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 // again.
 func (q *Queue) nothingToClaim(max int, now time.Time) (bool, error) {
 	var idle bool
-	err := q.view(func(b bkts, pend pending) error {
+	err := q.viewDurable(func(b bkts, pend pending) error {
 		for _, r := range pend.news {
 			if r.e.State == StateQueued { // a receipt claimed at its accept is not to claim
 				return nil

@@ -302,15 +302,30 @@ func (p pending) latest(e Entry) Entry {
 	return e
 }
 
-// view runs fn in a read transaction, with the durable records the file
-// has not applied yet (none without a log). The overlay is read before
-// the transaction begins, so a record applied meanwhile is in the file
-// fn reads, and left out of pend by the file's mark.
+// view runs fn in a read transaction, with the records the file has not
+// applied yet that reads see (overlay.snapshot; none without a log). The
+// overlay is read before the transaction begins, so a record applied
+// meanwhile is in the file fn reads, and left out of pend by the file's
+// mark.
 func (q *Queue) view(fn func(b bkts, pend pending) error) error {
+	return q.viewUpTo(true, fn)
+}
+
+// viewDurable is view with the durable records alone: what a claim,
+// which applies them first, will find.
+func (q *Queue) viewDurable(fn func(b bkts, pend pending) error) error {
+	return q.viewUpTo(false, fn)
+}
+
+func (q *Queue) viewUpTo(written bool, fn func(b bkts, pend pending) error) error {
 	var snap []*logRec
 	if q.log != nil {
-		written := q.log.Written()
-		snap = q.ov.snapshot(q.log.Durable(), written)
+		upTo := q.log.Written()
+		durable := q.log.Durable()
+		if !written {
+			upTo = durable
+		}
+		snap = q.ov.snapshot(durable, upTo)
 	}
 	return q.st.View(func(tx *bbolt.Tx) error {
 		b := buckets(tx)

@@ -264,7 +264,8 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 	if err != nil {
 		if published {
 			// In the log's file, not flushed: the disk failed under it
-			// (the log refuses every write now), or shutdown came first.
+			// (the log refuses every write now; a shutdown waits for the
+			// flush). The tax service's answer stays the entry's answer.
 			log.Error("the answer was handed over, but its outcome could not be flushed; if it is not in the log at the next start, the entry counts as ambiguous",
 				zap.String("result", string(res.attempt.Result)), zap.Error(err))
 			return queue.Entry{}, false

@@ -91,6 +91,16 @@ func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// A process killed after a write and before its flush (SyncWithin's
+	// grace, SyncThen's answer) left records in the newest segment that
+	// only the kernel holds: they are read as any other, so flush them
+	// before a new segment is named after them; else a power cut soon
+	// after could take them and leave the new segment behind a gap.
+	if last > 0 && len(segs) > 0 {
+		if err := syncFile(segs[len(segs)-1].path); err != nil {
+			return nil, nil, fmt.Errorf("open write-ahead log %s: %w", dir, err)
+		}
+	}
 	l.next = max(after, last) + 1
 	l.durable = l.next - 1
 	l.written = l.durable
@@ -122,6 +132,22 @@ func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
 	}
 	l.spareReady, l.free, l.segNext = false, l.segSize-headerSize, l.next
 	return l, recs, nil
+}
+
+// syncFile flushes the file at path to disk.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = datasync(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("flush %s: %w", path, err)
+	}
+	return nil
 }
 
 // readAll reads the segments that may hold records after after and
@@ -284,7 +310,8 @@ func (l *Log) Sync(ctx context.Context, lsn uint64) error {
 // before their fdatasync ends: from then on they outlive a kill of the
 // process (the kernel holds them), though not yet a power cut. written
 // runs on the caller's goroutine, at most once, and always before a nil
-// return; it must not call the log. A caller that flushes calls it
+// return; it may come before an error too (the fdatasync failed after
+// the write); it must not call the log. A caller that flushes calls it
 // between the write and the fdatasync, so that what it starts (an
 // answer written to a network connection) runs beside the flush.
 func (l *Log) SyncThen(ctx context.Context, lsn uint64, written func()) error {
