@@ -2,11 +2,9 @@ package fleetcontrol
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,15 +50,7 @@ func TestFleetControlEndToEnd(t *testing.T) {
 	require.Equal(t, tillCount/2, ho.Count(controltest.Agent.WebSocket), "half the tills on WebSocket")
 
 	l := &ledger{till: map[string]string{}, answers: map[int]int{}}
-	ctx, stopPosting := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, tl := range tills {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.postLoop(ctx, t, tl)
-		}()
-	}
+	stopPosting := l.postOnEvery(t, tills)
 
 	shopConfigIsApplied(t, ho, s, l, tills)
 	badConfigsAreRefused(t, ho, s, l, tills)
@@ -69,7 +59,6 @@ func TestFleetControlEndToEnd(t *testing.T) {
 	compromisedHeadOfficeIsRefused(t, ho, l, tills) // last: it leaves every till a FAILED config
 
 	stopPosting()
-	wg.Wait()
 	l.checkOnce(t, s, tills)
 	t.Logf("control e2e totals: %d receipts on %d tills, answers %v, connection errors (restarts) %d, in %s",
 		len(l.till), len(tills), l.answers, l.connErrs, time.Since(began).Round(time.Second))

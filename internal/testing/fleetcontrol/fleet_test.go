@@ -173,6 +173,20 @@ func (l *ledger) post(t *testing.T, tl *till, suffix string) int {
 	}
 }
 
+// postOnEvery starts a POS on every till (postLoop) and returns what stops
+// them all and waits for their last sale.
+func (l *ledger) postOnEvery(t *testing.T, tills []*till) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, tl := range tills {
+		wg.Go(func() { l.postLoop(ctx, t, tl) })
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
 // postLoop posts a receipt to tl every postEvery until ctx ends.
 func (l *ledger) postLoop(ctx context.Context, t *testing.T, tl *till) {
 	for i := 0; ; i++ {

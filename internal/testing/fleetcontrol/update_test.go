@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,9 +78,9 @@ func startHeadOffice(t *testing.T, bin string) headOffice {
 	require.NoError(t, err)
 	admin, err := harness.FreeAddr()
 	require.NoError(t, err)
-	var out bytes.Buffer
+	var out testkit.SyncBuffer // stdout and stderr both: one lock
 	cmd := exec.Command(bin, "-listen", listen, "-admin", admin)
-	cmd.Stdout, cmd.Stderr = &syncWriter{w: &out}, &syncWriter{w: &out}
+	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -99,17 +98,6 @@ func startHeadOffice(t *testing.T, bin string) headOffice {
 		return err == nil
 	}, 30*time.Second, 50*time.Millisecond)
 	return ho
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
 }
 
 // call sends body to the head office's admin route and decodes its JSON
@@ -232,15 +220,7 @@ func TestFleetUpdateEndToEnd(t *testing.T) {
 	t.Logf("%d tills ready in %s", len(tills), time.Since(began).Round(time.Millisecond))
 
 	l := &ledger{till: map[string]string{}, answers: map[int]int{}}
-	ctx, stopPosting := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, tl := range tills {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.postLoop(ctx, t, tl)
-		}()
-	}
+	stopPosting := l.postOnEvery(t, tills)
 
 	platform := runtime.GOOS + "/" + runtime.GOARCH
 	crashing := releaseFile(t, signer, bins.bad, update.Comment("1.2.0", platform), nil)
@@ -294,7 +274,6 @@ func TestFleetUpdateEndToEnd(t *testing.T) {
 	}
 
 	stopPosting()
-	wg.Wait()
 	l.checkOnce(t, s, tills)
 	t.Logf("update e2e totals: %d receipts on %d tills, answers %v, connection errors %d, in %s",
 		len(l.till), len(tills), l.answers, l.connErrs, time.Since(began).Round(time.Second))
