@@ -372,13 +372,7 @@ func TestStopAnswersAConnectionWhoseRequestComesAfter(t *testing.T) {
 	<-ln.accepted // Serve has it: the stop begins with it accepted
 	cancel()
 	stopBegun(t, ln.Addr().String())
-	body := testkit.Receipt("000801")
-	_, err = fmt.Fprintf(conn, "POST /rest/receipt HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-		ln.Addr(), len(body), body)
-	require.NoError(t, err)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err, "answered, not closed")
-	_ = resp.Body.Close()
+	resp := postSaleOn(t, conn, bufio.NewReader(conn), "000801")
 	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, resp.StatusCode)
 	require.NoError(t, <-served)
 	require.Equal(t, 1, e.counts()[queue.StateQueued], "the sale is stored")
@@ -419,26 +413,30 @@ func TestStopAnswersAKeptAliveConnection(t *testing.T) {
 	defer conn.Close()
 	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
 	r := bufio.NewReader(conn)
-	post := func(suffix string) *http.Response {
-		body := testkit.Receipt(suffix)
-		_, err := fmt.Fprintf(conn, "POST /rest/receipt HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-			ln.Addr(), len(body), body)
-		require.NoError(t, err)
-		resp, err := http.ReadResponse(r, nil)
-		require.NoError(t, err, "answered, not closed")
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		return resp
-	}
-	first := post("000802")
+	first := postSaleOn(t, conn, r, "000802")
 	require.False(t, first.Close, "kept alive")
 	cancel()
 	stopBegun(t, ln.Addr().String())
-	second := post("000803")
+	second := postSaleOn(t, conn, r, "000803")
 	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, second.StatusCode)
 	require.True(t, second.Close, "Connection: close: the next sale on a new connection")
 	require.NoError(t, <-served)
 	require.Equal(t, 2, e.counts()[queue.StateQueued])
+}
+
+// postSaleOn writes the sale suffix on conn, as a POS's HTTP/1.1 client
+// does, and reads its answer with r (conn's reader, kept for the next).
+func postSaleOn(t *testing.T, conn net.Conn, r *bufio.Reader, suffix string) *http.Response {
+	t.Helper()
+	body := testkit.Receipt(suffix)
+	_, err := fmt.Fprintf(conn, "POST /rest/receipt HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		conn.RemoteAddr(), len(body), body)
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(r, nil)
+	require.NoError(t, err, "answered, not closed")
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp
 }
 
 // stopBegun waits until Serve's stop has begun: its listener is closed,
