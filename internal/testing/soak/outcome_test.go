@@ -84,13 +84,8 @@ type saleAnswer struct {
 }
 
 func killAroundTheOutcome(ctx context.Context, t *testing.T, bin, point string, rounds int) {
-	s := sim.New(sim.Options{Seed: 1})
-	require.NoError(t, s.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = s.Close() })
-	cfg := config.Default()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	cfg.Upstream.BaseURL, cfg.Upstream.LookupBaseURL = s.URL(), s.URL()
+	s := testkit.StartSim(t, sim.Options{Seed: 1})
+	cfg := testkit.Config(t, s.URL())
 	cfg.Sync.MinBackoff, cfg.Sync.MaxBackoff = config.Dur(20*time.Millisecond), config.Dur(200*time.Millisecond)
 	cfg.Sync.MaxAmbiguous = 10 // the most allowed: an interrupted attempt is sent again, not held, so every sale ends sent
 	cfg.Log.Level = "warn"
