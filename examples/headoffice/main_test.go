@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -72,12 +71,7 @@ func push(t *testing.T, admin, query, fragment string) (status int, body string)
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPut, admin+"/config?"+query, strings.NewReader(fragment))
 	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	return do(t, req)
 }
 
 // TestHeadOfficeManagesRealTills runs the example against two real
