@@ -201,17 +201,27 @@ func idemEntry(b bkts, key, hash string) (*Entry, bool, error) {
 	return &e, string(v[8:]) == hash, nil
 }
 
-// enqueueLogged is Enqueue with a log: the decision under walMu from the
-// overlay and the file, a new receipt appended to the log, and the wait
-// for its flush outside walMu, shared with every enqueue of the moment.
-func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) (Entry, bool, error) {
+// lockLog takes walMu to decide on and append a record of the log, once
+// the store takes writes and the queue is open; on nil the caller
+// unlocks it.
+func (q *Queue) lockLog() error {
 	if err := q.st.Writable(); err != nil {
-		return Entry{}, false, err
+		return err
 	}
 	q.walMu.Lock()
 	if q.closed {
 		q.walMu.Unlock()
-		return Entry{}, false, fmt.Errorf("%w: the queue is closed", store.ErrClosed)
+		return fmt.Errorf("%w: the queue is closed", store.ErrClosed)
+	}
+	return nil
+}
+
+// enqueueLogged is Enqueue with a log: the decision under walMu from the
+// overlay and the file, a new receipt appended to the log, and the wait
+// for its flush outside walMu, shared with every enqueue of the moment.
+func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) (Entry, bool, error) {
+	if err := q.lockLog(); err != nil {
+		return Entry{}, false, err
 	}
 	replay, lsn, first, err := decideKeys(r, func(key string) (*Entry, uint64, bool, error) {
 		return q.lookupKey(key, r.BodyHash)

@@ -9,7 +9,6 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/receiptd/receiptd/internal/store"
 	"github.com/receiptd/receiptd/internal/wal"
 )
 
@@ -129,13 +128,8 @@ func (q *Queue) finishLogged(ctx context.Context, f Finishing) (e Entry, logged 
 	if !ok {
 		return Entry{}, false, fmt.Errorf("%w: %q", ErrNotFound, f.QueueID)
 	}
-	if err := q.st.Writable(); err != nil {
+	if err := q.lockLog(); err != nil {
 		return Entry{}, false, err
-	}
-	q.walMu.Lock()
-	if q.closed {
-		q.walMu.Unlock()
-		return Entry{}, false, fmt.Errorf("%w: the queue is closed", store.ErrClosed)
 	}
 	if r := q.ov.entry(seq); r != nil {
 		e = r.e
