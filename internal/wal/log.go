@@ -92,7 +92,7 @@ func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
 		return nil, nil, err
 	}
 	// A process killed after a write and before its flush (SyncWithin's
-	// grace, SyncThen's answer) left records in the newest segment that
+	// grace, or its answer before the flush) left records in the newest segment that
 	// only the kernel holds: they are read as any other, so flush them
 	// before a new segment is named after them; else a power cut soon
 	// after could take them and leave the new segment behind a gap.
@@ -305,26 +305,20 @@ func (l *Log) Sync(ctx context.Context, lsn uint64) error {
 	return l.sync(ctx, lsn, 0, nil)
 }
 
-// SyncThen is Sync that also calls written, when not nil, as soon as
-// every record up to lsn is written to its segment file, which may be
-// before their fdatasync ends: from then on they outlive a kill of the
-// process (the kernel holds them), though not yet a power cut. written
-// runs on the caller's goroutine, at most once, and always before a nil
-// return; it may come before an error too (the fdatasync failed after
-// the write); it must not call the log. A caller that flushes calls it
-// between the write and the fdatasync, so that what it starts (an
-// answer written to a network connection) runs beside the flush.
-func (l *Log) SyncThen(ctx context.Context, lsn uint64, written func()) error {
-	return l.sync(ctx, lsn, 0, written)
-}
-
-// SyncWithin is SyncThen for a record that may wait up to grace for its
-// fdatasync: the records up to lsn are written to the file at once (a
-// write without a flush, when no flush runs), written is called, and
-// then the next flush of another caller that begins within grace makes
-// them durable with its own records, one fdatasync for both; if none
-// has, the caller flushes once grace is over. It returns once they are
-// durable, as Sync.
+// SyncWithin is Sync that also calls written, when not nil, as soon as
+// every record up to lsn is written to its segment file, before their
+// fdatasync ends: from then on they outlive a kill of the process (the
+// kernel holds them), though not yet a power cut. written runs on the
+// caller's goroutine, at most once, and always before a nil return; it
+// may come before an error too (the fdatasync failed after the write);
+// it must not call the log. With grace 0 the caller flushes at once and
+// calls written between the write and the fdatasync, so that what it
+// starts (an answer written to a network connection) runs beside the
+// flush. With a grace, the records are written at once (a write without
+// a flush, when no flush runs), written is called, and the next flush of
+// another caller that begins within grace makes them durable with its
+// own records, one fdatasync for both; if none has, the caller flushes
+// once grace is over. It returns once they are durable, as Sync.
 func (l *Log) SyncWithin(ctx context.Context, lsn uint64, grace time.Duration, written func()) error {
 	return l.sync(ctx, lsn, grace, written)
 }

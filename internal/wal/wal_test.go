@@ -309,13 +309,13 @@ func TestAppendsBeyondASegmentWithoutSync(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("%0400d", 49), string(recs[49].Data))
 }
 
-// TestSyncThenCallsWrittenBeforeTheFlushEnds: a lone caller's written
-// runs once its record is in the segment file (read back by Scan, as a
-// process started after a kill would find it) and before the record is
-// durable; a caller whose record is durable already is told at once.
-// written runs once, before SyncThen returns nil; and with it nil
-// SyncThen is Sync.
-func TestSyncThenCallsWrittenBeforeTheFlushEnds(t *testing.T) {
+// TestSyncWithinNoGraceCallsWrittenBeforeTheFlushEnds: with no grace, a
+// lone caller's written runs once its record is in the segment file
+// (read back by Scan, as a process started after a kill would find it)
+// and before the record is durable; a caller whose record is durable
+// already is told at once. written runs once, before SyncWithin returns
+// nil; and with it nil SyncWithin is Sync.
+func TestSyncWithinNoGraceCallsWrittenBeforeTheFlushEnds(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "wal")
 	l, _ := open(t, dir, 0, 0)
@@ -323,7 +323,7 @@ func TestSyncThenCallsWrittenBeforeTheFlushEnds(t *testing.T) {
 	lsn, err := l.Append([]byte("outcome"))
 	require.NoError(t, err)
 	calls := 0
-	require.NoError(t, l.SyncThen(ctx, lsn, func() {
+	require.NoError(t, l.SyncWithin(ctx, lsn, 0, func() {
 		calls++
 		require.Less(t, l.Durable(), lsn, "written comes before the flush ends")
 		require.Contains(t, scanned(t, dir), "outcome", "the record is in the file")
@@ -331,11 +331,11 @@ func TestSyncThenCallsWrittenBeforeTheFlushEnds(t *testing.T) {
 	require.Equal(t, 1, calls)
 	require.Equal(t, lsn, l.Durable())
 
-	require.NoError(t, l.SyncThen(ctx, lsn, func() { calls++ }), "a durable record")
+	require.NoError(t, l.SyncWithin(ctx, lsn, 0, func() { calls++ }), "a durable record")
 	require.Equal(t, 2, calls, "written is called for a record already durable")
 	lsn2, err := l.Append([]byte("plain"))
 	require.NoError(t, err)
-	require.NoError(t, l.SyncThen(ctx, lsn2, nil))
+	require.NoError(t, l.SyncWithin(ctx, lsn2, 0, nil))
 	require.Equal(t, lsn2, l.Durable())
 }
 
