@@ -91,10 +91,10 @@ func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// A process killed after a write and before its flush (SyncWithin's
-	// grace, or its answer before the flush) left records in the newest segment that
-	// only the kernel holds: they are read as any other, so flush them
-	// before a new segment is named after them; else a power cut soon
+	// A process killed between a write and its flush (SyncWithin) left
+	// records in the newest segment that only the kernel holds: they are
+	// read as any other, so flush them before a new segment is named
+	// after them; else a power cut soon
 	// after could take them and leave the new segment behind a gap.
 	if last > 0 && len(segs) > 0 {
 		if err := syncFile(segs[len(segs)-1].path); err != nil {
