@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/sim"
+	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
 // The online step measures the sale a POS makes while PosAPI answers: one
@@ -31,7 +32,10 @@ import (
 //   - forwarding: a durable forwarding server, the reference: the body
 //     appended to a file and fdatasynced, then posted to the simulator
 //     (keep-alive) and its answer returned;
-//   - receiptd.
+//   - receiptd;
+//   - with -online-also BIN, a second receiptd, that binary (another
+//     commit's build): a change's effect measured in the same windows,
+//     apart from the machine's moods between runs.
 //
 // Only 200 answers count. At simulator latencies of 0 and 20 ms the
 // target holds receiptd's time added over a direct call to at most
@@ -40,6 +44,8 @@ import (
 const onlineTarget = 1.5
 
 var onlineNoTrace = flag.Bool("online-no-trace", false, "with -online-only: skip the traced window")
+
+var onlineAlso = flag.String("online-also", "", "with -online-only: measure this receiptd `binary` too (another commit's build), in the same windows")
 
 var onlineOnly = flag.Bool("online-only", false,
 	"run only the online step: one client posting without Prefer to receiptd, a durable forwarding server and the simulator, alternating windows; then where each microsecond goes, from a trace")
@@ -164,6 +170,7 @@ const (
 	onDirectFresh
 	onForward
 	onReceiptd
+	onAlso // -online-also, when given
 )
 
 // runOnline starts the simulator and the forwarding reference as
@@ -193,6 +200,20 @@ func (b *bench) runOnline(ctx context.Context, o options) (_ []onlineLevel, err 
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, stop(ctx, p)) }()
+	var also *harness.Process
+	if *onlineAlso != "" {
+		acfg, adir, cerr := b.config(simP.url, 2)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if also, err = harness.Start(ctx, *onlineAlso, adir, acfg); err != nil {
+			return nil, fmt.Errorf("online %s: %w", *onlineAlso, err)
+		}
+		defer func() { err = errors.Join(err, stop(ctx, also)) }()
+		if err := also.WaitReady(ctx); err != nil {
+			return nil, fmt.Errorf("online %s: %w", *onlineAlso, err)
+		}
+	}
 	keep := newClient()
 	fresh := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	servers := []onlineServer{
@@ -200,6 +221,9 @@ func (b *bench) runOnline(ctx context.Context, o options) (_ []onlineLevel, err 
 		onDirectFresh: {name: "direct, fresh connection", url: simP.url, c: fresh},
 		onForward:     {name: "forwarding", url: fwP.url, c: keep},
 		onReceiptd:    {name: "receiptd", url: p.URL(), c: keep},
+	}
+	if also != nil {
+		servers = append(servers, onlineServer{name: "receiptd " + filepath.Base(*onlineAlso), url: also.URL(), c: keep})
 	}
 	rounds, window := 5, 2*time.Second
 	if o.acceptFor < 5*time.Second { // -quick
@@ -353,6 +377,12 @@ func (l onlineLevel) report() string {
 			fmt.Fprintf(&b, ", %d others: %s", other, l.rounds[i][0].first)
 		}
 		fmt.Fprintf(&b, "); the rounds' p50: %s\n", strings.Join(p50s, " "))
+	}
+	if len(l.servers) > onAlso {
+		fmt.Fprintf(&b, "    %s adds %s / %s: %.2fx / %.2fx the forwarding server's; this receiptd's added p50 is %.2fx its\n",
+			l.servers[onAlso].name, ms(l.added(onAlso, 50)), ms(l.added(onAlso, 99)),
+			float64(l.added(onAlso, 50))/float64(l.added(onForward, 50)), float64(l.added(onAlso, 99))/float64(l.added(onForward, 99)),
+			float64(l.added(onReceiptd, 50))/float64(l.added(onAlso, 50)))
 	}
 	fmt.Fprintf(&b, "    a fresh connection costs %s at p50 over keep-alive (direct)", ms(l.added(onDirectFresh, 50)))
 	return b.String()

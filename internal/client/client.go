@@ -199,6 +199,7 @@ type Client struct {
 	predialAddr string
 	transports  []*http.Transport
 	onTiming    func(Timing)
+	warm        warmPool // connections kept for the next create (Predial)
 }
 
 // New validates cfg and returns a Client. It opens no connection.
@@ -305,6 +306,7 @@ func (c *Client) CloseIdleConnections() {
 	for _, tr := range c.transports {
 		tr.CloseIdleConnections()
 	}
+	c.warm.closeAll()
 }
 
 // checkRedirect never follows a redirect of a create or delete (net/http

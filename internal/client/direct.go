@@ -15,10 +15,10 @@ import (
 // a predialed connection, as the transports' MaxResponseHeaderBytes does.
 const maxAnswerHead = 1 << 20
 
-// predialed returns the fresh connection a create or delete carries in
-// ctx (WithPredial) for req, when it goes by plain HTTP straight to
-// PosAPI; nil otherwise (the send transport carries it: TLS, a proxy,
-// no predial, or one too old).
+// predialed returns the connection a create or delete carries in ctx
+// (WithPredial) for req, when it goes by plain HTTP straight to PosAPI;
+// nil otherwise (the send transport carries it: TLS, a proxy, no predial,
+// or one too old or closed).
 func (c *Client) predialed(ctx context.Context, op Op, req *http.Request) net.Conn {
 	if op.Lookup() || op.method() == http.MethodGet || req.URL.Scheme != "http" || c.predialAddr == "" {
 		return nil
@@ -30,17 +30,19 @@ func (c *Client) predialed(ctx context.Context, op Op, req *http.Request) net.Co
 	return p.take(ctx, c.predialAddr)
 }
 
-// roundTripOn writes req on conn, a connection dialed for it alone, and
+// roundTripOn writes req on conn, a predialed or kept connection, and
 // reads the answer's head, both on the calling goroutine. net/http's
 // transport writes a request from a goroutine of its own and hands the
 // answer back from another: on an online sale those two hand-offs cost
 // about as much as the request itself (docs/performance.md). The wire is
-// net/http's own (Request.Write, ReadResponse), with Connection: close
-// as on the send transport's fresh connections; ctx's deadline and its
-// end bound every read and write. The answer's Body reads from conn, and
-// closing it closes conn; on an error conn is closed. tr says, as the
-// transport's callbacks do, whether the request was written whole.
-func roundTripOn(ctx context.Context, conn net.Conn, req *http.Request, tr *sendTrace) (*http.Response, error) {
+// net/http's own (Request.Write, ReadResponse); ctx's deadline and its
+// end bound every read and write. The answer's Body reads from conn;
+// closing it gives conn to keep for the next create (Predial) when the
+// answer was read to its end, did not say Connection: close and nothing
+// followed it, and closes conn otherwise; on an error conn is closed. tr
+// says, as the transport's callbacks do, whether the request was written
+// whole.
+func (c *Client) roundTripOn(ctx context.Context, conn net.Conn, req *http.Request, tr *sendTrace) (*http.Response, error) {
 	tr.gotConn.Store(true)
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
@@ -57,7 +59,7 @@ func roundTripOn(ctx context.Context, conn net.Conn, req *http.Request, tr *send
 	if err := ctx.Err(); err != nil {
 		return fail(err) // ended before anything was written: not sent
 	}
-	req.Close = true
+	req.Close = !reuseSupported // where connections are not kept, say so
 	bw := bufio.NewWriterSize(conn, 4<<10)
 	if err := req.Write(bw); err != nil {
 		return fail(err)
@@ -80,23 +82,42 @@ func roundTripOn(ctx context.Context, conn net.Conn, req *http.Request, tr *send
 			continue // an interim answer: the final one follows
 		}
 		head.N = math.MaxInt64 // the body: readBody bounds it
-		resp.Body = &connBody{ReadCloser: resp.Body, conn: conn, stop: stop}
+		resp.Body = &connBody{ReadCloser: resp.Body, conn: conn, stop: stop, br: br,
+			keep: !resp.Close && resp.ProtoAtLeast(1, 1), warm: &c.warm}
 		return resp, nil
 	}
 }
 
-// connBody is an answer's body read from a connection of its own.
+// connBody is an answer's body read from a connection of roundTripOn's.
 type connBody struct {
 	io.ReadCloser
 	conn net.Conn
 	stop func() bool
+	br   *bufio.Reader
+	keep bool // the answer allows the connection to carry another request
+	eof  bool // the body was read to its end
+	warm *warmPool
 }
 
-// Close closes the connection first: net/http's body would otherwise
-// read what is left of an answer to its end (a chunked one, or one too
-// large for MaxAnswer) until the deadline.
+func (b *connBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// Close keeps the connection for the next create when the whole answer
+// was read and nothing came after it, else closes it first: net/http's
+// body would otherwise read what is left of an answer to its end (a
+// chunked one, or one too large for MaxAnswer) until the deadline.
 func (b *connBody) Close() error {
-	b.stop()
+	stopped := b.stop() // false: ctx ended, its deadline may be set
+	if stopped && b.keep && b.eof && b.br.Buffered() == 0 && b.conn.SetDeadline(time.Time{}) == nil {
+		_ = b.ReadCloser.Close()
+		b.warm.put(b.conn)
+		return nil
+	}
 	err := b.conn.Close()
 	_ = b.ReadCloser.Close() // reads nothing more: the connection is closed
 	return err

@@ -83,7 +83,7 @@ func (c *Client) exchange(ctx context.Context, op Op, target string, body []byte
 	sent := time.Now()
 	var resp *http.Response
 	if conn := c.predialed(ctx, op, req); conn != nil {
-		resp, err = roundTripOn(ctx, conn, req, &tr)
+		resp, err = c.roundTripOn(ctx, conn, req, &tr)
 	} else {
 		resp, err = c.httpClient(op).Do(req)
 	}

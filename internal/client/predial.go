@@ -10,21 +10,26 @@ import (
 )
 
 // PredialFresh is how old a predialed connection may be when a create
-// takes it; an older one is closed and the create dials its own.
+// takes it, and how long a kept connection may have been idle; an older
+// one is closed and the create dials its own.
 const PredialFresh = 100 * time.Millisecond
 
-// Predial is the connection of one create, dialed while the record that
-// makes its entry sending is being flushed, so that the TCP handshake
-// costs the sale nothing. It keeps the promise of a fresh connection for
-// each create (docs/decisions/limits.md): the connection is dialed for
-// this create alone, carries nothing before it, and is taken only within
-// PredialFresh of its dial, long before any server closes a connection
-// for idleness; the request is written on it only once the record is
+// Predial is the connection of one create: the connection of the last
+// create, when its answer ended within PredialFresh/2 (a busy till), or
+// one dialed while the record that makes the entry sending is being
+// flushed, so that the TCP handshake costs the sale nothing. A kept
+// connection is taken only within PredialFresh of its last answer, and
+// only when a look at its socket finds it open with nothing to read
+// (alive; Linux only: elsewhere each create has a connection of its
+// own), long before any server closes a connection for idleness
+// (docs/decisions/limits.md); a dialed one only within PredialFresh of
+// its dial. The request is written on it only once the record is
 // durable, as always. Whether the request was written is told by the same
 // transport callbacks as on a connection the transport dials itself.
 type Predial struct {
 	addr   string
-	start  time.Time
+	start  time.Time          // the dial, or the kept connection's last answer
+	kept   bool               // conn is a kept connection, not a new one
 	cancel context.CancelFunc // ends a dial still running at Close
 	done   chan struct{}      // closed when the dial has ended
 	conn   net.Conn           // nil when the dial failed
@@ -32,13 +37,22 @@ type Predial struct {
 	taken  bool // by a create, or closed
 }
 
-// Predial starts dialing the tax service's PosAPI for one create and
-// returns at once; nil when creates do not go straight to it (a proxy).
-// The caller passes it to CreateReceipt with WithPredial, and calls Close
-// in any case once the create has returned or will not be sent.
+// Predial takes a kept connection for one create, or starts dialing the
+// tax service's PosAPI for it, and returns at once; nil when creates do
+// not go straight to it (a proxy). The caller passes it to CreateReceipt
+// with WithPredial, and calls Close in any case once the create has
+// returned or will not be sent.
 func (c *Client) Predial() *Predial {
 	if c.predialAddr == "" {
 		return nil
+	}
+	if conn, since := c.warm.take(); conn != nil {
+		if time.Since(since) <= PredialFresh/2 {
+			done := make(chan struct{})
+			close(done)
+			return &Predial{addr: c.predialAddr, start: since, kept: true, cancel: func() {}, done: done, conn: conn}
+		}
+		_ = conn.Close() // it could be too old by the time the record is flushed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	p := &Predial{addr: c.predialAddr, start: time.Now(), cancel: cancel, done: make(chan struct{})}
@@ -86,7 +100,7 @@ func (p *Predial) take(ctx context.Context, addr string) net.Conn {
 		return nil
 	}
 	p.taken = true
-	if time.Since(p.start) > PredialFresh {
+	if time.Since(p.start) > PredialFresh || p.kept && !alive(p.conn) {
 		_ = p.conn.Close()
 		return nil
 	}
@@ -103,11 +117,12 @@ func WithPredial(ctx context.Context, p *Predial) context.Context {
 	return context.WithValue(ctx, predialKey{}, p)
 }
 
-// predialDial wraps the send transport's dial: the create's predialed
-// connection when it has a fresh one, else a dial of its own.
+// predialDial wraps the send transport's dial (TLS): the create's
+// predialed connection when it has a fresh one that is not kept (a kept
+// one carried plain HTTP), else a dial of its own.
 func predialDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if p, _ := ctx.Value(predialKey{}).(*Predial); p != nil && network == "tcp" {
+		if p, _ := ctx.Value(predialKey{}).(*Predial); p != nil && !p.kept && network == "tcp" {
 			if conn := p.take(ctx, addr); conn != nil {
 				return conn, nil
 			}

@@ -20,9 +20,18 @@ type connLog struct {
 	mu       sync.Mutex
 	accepted []time.Time
 	requests map[net.Conn]int
+	opened   int
+	closed   int
 }
 
-func startConnLog(t *testing.T) (*connLog, string) {
+// open is how many connections the server has not seen closed.
+func (l *connLog) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.opened - l.closed
+}
+
+func startConnLog(t *testing.T, with ...func(*connLog, *http.Server)) (*connLog, string) {
 	t.Helper()
 	s := sim.New(sim.Options{Seed: 3})
 	l := &connLog{requests: map[net.Conn]int{}}
@@ -41,6 +50,23 @@ func startConnLog(t *testing.T) (*connLog, string) {
 			return context.WithValue(ctx, connKey{}, c)
 		},
 	}
+	for _, f := range with {
+		f(l, srv)
+	}
+	cs := srv.ConnState
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		if cs != nil {
+			cs(c, st)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		switch st {
+		case http.StateNew:
+			l.opened++
+		case http.StateClosed, http.StateHijacked:
+			l.closed++
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ln) }()
@@ -58,11 +84,10 @@ func (l *connLog) counts() (conns int, perConn []int) {
 }
 
 // A create sent with a predialed connection goes on that connection,
-// dialed before the create began, and on no other; it carries that one
-// request. A connection older than PredialFresh is not taken: it is
-// closed and the create dials its own. A predial no create took is
-// closed by Close.
-func TestPredialedConnectionCarriesOneCreate(t *testing.T) {
+// dialed before the create began, and on no other. A connection older
+// than PredialFresh is not taken: it is closed and the create dials its
+// own. A predial no create took is closed by Close.
+func TestPredialedConnectionCarriesTheCreate(t *testing.T) {
 	t.Parallel()
 	l, url := startConnLog(t)
 	c, err := client.New(client.Config{BaseURL: url, LookupBaseURL: url, Timeout: 2 * time.Second})
@@ -80,6 +105,7 @@ func TestPredialedConnectionCarriesOneCreate(t *testing.T) {
 	require.Equal(t, 1, n, "the create used the predialed connection")
 	require.Equal(t, []int{1}, per)
 	require.True(t, l.accepted[0].Before(before))
+	c.CloseIdleConnections() // no kept connection: the next predial dials
 
 	stale := c.Predial()
 	require.Eventually(t, func() bool { n, _ := l.counts(); return n == 2 }, 2*time.Second, time.Millisecond)
@@ -96,4 +122,91 @@ func TestPredialedConnectionCarriesOneCreate(t *testing.T) {
 	unused.Close() // more than once
 	_, err = c.CreateReceipt(client.WithPredial(ctx, unused), []byte(validReceipt))
 	require.NoError(t, err, "a closed predial is never taken")
+}
+
+// createsInARow sends n creates through c, each with its predial, pause
+// apart.
+func createsInARow(t *testing.T, c *client.Client, n int, pause time.Duration) {
+	t.Helper()
+	for i := range n {
+		if i > 0 {
+			time.Sleep(pause)
+		}
+		p := c.Predial()
+		_, err := c.CreateReceipt(client.WithPredial(context.Background(), p), []byte(validReceipt))
+		p.Close()
+		require.NoError(t, err, "create %d", i)
+	}
+}
+
+// On a busy till (Linux) the next create goes on the connection of the
+// last one, answered within PredialFresh/2: no dial, no new connection at
+// the tax service. Elsewhere each create has a connection of its own.
+func TestTheNextCreateTakesTheLastConnection(t *testing.T) {
+	t.Parallel()
+	l, url := startConnLog(t)
+	c, err := client.New(client.Config{BaseURL: url, LookupBaseURL: url, Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	createsInARow(t, c, 5, time.Millisecond)
+	n, per := l.counts()
+	if client.ReuseSupported {
+		require.Equal(t, 1, n, "one connection carried every create")
+		require.Equal(t, []int{5}, per)
+	} else {
+		require.Equal(t, 5, n, "a connection for each create")
+		require.Equal(t, []int{1, 1, 1, 1, 1}, per)
+	}
+}
+
+// A connection idle for more than PredialFresh/2 is not taken (it could be
+// too old by the time the record is flushed): it is closed and the next
+// create has a connection of its own; one nobody takes is closed once
+// PredialFresh has passed.
+func TestAnIdleConnectionIsNotKept(t *testing.T) {
+	t.Parallel()
+	l, url := startConnLog(t)
+	c, err := client.New(client.Config{BaseURL: url, LookupBaseURL: url, Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	createsInARow(t, c, 2, client.PredialFresh/2+20*time.Millisecond)
+	n, per := l.counts()
+	require.Equal(t, 2, n)
+	require.Equal(t, []int{1, 1}, per)
+	require.Eventually(t, func() bool { return l.open() == 0 }, 2*time.Second, 5*time.Millisecond,
+		"the last create's connection is closed once PredialFresh has passed")
+}
+
+// A kept connection the tax service has closed (here as soon as it is
+// idle, without saying Connection: close) is seen closed before anything
+// is written on it: the next create goes on a new connection and
+// succeeds, and is never ambiguous. An answer that says Connection: close
+// is never kept either.
+func TestAClosedConnectionIsNotWrittenOn(t *testing.T) {
+	t.Parallel()
+	for name, srv := range map[string]func(*connLog, *http.Server){
+		"closed when idle": func(_ *connLog, s *http.Server) {
+			s.ConnState = func(c net.Conn, st http.ConnState) {
+				if st == http.StateIdle {
+					_ = c.Close()
+				}
+			}
+		},
+		"Connection: close": func(l *connLog, s *http.Server) {
+			h := s.Handler
+			s.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Connection", "close")
+				h.ServeHTTP(w, r)
+			})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l, url := startConnLog(t, srv)
+			c, err := client.New(client.Config{BaseURL: url, LookupBaseURL: url, Timeout: 2 * time.Second})
+			require.NoError(t, err)
+			createsInARow(t, c, 3, 5*time.Millisecond)
+			n, per := l.counts()
+			require.Equal(t, 3, n)
+			require.Equal(t, []int{1, 1, 1}, per)
+		})
+	}
 }

@@ -175,3 +175,40 @@ func TestSlowSendDataHoldsSends(t *testing.T) {
 	}
 	require.Equal(t, 1, s.SendDataCalls())
 }
+
+// countingLimits counts the receipts the worker reports issued.
+type countingLimits struct {
+	mu       sync.Mutex
+	b2c, b2b int
+}
+
+func (c *countingLimits) BeginSend(context.Context) (func(), error)         { return func() {}, nil }
+func (c *countingLimits) ReserveRefusal(context.Context, bool, string) bool { return false }
+func (c *countingLimits) ReceiptIssued(b2c bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b2c {
+		c.b2c++
+	} else {
+		c.b2b++
+	}
+}
+
+// TestIssuedReceiptsAreCounted: every receipt the tax service issued is
+// counted once, B2C apart (the lottery reserve's pace), refusals not at
+// all.
+func TestIssuedReceiptsAreCounted(t *testing.T) {
+	cfg := fastConfig()
+	l := &countingLimits{}
+	cfg.Limits = l
+	r := newRig(t, cfg, sim.Options{Seed: 15})
+	r.enqueueN("C", 3)
+	b2b := r.enqueue(strings.Replace(testkit.Receipt("C-B2B"), `"type":"B2C_RECEIPT"`, `"type":"B2B_RECEIPT"`, 1))
+	r.start()
+	r.waitSettled(10 * time.Second)
+	require.Equal(t, queue.StateSent, r.get(b2b.QueueID).State)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	require.Equal(t, 3, l.b2c)
+	require.Equal(t, 1, l.b2b)
+}

@@ -25,6 +25,7 @@ type attemptResult struct {
 	handoff       Result
 	began         uint64 // the attempt's mark in the mailbox (Mailbox.sending)
 	awaited       bool   // a request waits for the answer (sendLoop), whether or not it awaits it yet
+	issued        bool   // the tax service issued the receipt: Limits.ReceiptIssued once the answer is handed over
 	retryAfter    time.Duration
 	err           error
 }
@@ -58,6 +59,11 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 			claim = 1
 		}
 		next, ok := w.record(sendCtx, e, res, claim)
+		if res.issued {
+			// Counted after the answer went: the count reads the body
+			// for its type, which a waiting POS need not wait for.
+			w.cfg.Limits.ReceiptIssued(isB2C(e.Body))
+		}
 		if !ok {
 			return
 		}
@@ -112,8 +118,7 @@ func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
 	}
 	r, err := w.up.CreateReceipt(ctx, e.Body)
 	if err == nil {
-		w.cfg.Limits.ReceiptIssued(isB2C(e.Body))
-		res := attemptResult{next: queue.StateSent, outcome: outcomeOf(r)}
+		res := attemptResult{next: queue.StateSent, outcome: outcomeOf(r), issued: true}
 		res.attempt.Result = queue.ResultSuccess
 		if r.Status == "PAYMENT" {
 			res.next, res.attempt.Result = queue.StatePayment, queue.ResultPayment

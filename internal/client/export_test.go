@@ -1,0 +1,5 @@
+package client
+
+// ReuseSupported tells the tests whether a create's connection is kept
+// for the next create on this system.
+const ReuseSupported = reuseSupported
