@@ -207,3 +207,37 @@ func TestOutcomeIsALogRecord(t *testing.T) {
 	require.Equal(t, files+1, fileEntries(t, st), "committed to the file")
 	closeLogged(t, q, st)
 }
+
+// A delete that waits for a receipt's outcome becomes claimable once
+// that outcome is recorded, even while the outcome is a log record the
+// file has not applied: NothingClaimable says so (the claim applies it
+// first), so a new sale's accept does not carry its claim ahead of it.
+func TestADeleteWaitingForAnOutcomeInTheLog(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	q, st := openLogged(t, path, 0)
+	now := t0.Add(time.Hour)
+	e, _, err := q.Enqueue(ctx, sendingReceipt(1))
+	require.NoError(t, err)
+	require.NoError(t, q.ApplyAll(ctx))
+	del, _, err := q.RequestDelete(ctx, e.QueueID, "", now)
+	require.NoError(t, err)
+	idle, err := q.NothingClaimable(now)
+	require.NoError(t, err)
+	require.True(t, idle, "the delete waits for the receipt's outcome")
+	claimed, err := q.Claim(ctx, 5, now) // indexes the delete: no tail is left to claim
+	require.NoError(t, err)
+	require.Empty(t, claimed)
+
+	fin := queue.Finishing{QueueID: e.QueueID, Next: queue.StateSent, Outcome: &queue.Outcome{Status: "SUCCESS", ID: "1", Date: "2026-11-28 10:00:00"},
+		Attempt: queue.Attempt{At: now, Result: queue.ResultSuccess}}
+	_, _, err = q.FinishAndClaim(ctx, fin, 0, now)
+	require.NoError(t, err)
+	idle, err = q.NothingClaimable(now)
+	require.NoError(t, err)
+	require.False(t, idle, "the outcome, in the log only, frees the delete")
+	claimed, err = q.Claim(ctx, 5, now)
+	require.NoError(t, err)
+	require.Equal(t, []string{del.QueueID}, ids(claimed))
+	closeLogged(t, q, st)
+}
