@@ -114,6 +114,36 @@ func FuzzDecodeReceipt(f *testing.F) {
 	})
 }
 
+// FuzzDecodeReceiptAgrees: DecodeReceipt's one-pass scan of a JSON
+// object gives what encoding/json's decode gives, field for field, and
+// the same error for what is no object: key case, escapes, repeated keys,
+// invalid UTF-8, odd types, spaces.
+func FuzzDecodeReceiptAgrees(f *testing.F) {
+	for _, seed := range []string{
+		`{"status":"SUCCESS","id":"123456789012345678901234567890123","date":"2026-11-28 10:00:00","posId":57471409,"message":"",` +
+			`"receipts":[{"id":"955276867907480191617121840466482","bankAccountId":0,"items":[{"name":"a"}]}],"lottery":"SN 1","qrData":"9"}`,
+		` { "STATUS" : "PAYMENT" , "Id" : 12 , "posid" : "10012345" } `,
+		`{"ſtatus":"SUCCESS","st\u0061tus":"ERROR","status":null,"id":true,"date":{"a":[1,"]"]},"message":"a\"b\u00e9\ud800"}`,
+		`{"receipts":[1,"x",null,{"id":"1","id":2,"bankAccountID":"b"},{"bankAccountId":[]}],"receipts":{"id":"x"}}`,
+		`{"receipts":[{"id":"\u0031"}],"message":"ÿþ","date":"\/"}`,
+		`{"a":{"status":"x"},"b":["status"],"status":-1.5e3}`,
+		`null`, `[]`, `"x"`, `{`, `{"status":}`, ``, `{}`, `{"status":"SUCCESS"} x`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := client.DecodeReceipt(body)
+		want, werr := client.DecodeReceiptJSON(body)
+		if werr != nil {
+			require.Error(t, err)
+			require.Equal(t, werr.Error(), err.Error())
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	})
+}
+
 func FuzzDecodeTinInfo(f *testing.F) {
 	for _, s := range decoderSeeds {
 		f.Add([]byte(s))

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -110,16 +111,37 @@ type receiptWire struct {
 // type is left empty (see Receipt). It fails only for a body that is not
 // JSON or not an object (null decodes to an empty Receipt).
 func DecodeReceipt(body []byte) (*Receipt, error) {
+	if i := skipSpace(body, 0); i < len(body) && body[i] == '{' && json.Valid(body) {
+		return scanReceipt(body[i:len(bytes.TrimRight(body, " \t\r\n"))]).withBody(body), nil
+	}
+	return decodeReceiptJSON(body)
+}
+
+// decodeReceiptJSON is DecodeReceipt by encoding/json: for what is not a
+// JSON object (its errors, and null), and the reference its scan agrees
+// with.
+func decodeReceiptJSON(body []byte) (*Receipt, error) {
 	var w receiptWire
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, fmt.Errorf("receipt: %w: %w", ErrDecode, err)
 	}
+	return w.receipt(body), nil
+}
+
+// receipt is the Receipt w decodes to, with body.
+func (w *receiptWire) receipt(body []byte) *Receipt {
 	r := &Receipt{Status: string(w.Status), ID: string(w.ID), Date: string(w.Date),
 		Message: clipMessage(string(w.Message)), SubReceipts: w.Receipts, Body: body}
 	if isNumber(string(w.PosID)) {
 		r.PosID = json.Number(w.PosID)
 	}
-	return r, nil
+	return r
+}
+
+// withBody sets r's Body to body (the whole answer, spaces and all).
+func (r *Receipt) withBody(body []byte) *Receipt {
+	r.Body = body
+	return r
 }
 
 // isNumber reports whether s is a JSON number literal, so a json.Number
