@@ -38,7 +38,7 @@ var onlinePoints = []struct{ mark, phase string }{
 	{"enqueued", "accept: parse, check, idempotency, the log record and its fdatasync"},
 	{"claimed", "hand-off to the sync worker (the accept carries the claim; else its wake-up and the claim's commit)"},
 	{"send", "the send's goroutine starting"},
-	{"answer", "the send: sendData gate, its connection (dialed during the accept), the request, the tax service, its answer"},
+	{"answer", "the send: sendData gate, its connection (the last create's, or dialed during the accept), the request, the tax service, its answer"},
 	{"recorded", "recording the outcome (its log record written; its flush follows the answer)"},
 	{"published", "handing the answer to the mailbox"},
 	{"awaited", "hand-back: the waiting request wakes"},
