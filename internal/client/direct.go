@@ -82,8 +82,8 @@ func (c *Client) roundTripOn(ctx context.Context, conn net.Conn, req *http.Reque
 			continue // an interim answer: the final one follows
 		}
 		head.N = math.MaxInt64 // the body: readBody bounds it
-		resp.Body = &connBody{ReadCloser: resp.Body, conn: conn, stop: stop, br: br,
-			keep: !resp.Close && resp.ProtoAtLeast(1, 1), warm: &c.warm}
+		resp.Body = &connBody{ReadCloser: resp.Body, conn: conn, stop: stop, br: br, warm: &c.warm,
+			keep: !resp.Close && resp.ProtoAtLeast(1, 1) && resp.StatusCode != http.StatusSwitchingProtocols}
 		return resp, nil
 	}
 }
@@ -97,6 +97,7 @@ type connBody struct {
 	keep bool // the answer allows the connection to carry another request
 	eof  bool // the body was read to its end
 	warm *warmPool
+	done bool // closed: a second Close does nothing
 }
 
 func (b *connBody) Read(p []byte) (int, error) {
@@ -112,6 +113,10 @@ func (b *connBody) Read(p []byte) (int, error) {
 // body would otherwise read what is left of an answer to its end (a
 // chunked one, or one too large for MaxAnswer) until the deadline.
 func (b *connBody) Close() error {
+	if b.done {
+		return nil
+	}
+	b.done = true
 	stopped := b.stop() // false: ctx ended, its deadline may be set
 	if stopped && b.keep && b.eof && b.br.Buffered() == 0 && b.conn.SetDeadline(time.Time{}) == nil {
 		_ = b.ReadCloser.Close()

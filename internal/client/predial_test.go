@@ -1,9 +1,14 @@
 package client_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -104,7 +109,10 @@ func TestPredialedConnectionCarriesTheCreate(t *testing.T) {
 	n, per := l.counts()
 	require.Equal(t, 1, n, "the create used the predialed connection")
 	require.Equal(t, []int{1}, per)
-	require.True(t, l.accepted[0].Before(before))
+	l.mu.Lock()
+	first := l.accepted[0]
+	l.mu.Unlock()
+	require.True(t, first.Before(before))
 	c.CloseIdleConnections() // no kept connection: the next predial dials
 
 	stale := c.Predial()
@@ -173,6 +181,7 @@ func TestAnIdleConnectionIsNotKept(t *testing.T) {
 	require.Equal(t, []int{1, 1}, per)
 	require.Eventually(t, func() bool { return l.open() == 0 }, 2*time.Second, 5*time.Millisecond,
 		"the last create's connection is closed once PredialFresh has passed")
+	runtime.KeepAlive(c) // closed by its timer, not by the collector's finalizer
 }
 
 // A kept connection the tax service has closed (here as soon as it is
@@ -207,6 +216,75 @@ func TestAClosedConnectionIsNotWrittenOn(t *testing.T) {
 			n, per := l.counts()
 			require.Equal(t, 3, n)
 			require.Equal(t, []int{1, 1, 1}, per)
+		})
+	}
+}
+
+// rawServer answers every request on a connection with answer, written
+// in one piece, and counts the requests of each connection; it never
+// closes a connection itself.
+func rawServer(t *testing.T, answer string) (perConn func() []int, url string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	var mu sync.Mutex
+	var counts []int
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() })
+			mu.Lock()
+			i := len(counts)
+			counts = append(counts, 0)
+			mu.Unlock()
+			go func() {
+				br := bufio.NewReader(conn)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					mu.Lock()
+					counts[i]++
+					mu.Unlock()
+					if _, err := io.WriteString(conn, answer); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(counts)
+	}, "http://" + ln.Addr().String()
+}
+
+// An answer that says Connection: close, or that has bytes after it in
+// the same read, is never kept, even while the server keeps the
+// connection open (and would answer a next request on it): each create
+// goes on a connection of its own.
+func TestAnAnswerThatEndsTheConnectionIsNotKept(t *testing.T) {
+	t.Parallel()
+	const body = `{"status":"SUCCESS","id":"123456789012345678901234567890123","date":"2026-11-28 10:00:00"}`
+	ok := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", len(body))
+	for name, answer := range map[string]string{
+		"Connection: close": ok + "Connection: close\r\n\r\n" + body,
+		"bytes after it":    ok + "\r\n" + body + "HTTP/1.1 200 OK\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			perConn, url := rawServer(t, answer)
+			c, err := client.New(client.Config{BaseURL: url, LookupBaseURL: url, Timeout: 2 * time.Second})
+			require.NoError(t, err)
+			createsInARow(t, c, 3, time.Millisecond)
+			require.Equal(t, []int{1, 1, 1}, perConn())
 		})
 	}
 }

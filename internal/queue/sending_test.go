@@ -229,7 +229,8 @@ func TestADeleteWaitingForAnOutcomeInTheLog(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, claimed)
 
-	fin := queue.Finishing{QueueID: e.QueueID, Next: queue.StateSent, Outcome: &queue.Outcome{Status: "SUCCESS", ID: "1", Date: "2026-11-28 10:00:00"},
+	fin := queue.Finishing{QueueID: e.QueueID, Next: queue.StateSent, Awaited: true, // a log record, as a waited-for sale's
+		Outcome: &queue.Outcome{Status: "SUCCESS", ID: "1", Date: "2026-11-28 10:00:00"},
 		Attempt: queue.Attempt{At: now, Result: queue.ResultSuccess}}
 	_, _, err = q.FinishAndClaim(ctx, fin, 0, now)
 	require.NoError(t, err)
