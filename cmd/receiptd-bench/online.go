@@ -22,13 +22,15 @@ import (
 // The online step measures the sale a POS makes while PosAPI answers: one
 // client posting without a Prefer header, so receiptd waits for the tax
 // service's answer (accept.wait, 5 s) and answers with it. Each request
-// is a new sale (a new billIdSuffix). Four servers, each its own process,
+// is a new sale (a new billIdSuffix). Four servers (five with
+// -online-also), each its own process,
 // measured in alternating windows, the order rotated every round:
 //
 //   - direct: the simulator itself, over a keep-alive connection;
 //   - direct, fresh connection: the same with a new TCP connection for
-//     each request, as receiptd sends every create (limits.md): the
-//     handshake's price, apart from receiptd's own work;
+//     each request, dialed on the request's path: the handshake's price
+//     (receiptd predials, or takes the last create's connection:
+//     limits.md);
 //   - forwarding: a durable forwarding server, the reference: the body
 //     appended to a file and fdatasynced, then posted to the simulator
 //     (keep-alive) and its answer returned;

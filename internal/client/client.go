@@ -189,10 +189,10 @@ type Client struct {
 	// lookupHC carries the lookups (Config.Proxy), posHC PosAPI's GETs;
 	// both keep connections alive.
 	lookupHC, posHC *http.Client
-	// sendHC carries creates and deletes (PosAPI, like posHC), each on a
-	// fresh connection: a POST written to a keep-alive connection the
-	// upstream has just closed would come back as Ambiguous although
-	// nothing was processed.
+	// sendHC carries creates and deletes (PosAPI, like posHC) that have no
+	// predialed connection of their own (Predial), each on a fresh one: a
+	// POST written to a keep-alive connection the upstream has just
+	// closed would come back as Ambiguous although nothing was processed.
 	sendHC *http.Client
 	// predialAddr is where Predial dials: PosAPI's host and port, when
 	// creates go to it without a proxy; empty otherwise.

@@ -14,7 +14,7 @@
 //     (the request was written, the answer was lost), Rejected (4xx other
 //     than 408/429, or a body status ERROR) or Transient (5xx, 408, 429,
 //     with the Retry-After the upstream asked for). The distinction between
-//     NotSent and Ambiguous comes from net/http/httptrace (on a predialed
+//     NotSent and Ambiguous comes from net/http/httptrace (on a predialed or kept
 //     connection, which the caller's goroutine writes itself, from that
 //     write's own result), not from error strings.
 //   - The client never retries by itself and never follows a redirect of a
