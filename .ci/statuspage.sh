@@ -313,7 +313,7 @@ states() {
   wait_status '"queued":0'
   shoot recovered
   fold_has "Tax service ✓ Reachable" "the tax service back"
-  page_has "Earlier problem, now past \([0-9:]+ UTC, [0-9a-z ]+ ago\): Nothing answered" "the old error, dated and past"
+  page_has "Earlier problem, now past \(([0-9]{4}-[0-9]{2}-[0-9]{2} )?[0-9:]+ UTC, [0-9a-z ]+ ago\): Nothing answered" "the old error, dated and past"
   fold_lacks "Last error" "the old error as if it were now"
   fold_lacks "cannot be reached" "the outage"
   page_has "$oid[[:space:]]+receipt[[:space:]]+sent[[:space:]]" "the outage's failure, still on record"
@@ -343,7 +343,7 @@ posapi_states() {
   shoot lotteries-low
   fold_has "⚠ Lotteries run out in about [0-9]+ h at today's pace" "the forecast"
   fold_has "only [0-9]+ lottery numbers are left \(posapi.min_lotteries = 200\)" "why PosAPI should send its data"
-  fold_has "receiptd asked PosAPI to send its data at [0-9:]+ [A-Z]+ and it failed: HTTP 500: simulated: could not send the data to the tax authority" \
+  fold_has "receiptd asked PosAPI to send its data at ([0-9]{4}-[0-9]{2}-[0-9]{2} )?[0-9:]+ [A-Z]+ and it failed: HTTP 500: simulated: could not send the data to the tax authority" \
     "what receiptd asked of PosAPI and what it answered"
   fold_has "Check this computer's internet connection" "the next step"
   fold_lacks "Nothing needs attention" "an all-clear"
@@ -361,7 +361,7 @@ posapi_states() {
   wait_status '"lastSendData":{"at":"[^"]*","ok":true'
   shoot posapi-news
   page_has "✓ PosAPI has [0-9]+ lottery numbers left" "the reserve in the PosAPI section"
-  page_has "receiptd asked PosAPI to send its data at [0-9:]+ [A-Z]+ and it answered" "receiptd's own sendData, as news"
+  page_has "receiptd asked PosAPI to send its data at ([0-9]{4}-[0-9]{2}-[0-9]{2} )?[0-9:]+ [A-Z]+ and it answered" "receiptd's own sendData, as news"
   fold_lacks "Nothing else is needed while PosAPI's sendData works" "a card that needs nobody"
   fold_lacks "Lotteries run out" "a card for what receiptd did itself"
 
@@ -433,7 +433,7 @@ poll_every = \"1s\""
   wait_page "Not yet accepted by the head office: failing since"
   wait_page "Not connected to the head office"
   shoot headoffice-refused
-  page_has "✗ Not yet accepted by the head office: failing since [0-9:]+ [A-Z]+, [0-9a-z ]+ ago \(the head office refused the samples: HTTP 401" \
+  page_has "✗ Not yet accepted by the head office: failing since ([0-9]{4}-[0-9]{2}-[0-9]{2} )?[0-9:]+ [A-Z]+, [0-9a-z ]+ ago \(the head office refused the samples: HTTP 401" \
     "the push refused from the start, with why"
   page_has "✗ Not connected to the head office's management server \(OpAMP, [^)]*\): failing since [^(]+\(the head office refused the connection: invalid response from server: 401\); last contact none since receiptd started" \
     "the channel refused, with why"
@@ -450,7 +450,7 @@ poll_every = \"1s\""
   hq_mode down
   wait_page "Not accepted by the head office since"
   shoot headoffice-failing
-  page_has "✗ Not accepted by the head office since [0-9:]+ [A-Z]+, [0-9a-z ]+ ago \(push to the head office: HTTP 503\)" \
+  page_has "✗ Not accepted by the head office since ([0-9]{4}-[0-9]{2}-[0-9]{2} )?[0-9:]+ [A-Z]+, [0-9a-z ]+ ago \(push to the head office: HTTP 503\)" \
     "a failing push at once, with the error"
   page_lacks "receives this till's figures" "a ✓ for a failing push"
   extra=""
@@ -477,7 +477,7 @@ EOF
   status_has '"update":{"state":"rolled_back"' || die "$state: /receiptd/status has no update rolled back: $(curl -sS --noproxy '*' "$api/receiptd/status")"
   fold_has "⚠ receiptd 1.2.0 was rolled back: this till runs receiptd [^ ]+ again" "the rollback's card"
   fold_has "Cause: rolled back: it stopped during its probation: exit status 3" "why it was rolled back"
-  page_has "✗ receiptd 1.2.0 was rolled back \(since [0-9:]+ [A-Z]+, 1h ago\)" "the Updates line, since when"
+  page_has "✗ receiptd 1.2.0 was rolled back \(since ([0-9]{4}-[0-9]{2}-[0-9]{2} )?[0-9:]+ [A-Z]+, 1h ago\)" "the Updates line, since when"
   page_lacks "Updates ✓" "a ✓ for a rollback"
 }
 
