@@ -58,17 +58,7 @@ type looseString string
 var _ json.Unmarshaler = (*looseString)(nil)
 
 func (l *looseString) UnmarshalJSON(b []byte) error {
-	*l = ""
-	switch {
-	case len(b) == 0:
-	case b[0] == '"':
-		var s string
-		if json.Unmarshal(b, &s) == nil {
-			*l = looseString(s)
-		}
-	case b[0] == '-' || (b[0] >= '0' && b[0] <= '9'):
-		*l = looseString(b) // the decoder has validated the whole body
-	}
+	*l = looseOf(b) // the decoder has validated the whole body
 	return nil
 }
 
@@ -112,7 +102,8 @@ type receiptWire struct {
 // JSON or not an object (null decodes to an empty Receipt).
 func DecodeReceipt(body []byte) (*Receipt, error) {
 	if i := skipSpace(body, 0); i < len(body) && body[i] == '{' && json.Valid(body) {
-		return scanReceipt(body[i:len(bytes.TrimRight(body, " \t\r\n"))]).withBody(body), nil
+		w := scanReceipt(body[i:len(bytes.TrimRight(body, " \t\r\n"))])
+		return w.receipt(body), nil
 	}
 	return decodeReceiptJSON(body)
 }
@@ -135,12 +126,6 @@ func (w *receiptWire) receipt(body []byte) *Receipt {
 	if isNumber(string(w.PosID)) {
 		r.PosID = json.Number(w.PosID)
 	}
-	return r
-}
-
-// withBody sets r's Body to body (the whole answer, spaces and all).
-func (r *Receipt) withBody(body []byte) *Receipt {
-	r.Body = body
 	return r
 }
 

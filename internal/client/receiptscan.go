@@ -15,7 +15,7 @@ import (
 // (FuzzDecodeReceiptAgrees): keys matched as encoding/json matches them
 // (case folded, the last of a repeated key winning), strings unescaped as
 // it unescapes them.
-func scanReceipt(body []byte) *Receipt {
+func scanReceipt(body []byte) receiptWire {
 	var w receiptWire
 	eachMember(body, func(key, v []byte) {
 		switch fieldOf(key, receiptFields) {
@@ -33,7 +33,7 @@ func scanReceipt(body []byte) *Receipt {
 			w.Receipts = subsOf(v)
 		}
 	})
-	return w.receipt(body)
+	return w
 }
 
 // The fields scanReceipt and subsOf read, by fieldOf's index.
@@ -66,7 +66,8 @@ func subsOf(v []byte) looseSubs {
 	return out
 }
 
-// looseOf is looseString's reading of the value v.
+// looseOf is looseString's reading of the valid JSON value v: a string
+// unescaped, a number as written, anything else empty.
 func looseOf(v []byte) looseString {
 	switch {
 	case len(v) == 0:
