@@ -9,6 +9,10 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/receiptd/receiptd/internal/store"
 )
 
 // Claim moves up to max claimable entries, oldest first, to sending in one
@@ -44,6 +48,47 @@ func (q *Queue) Claim(ctx context.Context, max int, now time.Time) ([]Entry, err
 // becomes claimable after the check signals Notify, so the worker claims
 // again.
 func (q *Queue) nothingToClaim(max int, now time.Time) (bool, error) {
+	if idle, sure := q.settled(); sure {
+		return idle, nil
+	}
+	return q.nothingToClaimRead(max, now)
+}
+
+// settled answers nothingToClaim without building the log's pending view
+// when the answer is plain, as it is on a till that sends each sale as it
+// is made (each claim after an outcome, each accept that carries its
+// claim, each poll of the worker asks): no durable record of the log
+// leaves an entry claimable, and the file has no unindexed tail and no
+// pending rows. sure false: the full reading (nothingToClaimRead)
+// decides. It opens only the buckets it reads.
+//
+// The full reading's look at the deletes bucket is not needed here: it is
+// for a delete that waits for its receipt's outcome in the log, and such a
+// delete is delete_queued, so it has a pending row or a claimable record.
+// Where the full reading says "not idle" for a delete row alone (a delete
+// already sending or finished), a claim takes nothing, as settled says.
+func (q *Queue) settled() (idle, sure bool) {
+	if q.log != nil && q.ov.anyUpTo(q.log.Durable(), func(r *logRec) bool { return claimable(r.e.State) }) {
+		return false, false
+	}
+	_ = q.st.View(func(tx *bbolt.Tx) error {
+		root := tx.Bucket(store.BucketQueue)
+		b := bkts{root: root, entries: root.Bucket(bucketEntries)}
+		if lo, hi, err := b.tail(); err != nil || lo <= hi {
+			return nil // an unindexed tail is claimable; an error is the full reading's to report
+		}
+		if k, _ := root.Bucket(bucketPending).Cursor().First(); k != nil {
+			return nil // pending rows: which are due is pickClaimable's to say
+		}
+		idle, sure = true, true
+		return nil
+	})
+	return idle, sure
+}
+
+// nothingToClaimRead is nothingToClaim from the log's pending view and
+// the file's index.
+func (q *Queue) nothingToClaimRead(max int, now time.Time) (bool, error) {
 	var idle bool
 	err := q.viewDurable(func(b bkts, pend pending) error {
 		for _, r := range pend.news {

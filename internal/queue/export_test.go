@@ -2,9 +2,11 @@ package queue
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -154,3 +156,24 @@ func FileEntries(st *store.Store) (n int, err error) {
 // ApplySoon is how many records waiting make ApplyLoop apply without
 // waiting for Options.ApplyDelay.
 const ApplySoon = applySoon
+
+// NothingToClaimRead is nothingToClaim's full reading alone (the log's
+// pending view and the file's index), without its quick answer.
+func (q *Queue) NothingToClaimRead(now time.Time) (bool, error) {
+	return q.nothingToClaimRead(1, now)
+}
+
+// ClaimUnchecked is Claim without nothingToClaim's look first: the log
+// applied and the claim's commit, whatever it finds.
+func (q *Queue) ClaimUnchecked(ctx context.Context, max int, now time.Time) ([]Entry, error) {
+	var out []Entry
+	err := q.update(ctx, func(b bkts) (err error) {
+		out, err = q.claimTx(b, max, now)
+		return err
+	})
+	return out, err
+}
+
+// Settled is nothingToClaim's quick answer: sure false when it leaves the
+// answer to the full reading.
+func (q *Queue) Settled() (idle, sure bool) { return q.settled() }

@@ -135,6 +135,21 @@ func (o *overlay) snapshot(durable, written uint64) []*logRec {
 	return out
 }
 
+// anyUpTo reports whether pred holds for a record with an LSN up to upTo.
+func (o *overlay) anyUpTo(upTo uint64, pred func(*logRec) bool) bool {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	for _, r := range o.recs {
+		if r.lsn > upTo {
+			return false
+		}
+		if pred(r) {
+			return true
+		}
+	}
+	return false
+}
+
 // drop forgets the records up to LSN applied, and reports whether an
 // outcome record was among them.
 func (o *overlay) drop(applied uint64) (fins bool) {

@@ -20,7 +20,7 @@ import (
 // openLogged opens a queue with a write-ahead log at path+".wal", whatever
 // withLog says, and no ApplyLoop: records stay unapplied until a write
 // transaction or ApplyAll applies them.
-func openLogged(t *testing.T, path string, segSize int64) (*queue.Queue, *store.Store) {
+func openLogged(t testing.TB, path string, segSize int64) (*queue.Queue, *store.Store) {
 	t.Helper()
 	st, err := store.Open(path, store.Options{})
 	require.NoError(t, err)
