@@ -139,10 +139,9 @@ func (e *env) runWorker() {
 
 // resp is an answer read whole.
 type resp struct {
-	code  int
-	h     http.Header
-	body  []byte
-	close bool // the answer said Connection: close (net/http takes it out of h)
+	code int
+	h    http.Header
+	body []byte
 }
 
 func (r resp) json(t *testing.T) map[string]any {
@@ -185,7 +184,7 @@ func (e *env) do(method, path, body string, hdr ...string) resp {
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(e.t, err)
-	return resp{code: res.StatusCode, h: res.Header, body: b, close: res.Close}
+	return resp{code: res.StatusCode, h: res.Header, body: b}
 }
 
 // entry reads one entry through the API.
