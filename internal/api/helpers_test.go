@@ -139,9 +139,10 @@ func (e *env) runWorker() {
 
 // resp is an answer read whole.
 type resp struct {
-	code int
-	h    http.Header
-	body []byte
+	code  int
+	h     http.Header
+	body  []byte
+	close bool // the answer said Connection: close (net/http takes it out of h)
 }
 
 func (r resp) json(t *testing.T) map[string]any {
@@ -184,7 +185,7 @@ func (e *env) do(method, path, body string, hdr ...string) resp {
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(e.t, err)
-	return resp{code: res.StatusCode, h: res.Header, body: b}
+	return resp{code: res.StatusCode, h: res.Header, body: b, close: res.Close}
 }
 
 // entry reads one entry through the API.

@@ -92,9 +92,10 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 		syncer.TracePhase("enqueued", e.QueueID)
 	}
 	sent := false
+	var here inline
 	if slot != nil {
 		if sent = err == nil && !replayed && e.State == queue.StateSending; sent {
-			slot.Send(e)
+			here = s.send(w, r, slot, e)
 		} else {
 			slot.Release()
 		}
@@ -118,13 +119,65 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 			s.d.NoteTIN(tin)
 		}
 	}
+	if here.answered {
+		return
+	}
 	w.Header().Set(HeaderQueueID, e.QueueID)
 	if replayed {
 		w.Header().Set(HeaderReplayed, "true")
 		s.answerReplay(w, r, e)
 		return
 	}
-	s.answerAfterWait(w, r, e, sent)
+	wait := s.waitFor(w, r)
+	if !here.deadline.IsZero() {
+		// What is left of the wait; its answer is handed over by now
+		// unless its outcome could not be written to the log.
+		wait = max(time.Until(here.deadline), time.Nanosecond)
+	}
+	s.answerAfterWaitFor(w, r, e, sent, wait)
+}
+
+// inline is what send did with a sale's attempt: made it on the request's
+// goroutine until deadline (zero: left it to a goroutine of its own), or
+// answered the request 202 when the wait ended first.
+type inline struct {
+	deadline time.Time
+	answered bool
+}
+
+// send starts the attempt on a new sale whose accept carried its claim.
+// A request that waits for the answer makes it itself (Slot.SendHere):
+// no goroutine stands between the accept, the tax service and the answer.
+// If the wait ends first (a slow tax service), a Serve stops or the POS
+// goes, the request is answered 202 from a timer's goroutine, with the
+// connection closed after it (this goroutine goes on sending, so the
+// connection could not carry the POS's next request); send then reports
+// answered, and the handler writes nothing more. A request that does not
+// wait leaves the attempt to a goroutine of its own (Slot.Send).
+func (s *Server) send(w http.ResponseWriter, r *http.Request, slot *syncer.Slot, e queue.Entry) inline {
+	wait := s.waitFor(w, r)
+	if wait <= 0 || s.d.Answers == nil {
+		slot.Send(e)
+		return inline{}
+	}
+	w.Header().Set(HeaderQueueID, e.QueueID)
+	deadline := time.Now().Add(wait)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+	stopQuit := context.AfterFunc(s.quit, cancel)
+	defer stopQuit()
+	timedOut := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(timedOut)
+		w.Header().Set("Connection", "close")
+		s.answerAfterWaitFor(w, r, e, true, 0)
+	})
+	slot.SendHere(e)
+	if !stop() {
+		<-timedOut
+		return inline{answered: true}
+	}
+	return inline{deadline: deadline}
 }
 
 func (s *Server) deleteReceipt(w http.ResponseWriter, r *http.Request) {
@@ -274,7 +327,11 @@ func (s *Server) idempotencyKey(r *http.Request, c *receipt.Create, now time.Tim
 // answer if it comes in time, else 202. sending says its first attempt
 // began with the accept: no backlog is ahead of it.
 func (s *Server) answerAfterWait(w http.ResponseWriter, r *http.Request, e queue.Entry, sending bool) {
-	wait := s.waitFor(w, r)
+	s.answerAfterWaitFor(w, r, e, sending, s.waitFor(w, r))
+}
+
+// answerAfterWaitFor is answerAfterWait with the wait given.
+func (s *Server) answerAfterWaitFor(w http.ResponseWriter, r *http.Request, e queue.Entry, sending bool, wait time.Duration) {
 	behind := !sending && s.behindBacklog(e, wait)
 	if behind {
 		wait = 0 // it cannot be sent within the wait: no point in holding the till

@@ -124,22 +124,95 @@ const OutcomeFlushGrace = 2 * time.Millisecond
 // logged false: the record is too large for a log segment, nothing was
 // written, and the caller commits the outcome to the file instead.
 func (q *Queue) finishLogged(ctx context.Context, f Finishing) (e Entry, logged bool, err error) {
+	e, lsn, waiting, logged, err := q.appendFinish(f)
+	if err != nil || !logged {
+		return Entry{}, false, err
+	}
+	if err := q.log.SyncWithin(context.WithoutCancel(ctx), lsn, OutcomeFlushGrace, f.Recorded); err != nil {
+		return Entry{}, false, q.logError(err)
+	}
+	q.wakeApply(waiting)
+	return e, true, nil
+}
+
+// wakeApply wakes ApplyLoop for the first record of a batch and for
+// applySoon records (waiting: how many the overlay holds).
+func (q *Queue) wakeApply(waiting int) {
+	if waiting == 1 || waiting >= applySoon {
+		select {
+		case q.applyCh <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// FinishWrite is FinishAndClaim for an awaited outcome (f.Awaited) in
+// two halves: it returns once the outcome's record is in the log's file
+// (f.Recorded called), before its flush, and durable, called once and on
+// any goroutine, waits for that flush (as FinishAndClaim does, at most
+// OutcomeFlushGrace and a flush) and then claims up to max. A request
+// waiting for the answer is answered from the goroutine that sent it, and
+// the flush and the claim are left to another. ok false: the outcome
+// cannot be a record of the log (no log, or too large for a segment);
+// nothing is written, and the caller uses FinishAndClaim.
+func (q *Queue) FinishWrite(ctx context.Context, f Finishing) (durable func(ctx context.Context, max int, now time.Time) ([]Entry, error), ok bool, err error) {
+	if q.log == nil {
+		return nil, false, nil
+	}
+	_, lsn, waiting, logged, err := q.appendFinish(f)
+	if err != nil || !logged {
+		return nil, false, wrapFinish(f, err)
+	}
+	if err := q.log.Write(context.WithoutCancel(ctx), lsn); err != nil {
+		return nil, false, wrapFinish(f, q.logError(err))
+	}
+	if f.Recorded != nil {
+		f.Recorded()
+	}
+	return func(ctx context.Context, max int, now time.Time) ([]Entry, error) {
+		if err := q.log.SyncWithin(context.WithoutCancel(ctx), lsn, OutcomeFlushGrace, nil); err != nil {
+			return nil, wrapFinish(f, q.logError(err))
+		}
+		q.wakeApply(waiting)
+		if max == 0 {
+			return nil, nil
+		}
+		claimed, err := q.Claim(ctx, max, now)
+		if err != nil {
+			return nil, nil // as FinishAndClaim: the outcome is durable; the drain loop claims later
+		}
+		return claimed, nil
+	}, true, nil
+}
+
+func wrapFinish(f Finishing, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("finish %s: %w", f.QueueID, err)
+}
+
+// appendFinish appends f's outcome record to the log (not yet written to
+// its file) and adds it to the overlay; waiting is how many records the
+// overlay holds then. logged false: too large for a log segment, nothing
+// appended.
+func (q *Queue) appendFinish(f Finishing) (e Entry, lsn uint64, waiting int, logged bool, err error) {
 	seq, ok := ParseID(f.QueueID)
 	if !ok {
-		return Entry{}, false, fmt.Errorf("%w: %q", ErrNotFound, f.QueueID)
+		return Entry{}, 0, 0, false, fmt.Errorf("%w: %q", ErrNotFound, f.QueueID)
 	}
 	if err := q.lockLog(); err != nil {
-		return Entry{}, false, err
+		return Entry{}, 0, 0, false, err
 	}
 	if r := q.ov.entry(seq); r != nil {
 		e = r.e
 	} else if err := q.st.View(func(tx *bbolt.Tx) (err error) { e, err = buckets(tx).load(seq); return err }); err != nil {
 		q.walMu.Unlock()
-		return Entry{}, false, err
+		return Entry{}, 0, 0, false, err
 	}
 	if e.State != StateSending || !Legal(e.Kind, StateSending, f.Next) {
 		q.walMu.Unlock()
-		return Entry{}, false, illegal(&e, f.Next)
+		return Entry{}, 0, 0, false, illegal(&e, f.Next)
 	}
 	e.Attempts = slices.Clone(e.Attempts) // the overlay's copy stays as it was
 	q.addAttempt(&e, f.Attempt)
@@ -153,31 +226,21 @@ func (q *Queue) finishLogged(ctx context.Context, f Finishing) (e Entry, logged 
 	}
 	e.State, e.UpdatedAt = f.Next, q.now().UTC()
 	rec, err := encodeTo([]byte{recFinish}, &e)
-	var lsn uint64
 	if err == nil {
 		lsn, err = q.log.Append(rec)
 	}
 	if errors.Is(err, wal.ErrTooLarge) {
 		q.walMu.Unlock()
-		return Entry{}, false, nil
+		return Entry{}, 0, 0, false, nil
 	}
 	if err != nil {
 		q.walMu.Unlock()
-		return Entry{}, false, q.logError(err)
+		return Entry{}, 0, 0, false, q.logError(err)
 	}
 	q.lastLSN = lsn
-	waiting := q.ov.add(&logRec{lsn: lsn, seq: seq, e: e, enc: rec[1:], fin: true})
+	waiting = q.ov.add(&logRec{lsn: lsn, seq: seq, e: e, enc: rec[1:], fin: true})
 	q.walMu.Unlock()
-	if err := q.log.SyncWithin(context.WithoutCancel(ctx), lsn, OutcomeFlushGrace, f.Recorded); err != nil {
-		return Entry{}, false, q.logError(err)
-	}
-	if waiting == 1 || waiting >= applySoon {
-		select {
-		case q.applyCh <- struct{}{}:
-		default:
-		}
-	}
-	return e, true, nil
+	return e, lsn, waiting, true, nil
 }
 
 // finishTx is Finish inside a write transaction. wakeCheck reports that a

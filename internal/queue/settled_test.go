@@ -154,3 +154,35 @@ func BenchmarkNothingClaimable(b *testing.B) {
 		})
 	}
 }
+
+// TestFinishWriteInTwoHalves: FinishWrite returns once the outcome's
+// record is in the log's file, its Recorded called and every read seeing
+// the outcome, before its flush; durable then flushes it and claims, as
+// FinishAndClaim does.
+func TestFinishWriteInTwoHalves(t *testing.T) {
+	t.Parallel()
+	q, _ := openLogged(t, filepath.Join(t.TempDir(), "receiptd.db"), 0)
+	now := t0.Add(time.Hour)
+	e, _, err := q.Enqueue(ctx, sendingReceipt(1))
+	require.NoError(t, err)
+	queued := enqueue(t, q, 2)
+	recorded := false
+	fin := queue.Finishing{QueueID: e.QueueID, Next: queue.StateSent, Awaited: true, Recorded: func() { recorded = true },
+		Outcome: &queue.Outcome{Status: "SUCCESS", ID: "1"}, Attempt: queue.Attempt{At: now, Result: queue.ResultSuccess}}
+	durable, ok, err := q.FinishWrite(ctx, fin)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, recorded)
+	got, err := q.Get(e.QueueID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StateSent, got.State)
+	require.Equal(t, "1", got.Outcome.ID)
+
+	claimed, err := durable(ctx, 1, now)
+	require.NoError(t, err)
+	require.Equal(t, []string{queued.QueueID}, ids(claimed), "the claim after the flush")
+	require.NoError(t, q.ApplyAll(ctx))
+	got, err = q.Get(e.QueueID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StateSent, got.State)
+}

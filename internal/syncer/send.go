@@ -54,21 +54,31 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 			afterFirst = nil
 		}
 		w.noteLink(res)
-		claim := 0
-		if keepGoing && res.handoff.Answered && loopCtx.Err() == nil && !w.isDown() && w.pausedFor() <= 0 {
-			claim = 1
-		}
-		next, ok := w.record(sendCtx, e, res, claim)
-		if res.issued {
-			// Counted after the answer went: the count reads the body
-			// for its type, which a waiting POS need not wait for.
-			w.cfg.Limits.ReceiptIssued(isB2C(e.Body))
-		}
+		next, ok := w.record(sendCtx, e, res, w.claimAfter(loopCtx, res, keepGoing))
+		w.countIssued(e, res)
 		if !ok {
 			return
 		}
 		TracePhase("claimed", next.QueueID)
 		e = next
+	}
+}
+
+// claimAfter is how many entries the outcome's record claims for the
+// slot to send next: one while the upstream answers and the loop goes on.
+func (w *Worker) claimAfter(loopCtx context.Context, res attemptResult, keepGoing bool) int {
+	if keepGoing && res.handoff.Answered && loopCtx.Err() == nil && !w.isDown() && w.pausedFor() <= 0 {
+		return 1
+	}
+	return 0
+}
+
+// countIssued counts a receipt the tax service issued, after its answer
+// went: the count reads the body for its type, which a waiting POS need
+// not wait for.
+func (w *Worker) countIssued(e queue.Entry, res attemptResult) {
+	if res.issued {
+		w.cfg.Limits.ReceiptIssued(isB2C(e.Body))
 	}
 }
 
@@ -249,30 +259,21 @@ func (w *Worker) failed(e queue.Entry, err error, retry queue.State) attemptResu
 // sending, and after a restart it would count as ambiguous and be sent
 // again, issuing a sale twice. The slot stays taken meanwhile.
 func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, claim int) (queue.Entry, bool) {
-	kind := string(e.Kind)
-	w.m.SendAttempt(kind, string(res.attempt.Result), res.attempt.Duration)
-	if res.attempt.Result == queue.ResultAmbiguous {
-		w.m.Ambiguous()
-	}
-	log := w.log.With(zap.String("queueId", e.QueueID), zap.String("kind", kind))
+	return w.recordCounted(ctx, w.counted(e, res), e, res, claim)
+}
+
+// recordCounted is record for an attempt counted already (log: its
+// entry's logger).
+func (w *Worker) recordCounted(ctx context.Context, log *zap.Logger, e queue.Entry, res attemptResult, claim int) (queue.Entry, bool) {
 	published := false
 	publish := func() { // once the outcome is recorded (Finishing.Recorded), before any claim
-		TracePhase("recorded", e.QueueID)
-		res.handoff.State = res.next
-		crashPoint("recorded") // the outcome in the log's file (a commit's: durable), the answer not handed over
-		w.answers.publish(e.QueueID, res.began, res.handoff)
-		TracePhase("published", e.QueueID)
-		crashPoint("published") // the answer handed over, the outcome in the log only, its flush maybe running
+		w.publish(e, res)
 		published = true
 	}
 	claimed, err := w.finish(ctx, log, e, res, claim, publish)
 	if err != nil {
 		if published {
-			// In the log's file, not flushed: the disk failed under it
-			// (the log refuses every write now; a shutdown waits for the
-			// flush). The tax service's answer stays the entry's answer.
-			log.Error("the answer was handed over, but its outcome could not be flushed; if it is not in the log at the next start, the entry counts as ambiguous",
-				zap.String("result", string(res.attempt.Result)), zap.Error(err))
+			notFlushed(log, res, err)
 			return queue.Entry{}, false
 		}
 		log.Error("could not record the outcome before shutdown; the entry will count as ambiguous after a restart",
@@ -280,6 +281,50 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 		w.answers.publish(e.QueueID, res.began, Result{State: queue.StateSending})
 		return queue.Entry{}, false
 	}
+	logOutcome(log, res)
+	if !published {
+		publish()
+	}
+	if len(claimed) == 0 {
+		return queue.Entry{}, false
+	}
+	return claimed[0], true
+}
+
+// counted counts an attempt in the metrics and returns the logger of its
+// entry.
+func (w *Worker) counted(e queue.Entry, res attemptResult) *zap.Logger {
+	kind := string(e.Kind)
+	w.m.SendAttempt(kind, string(res.attempt.Result), res.attempt.Duration)
+	if res.attempt.Result == queue.ResultAmbiguous {
+		w.m.Ambiguous()
+	}
+	return w.log.With(zap.String("queueId", e.QueueID), zap.String("kind", kind))
+}
+
+// publish hands an attempt's answer to the request waiting for it, once
+// its outcome is recorded (Finishing.Recorded), before any claim.
+func (w *Worker) publish(e queue.Entry, res attemptResult) {
+	TracePhase("recorded", e.QueueID)
+	res.handoff.State = res.next
+	crashPoint("recorded") // the outcome in the log's file (a commit's: durable), the answer not handed over
+	w.answers.publish(e.QueueID, res.began, res.handoff)
+	TracePhase("published", e.QueueID)
+	crashPoint("published") // the answer handed over, the outcome in the log only, its flush maybe running
+}
+
+// notFlushed logs an outcome whose answer was handed over and whose
+// flush failed: in the log's file, not flushed, the disk failed under it
+// (the log refuses every write now; a shutdown waits for the flush). The
+// tax service's answer stays the entry's answer.
+func notFlushed(log *zap.Logger, res attemptResult, err error) {
+	log.Error("the answer was handed over, but its outcome could not be flushed; if it is not in the log at the next start, the entry counts as ambiguous",
+		zap.String("result", string(res.attempt.Result)), zap.Error(err))
+}
+
+// logOutcome logs what an attempt's recorded outcome means, where it is
+// more than a sale sent.
+func logOutcome(log *zap.Logger, res attemptResult) {
 	switch res.next {
 	case queue.StateRejected, queue.StateDeleteRejected:
 		log.Warn("rejected by the tax service", zap.Int("httpStatus", res.attempt.HTTPStatus), zap.String("message", res.outcome.Message))
@@ -297,13 +342,6 @@ func (w *Worker) record(ctx context.Context, e queue.Entry, res attemptResult, c
 				zap.Int("httpStatus", res.attempt.HTTPStatus), zap.String("message", res.outcome.Message))
 		}
 	}
-	if !published {
-		publish()
-	}
-	if len(claimed) == 0 {
-		return queue.Entry{}, false
-	}
-	return claimed[0], true
 }
 
 // finish writes an attempt's outcome until it is durable or ctx ends; the
@@ -315,9 +353,7 @@ func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res
 	wait := w.newBackoff()
 	for try := 0; ; try, claim = try+1, 0 {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		fin := queue.Finishing{QueueID: e.QueueID, Attempt: res.attempt, Next: res.next, Outcome: res.outcome,
-			NextAttemptAt: res.nextAttemptAt, Recorded: recorded, Awaited: res.awaited || w.answers.awaited(e.QueueID)}
-		_, claimed, err := w.q.FinishAndClaim(wctx, fin, claim, w.wall())
+		_, claimed, err := w.q.FinishAndClaim(wctx, w.finishing(e, res, recorded), claim, w.wall())
 		cancel()
 		if err == nil {
 			if try > 0 {
@@ -332,6 +368,13 @@ func (w *Worker) finish(ctx context.Context, log *zap.Logger, e queue.Entry, res
 			return nil, err
 		}
 	}
+}
+
+// finishing is the record of an attempt's outcome; recorded is called
+// once it is recorded.
+func (w *Worker) finishing(e queue.Entry, res attemptResult, recorded func()) queue.Finishing {
+	return queue.Finishing{QueueID: e.QueueID, Attempt: res.attempt, Next: res.next, Outcome: res.outcome,
+		NextAttemptAt: res.nextAttemptAt, Recorded: recorded, Awaited: res.awaited || w.answers.awaited(e.QueueID)}
 }
 
 // noteLink updates what the worker knows of the upstream from one attempt.

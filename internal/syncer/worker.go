@@ -30,6 +30,7 @@ type Upstream interface {
 type Queue interface {
 	Claim(ctx context.Context, max int, now time.Time) ([]queue.Entry, error)
 	FinishAndClaim(ctx context.Context, f queue.Finishing, max int, now time.Time) (queue.Entry, []queue.Entry, error)
+	FinishWrite(ctx context.Context, f queue.Finishing) (durable func(ctx context.Context, max int, now time.Time) ([]queue.Entry, error), ok bool, err error)
 	Latest(s queue.State, n int) ([]queue.Entry, error)
 	OldestUnsent() (time.Time, bool, error)
 	NothingClaimable(now time.Time) (bool, error)

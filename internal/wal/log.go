@@ -323,6 +323,17 @@ func (l *Log) SyncWithin(ctx context.Context, lsn uint64, grace time.Duration, w
 	return l.sync(ctx, lsn, grace, written)
 }
 
+// Write waits until every record up to lsn is written to its segment
+// file, not for its fdatasync: from then on the records outlive a kill of
+// the process, not yet a power cut. A Sync or SyncWithin later makes them
+// durable. It writes them itself when no flush runs.
+func (l *Log) Write(ctx context.Context, lsn uint64) error {
+	return l.sync(ctx, lsn, writeOnly, nil)
+}
+
+// writeOnly is sync's grace for Write: return once written.
+const writeOnly = -1
+
 func (l *Log) sync(ctx context.Context, lsn uint64, grace time.Duration, written func()) error {
 	called := false
 	tell := func() {
@@ -332,13 +343,17 @@ func (l *Log) sync(ctx context.Context, lsn uint64, grace time.Duration, written
 		}
 	}
 	var graceOver <-chan time.Time // while a grace runs
-	graceDone := grace <= 0
+	graceDone := grace == 0        // writeOnly: a write without a flush, as in a grace
 	l.mu.Lock()
 	for {
 		if !called && l.written >= lsn {
 			l.mu.Unlock()
 			tell()
 			l.mu.Lock()
+		}
+		if called && grace == writeOnly {
+			l.mu.Unlock()
+			return nil
 		}
 		if called && !graceDone && graceOver == nil {
 			t := time.NewTimer(grace)

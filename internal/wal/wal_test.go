@@ -401,3 +401,33 @@ func scanned(t *testing.T, dir string) []string {
 	}
 	return found
 }
+
+// TestWriteDoesNotFlush: Write puts the records in the segment file (a
+// reader of the file finds them: they outlive a kill of the process) and
+// returns without an fdatasync; a Sync after it makes them durable with
+// one.
+func TestWriteDoesNotFlush(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l, _ := open(t, dir, 0, 0)
+	first, err := l.Append([]byte("one"))
+	require.NoError(t, err)
+	lsn, err := l.Append([]byte("two"))
+	require.NoError(t, err)
+	require.NoError(t, l.Write(ctx, lsn))
+	require.Equal(t, lsn, l.Written())
+	require.Less(t, l.Durable(), first, "written, not flushed")
+	require.Zero(t, l.Stats().Flushes)
+	segs, err := wal.Scan(dir)
+	require.NoError(t, err)
+	require.Len(t, segs, 1)
+	data, err := os.ReadFile(segs[0].Path)
+	require.NoError(t, err)
+	require.Contains(t, string(data), "two", "in the file")
+
+	require.NoError(t, l.Write(ctx, lsn), "written already: nothing to do")
+	require.Zero(t, l.Stats().Flushes)
+	require.NoError(t, l.Sync(ctx, lsn))
+	require.Equal(t, lsn, l.Durable())
+	require.Equal(t, uint64(1), l.Stats().Flushes)
+}
