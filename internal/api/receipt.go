@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -137,9 +138,10 @@ func (s *Server) createReceipt(w http.ResponseWriter, r *http.Request) {
 	s.answerAfterWaitFor(w, r, e, sent, wait)
 }
 
-// inline is what send did with a sale's attempt: made it on the request's
-// goroutine until deadline (zero: left it to a goroutine of its own), or
-// answered the request 202 when the wait ended first.
+// inline is what send did with a sale's attempt: answered the request
+// (with the tax service's answer, or 202 when the wait ended first), or
+// made the attempt without an answer to give by deadline (zero: left the
+// attempt to a goroutine of its own).
 type inline struct {
 	deadline time.Time
 	answered bool
@@ -162,22 +164,36 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, slot *syncer.Slot,
 	}
 	w.Header().Set(HeaderQueueID, e.QueueID)
 	deadline := time.Now().Add(wait)
-	ctx, cancel := context.WithDeadline(r.Context(), deadline)
-	defer cancel()
-	stopQuit := context.AfterFunc(s.quit, cancel)
-	defer stopQuit()
+	var taken atomic.Bool // the answer is the timer's, or this goroutine's
 	timedOut := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
+	early := func() {
+		if !taken.CompareAndSwap(false, true) {
+			return
+		}
 		defer close(timedOut)
 		w.Header().Set("Connection", "close")
 		s.answerAfterWaitFor(w, r, e, true, 0)
-	})
-	slot.SendHere(e)
-	if !stop() {
+	}
+	t := time.AfterFunc(wait, early)
+	stopQuit := context.AfterFunc(s.quit, early)
+	res, done := slot.SendHere(e)
+	defer done()
+	t.Stop()
+	stopQuit()
+	if !taken.CompareAndSwap(false, true) {
 		<-timedOut
 		return inline{answered: true}
 	}
-	return inline{deadline: deadline}
+	if !res.Answered {
+		return inline{deadline: deadline}
+	}
+	syncer.TracePhase("awaited", e.QueueID)
+	s.writeAnswer(w, e.QueueID, res)
+	// Out now: the outcome's goroutine and the accept's bookkeeping
+	// follow the answer, not precede it.
+	_ = http.NewResponseController(w).Flush()
+	syncer.TracePhase("answered", e.QueueID)
+	return inline{answered: true}
 }
 
 func (s *Server) deleteReceipt(w http.ResponseWriter, r *http.Request) {

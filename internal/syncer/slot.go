@@ -80,53 +80,61 @@ func (s *Slot) Send(e queue.Entry) {
 }
 
 // SendHere makes the first attempt on e, as Send does, on the caller's
-// goroutine (the request that accepted e), and returns once its outcome
-// is in the log's file and its answer handed over: Mailbox.Await finds it
-// at once. No goroutine stands between the accept, the request to the tax
-// service and the answer. The outcome's flush, the count and the slot's
-// next entries go on on a goroutine of their own. An outcome that cannot
-// be a record of the log is recorded there too, as Send's are, and the
-// answer handed over once it is.
-func (s *Slot) SendHere(e queue.Entry) {
+// goroutine (the request that accepted e), and returns its answer once
+// the outcome is in the log's file and the answer handed over to the
+// mailbox (for replays): no goroutine stands between the accept, the
+// request to the tax service and the answer. Result.Answered false: no
+// answer to give (the attempt failed, or its outcome could not be a
+// record of the log and is recorded, and its answer handed over, by done's
+// goroutine). done must be called once, after the caller has written its
+// answer: it leaves the outcome's flush, the count and the slot's next
+// entries to a goroutine of its own.
+func (s *Slot) SendHere(e queue.Entry) (res Result, done func()) {
 	w, loopCtx := s.w, s.run.loopCtx
 	sendCtx := client.WithPredial(s.run.sendCtx, s.predial)
 	TracePhase("claimed", e.QueueID)
-	res := w.attempt(sendCtx, e)
-	res.awaited = true
+	att := w.attempt(sendCtx, e)
+	att.awaited = true
 	s.predial.Close()
-	w.noteLink(res)
-	claim := w.claimAfter(loopCtx, res, true)
-	log := w.counted(e, res)
-	durable, written, err := w.q.FinishWrite(sendCtx, w.finishing(e, res, func() { w.publish(e, res) }))
+	w.noteLink(att)
+	claim := w.claimAfter(loopCtx, att, true)
+	log := w.counted(e, att)
+	durable, written, err := w.q.FinishWrite(sendCtx, w.finishing(e, att, func() { w.publish(e, att) }))
 	if err != nil {
 		log.Warn("cannot write the outcome to the log yet; retrying", zap.Error(err))
 	}
-	go func() {
-		defer s.run.sends.Done()
-		var next queue.Entry
-		more := false
-		if written {
-			claimed, err := durable(sendCtx, claim, w.wall())
-			if err != nil {
-				notFlushed(log, res, err)
-			} else {
-				logOutcome(log, res)
-				if len(claimed) > 0 {
-					next, more = claimed[0], true
+	if written {
+		res = att.handoff
+		res.State = att.next
+	}
+	return res, func() {
+		go func() {
+			defer s.run.sends.Done()
+			var next queue.Entry
+			more := false
+			if written {
+				claimed, err := durable(sendCtx, claim, w.wall())
+				if err != nil {
+					notFlushed(log, att, err)
+				} else {
+					logOutcome(log, att)
+					if len(claimed) > 0 {
+						next, more = claimed[0], true
+					}
 				}
+			} else {
+				next, more = w.recordCounted(sendCtx, log, e, att, claim)
 			}
-		} else {
-			next, more = w.recordCounted(sendCtx, log, e, res, claim)
-		}
-		w.countIssued(e, res)
-		if !more {
-			<-w.slots
-			w.signal()
-			return
-		}
-		TracePhase("claimed", next.QueueID)
-		w.sendLoop(loopCtx, sendCtx, next, true, nil)
-	}()
+			w.countIssued(e, att)
+			if !more {
+				<-w.slots
+				w.signal()
+				return
+			}
+			TracePhase("claimed", next.QueueID)
+			w.sendLoop(loopCtx, sendCtx, next, true, nil)
+		}()
+	}
 }
 
 // Release gives the slot back unused: the receipt was a replay, or was
