@@ -150,12 +150,15 @@ type inline struct {
 // send starts the attempt on a new sale whose accept carried its claim.
 // A request that waits for the answer makes it itself (Slot.SendHere):
 // no goroutine stands between the accept, the tax service and the answer.
-// If the wait ends first (a slow tax service), a Serve stops or the POS
-// goes, the request is answered 202 from a timer's goroutine, with the
-// connection closed after it (this goroutine goes on sending, so the
-// connection could not carry the POS's next request); send then reports
-// answered, and the handler writes nothing more. A request that does not
-// wait leaves the attempt to a goroutine of its own (Slot.Send).
+// If the wait ends first (a slow tax service) or a Serve stops, the
+// request is answered 202 at once from a timer's goroutine, with
+// Connection: close, and its connection closed after the answer (this
+// goroutine goes on sending, so the connection could not carry the POS's
+// next request). A request whose POS
+// has gone is not answered, and its answer stays the late-answer route's.
+// Either way send reports answered, and the handler writes nothing more.
+// A request that does not wait leaves the attempt to a goroutine of its
+// own (Slot.Send).
 func (s *Server) send(w http.ResponseWriter, r *http.Request, slot *syncer.Slot, e queue.Entry) inline {
 	wait := s.waitFor(w, r)
 	if wait <= 0 || s.d.Answers == nil {
@@ -165,23 +168,37 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, slot *syncer.Slot,
 	w.Header().Set(HeaderQueueID, e.QueueID)
 	deadline := time.Now().Add(wait)
 	var taken atomic.Bool // the answer is the timer's, or this goroutine's
-	timedOut := make(chan struct{})
-	early := func() {
+	early := make(chan struct{})
+	answerEarly := func() {
 		if !taken.CompareAndSwap(false, true) {
 			return
 		}
-		defer close(timedOut)
+		defer close(early)
+		if r.Context().Err() != nil {
+			return // the POS has gone
+		}
 		w.Header().Set("Connection", "close")
 		s.answerAfterWaitFor(w, r, e, true, 0)
+		// Out now, not when the send ends, and the connection closed
+		// after it: it could carry nothing more, and a stop need not
+		// wait for it.
+		rc := http.NewResponseController(w)
+		_ = rc.Flush()
+		if conn, buf, err := rc.Hijack(); err == nil {
+			_ = buf.Flush()
+			_ = conn.Close()
+		}
 	}
-	t := time.AfterFunc(wait, early)
-	stopQuit := context.AfterFunc(s.quit, early)
+	t := time.AfterFunc(wait, answerEarly)
+	stopQuit := context.AfterFunc(s.quit, answerEarly)
+	stopGone := context.AfterFunc(r.Context(), answerEarly)
 	res, done := slot.SendHere(e)
 	defer done()
 	t.Stop()
 	stopQuit()
+	stopGone()
 	if !taken.CompareAndSwap(false, true) {
-		<-timedOut
+		<-early
 		return inline{answered: true}
 	}
 	if !res.Answered {

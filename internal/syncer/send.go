@@ -305,12 +305,19 @@ func (w *Worker) counted(e queue.Entry, res attemptResult) *zap.Logger {
 // publish hands an attempt's answer to the request waiting for it, once
 // its outcome is recorded (Finishing.Recorded), before any claim.
 func (w *Worker) publish(e queue.Entry, res attemptResult) {
+	w.handOver(e, res)
+	crashPoint("published") // the answer handed over, the outcome in the log only, its flush maybe running
+}
+
+// handOver is publish before its crash point: the request that sent the
+// attempt itself (Slot.SendHere) writes the answer after it, and the
+// crash point follows that.
+func (w *Worker) handOver(e queue.Entry, res attemptResult) {
 	TracePhase("recorded", e.QueueID)
 	res.handoff.State = res.next
 	crashPoint("recorded") // the outcome in the log's file (a commit's: durable), the answer not handed over
 	w.answers.publish(e.QueueID, res.began, res.handoff)
 	TracePhase("published", e.QueueID)
-	crashPoint("published") // the answer handed over, the outcome in the log only, its flush maybe running
 }
 
 // notFlushed logs an outcome whose answer was handed over and whose

@@ -99,10 +99,9 @@ func (s *Slot) SendHere(e queue.Entry) (res Result, done func()) {
 	w.noteLink(att)
 	claim := w.claimAfter(loopCtx, att, true)
 	log := w.counted(e, att)
-	durable, written, err := w.q.FinishWrite(sendCtx, w.finishing(e, att, func() { w.publish(e, att) }))
-	if err != nil {
-		log.Warn("cannot write the outcome to the log yet; retrying", zap.Error(err))
-	}
+	// An error leaves the outcome to done's goroutine, which retries
+	// (record) and says so.
+	durable, written, _ := w.q.FinishWrite(sendCtx, w.finishing(e, att, func() { w.handOver(e, att) }))
 	if written {
 		res = att.handoff
 		res.State = att.next
@@ -110,6 +109,9 @@ func (s *Slot) SendHere(e queue.Entry) (res Result, done func()) {
 	return res, func() {
 		go func() {
 			defer s.run.sends.Done()
+			if written {
+				crashPoint("published") // the answer written to the POS, the outcome in the log's file, its flush not begun
+			}
 			var next queue.Entry
 			more := false
 			if written {

@@ -41,11 +41,13 @@ import (
 //     request. After the restart the entry is sent, with the tax
 //     service's id, and is never sent again; the POS's repeat is answered
 //     from the outcome.
-//   - published: the answer handed to the waiting request (the POS may
-//     have it, and print it), the outcome's fdatasync maybe still running,
-//     the outcome not yet in the database. After the restart the log's
-//     outcome is applied: sent, never again. This is the moment between
-//     the answer and the outcome's durable record.
+//   - published: the answer given (a sale sent by the request that
+//     waits for it, as this POS's are, Slot.SendHere: written to the POS,
+//     which has it and may print it; one sent by the worker: handed to
+//     the waiting request), the outcome in the log's file, its fdatasync
+//     not begun or running, the outcome not yet in the database. After
+//     the restart the log's outcome is applied: sent, never again. This
+//     is the moment between the answer and the outcome's durable record.
 //
 // Between the tax service's answer and the outcome's write (the point
 // "answered") no kill can keep that promise: nothing on disk says the
