@@ -177,3 +177,7 @@ func (q *Queue) ClaimUnchecked(ctx context.Context, max int, now time.Time) ([]E
 // Settled is nothingToClaim's quick answer: sure false when it leaves the
 // answer to the full reading.
 func (q *Queue) Settled() (idle, sure bool) { return q.settled() }
+
+// LogFlushed reports whether every record written to the log's file is
+// durable (its fdatasync done).
+func (q *Queue) LogFlushed() bool { return q.log.Durable() == q.log.Written() }

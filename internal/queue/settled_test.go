@@ -173,6 +173,7 @@ func TestFinishWriteInTwoHalves(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, recorded)
+	require.False(t, q.LogFlushed(), "written, its flush left to durable")
 	got, err := q.Get(e.QueueID)
 	require.NoError(t, err)
 	require.Equal(t, queue.StateSent, got.State)
@@ -180,6 +181,7 @@ func TestFinishWriteInTwoHalves(t *testing.T) {
 
 	claimed, err := durable(ctx, 1, now)
 	require.NoError(t, err)
+	require.True(t, q.LogFlushed())
 	require.Equal(t, []string{queued.QueueID}, ids(claimed), "the claim after the flush")
 	require.NoError(t, q.ApplyAll(ctx))
 	got, err = q.Get(e.QueueID)
