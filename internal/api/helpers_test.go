@@ -70,6 +70,12 @@ func newEnv(t *testing.T, o envOpts) *env {
 	st := storetest.Open(t)
 	q, err := queue.Open(context.Background(), st, o.queue)
 	require.NoError(t, err)
+	if o.queue.LogDir != "" {
+		// After the API and the worker stop (cleanups run last first), before
+		// the store closes and the log's directory goes (Windows keeps an
+		// open file from being removed).
+		t.Cleanup(func() { require.NoError(t, q.Close(context.Background())) })
+	}
 	cl, err := client.New(client.Config{BaseURL: s.URL(), LookupBaseURL: s.URL(), StockBaseURL: s.URL(), Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	core, logs := observer.New(zap.DebugLevel)

@@ -27,7 +27,7 @@ func TestSettledAgreesWithTheFullReading(t *testing.T) {
 	quick, full := 0, 0
 	for seed := range 12 {
 		rng := rand.New(rand.NewPCG(uint64(seed), 41))
-		q, _ := openLogged(t, filepath.Join(t.TempDir(), "receiptd.db"), 0)
+		q, st := openLogged(t, filepath.Join(t.TempDir(), "receiptd.db"), 0)
 		now := t0.Add(time.Hour)
 		var sending, receipts []queue.Entry
 		n := 0
@@ -81,6 +81,7 @@ func TestSettledAgreesWithTheFullReading(t *testing.T) {
 			require.Equal(t, got, len(claimed) == 0, "seed %d, step %d: nothing to claim, quickly; the claim took %d", seed, step, len(claimed))
 			sending = append(sending, claimed...)
 		}
+		closeLogged(t, q, st)
 	}
 	t.Logf("answered quickly %d times, by the full reading %d times", quick, full)
 	require.Positive(t, quick, "the quick answer was given")
@@ -131,7 +132,11 @@ func randomOutcome(rng *rand.Rand, e queue.Entry, now time.Time) queue.Finishing
 //
 //	go test -run XXX -bench NothingClaimable -benchmem ./internal/queue
 func BenchmarkNothingClaimable(b *testing.B) {
-	q, _ := openLogged(b, filepath.Join(b.TempDir(), "receiptd.db"), 0)
+	q, st := openLogged(b, filepath.Join(b.TempDir(), "receiptd.db"), 0)
+	b.Cleanup(func() { // before the directory goes (Windows)
+		_ = q.Close(ctx)
+		_ = st.Close()
+	})
 	now := t0.Add(time.Hour)
 	for n := range 50 {
 		e, _, err := q.Enqueue(ctx, sendingReceipt(n+1))
@@ -161,7 +166,8 @@ func BenchmarkNothingClaimable(b *testing.B) {
 // FinishAndClaim does.
 func TestFinishWriteInTwoHalves(t *testing.T) {
 	t.Parallel()
-	q, _ := openLogged(t, filepath.Join(t.TempDir(), "receiptd.db"), 0)
+	q, st := openLogged(t, filepath.Join(t.TempDir(), "receiptd.db"), 0)
+	defer closeLogged(t, q, st)
 	now := t0.Add(time.Hour)
 	e, _, err := q.Enqueue(ctx, sendingReceipt(1))
 	require.NoError(t, err)
