@@ -65,7 +65,7 @@ func (q *Queue) FinishAndClaim(ctx context.Context, f Finishing, max int, now ti
 	if q.log != nil && f.Awaited {
 		e, logged, err := q.finishLogged(ctx, f)
 		if err != nil {
-			return Entry{}, nil, fmt.Errorf("finish %s: %w", f.QueueID, err)
+			return Entry{}, nil, wrapFinish(f, err)
 		}
 		if logged {
 			if max == 0 {
@@ -94,7 +94,7 @@ func (q *Queue) FinishAndClaim(ctx context.Context, f Finishing, max int, now ti
 		return err
 	})
 	if err != nil {
-		return Entry{}, nil, fmt.Errorf("finish %s: %w", f.QueueID, err)
+		return Entry{}, nil, wrapFinish(f, err)
 	}
 	if f.Recorded != nil {
 		f.Recorded()
@@ -185,6 +185,7 @@ func (q *Queue) FinishWrite(ctx context.Context, f Finishing) (durable func(ctx 
 	}, true, nil
 }
 
+// wrapFinish names the entry in a finish's error; nil stays nil.
 func wrapFinish(f Finishing, err error) error {
 	if err == nil {
 		return nil

@@ -109,12 +109,10 @@ func (s *Slot) SendHere(e queue.Entry) (res Result, done func()) {
 	return res, func() {
 		go func() {
 			defer s.run.sends.Done()
-			if written {
-				crashPoint("published") // the answer written to the POS, the outcome in the log's file, its flush not begun
-			}
 			var next queue.Entry
 			more := false
 			if written {
+				crashPoint("published") // the answer written to the POS, the outcome in the log's file, its flush not begun
 				claimed, err := durable(sendCtx, claim, w.wall())
 				if err != nil {
 					notFlushed(log, att, err)
