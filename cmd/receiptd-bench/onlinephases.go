@@ -50,6 +50,11 @@ type onlinePhases struct {
 	sales   int
 	phase   map[string]time.Duration // sums over the complete sales
 	handler time.Duration            // request to answered, summed
+	// Each sale's handler time, by how it was sent: by the request that
+	// accepted it (its attempt's marks on the accept's goroutine:
+	// Slot.SendHere), or from a goroutine (the accept could not send it
+	// itself: no free send slot, older receipts to send first).
+	here, goroutine sample
 }
 
 // readOnlinePhases reads the sale marks of an execution trace.
@@ -60,6 +65,8 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 	}
 	request := map[trace.GoID]trace.Time{}      // a handler's request mark, until its enqueued mark
 	marks := map[string]map[string]trace.Time{} // queueId → mark → time
+	apart := map[string]bool{}                  // queueId → its attempt ran on another goroutine than its accept
+	accepted := map[string]trace.GoID{}         // queueId → the goroutine of its accept
 	var order []string
 	for {
 		ev, err := tr.ReadEvent()
@@ -87,7 +94,11 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 			continue // a second attempt: the first one's marks stand
 		}
 		m[mark] = ev.Time()
-		if mark == "enqueued" {
+		switch mark {
+		case "answer":
+			apart[id] = accepted[id] != ev.Goroutine()
+		case "enqueued":
+			accepted[id] = ev.Goroutine()
 			if t, ok := request[ev.Goroutine()]; ok {
 				m["request"] = t
 				delete(request, ev.Goroutine())
@@ -104,6 +115,11 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 		}
 		p.sales++
 		p.handler += last.Sub(first)
+		if apart[id] {
+			p.goroutine = append(p.goroutine, last.Sub(first))
+		} else {
+			p.here = append(p.here, last.Sub(first))
+		}
 		prev := first
 		for _, pt := range onlinePoints[1:] {
 			t, ok := m[pt.mark]
@@ -133,6 +149,14 @@ func (p onlinePhases) print(w io.Writer, clientMean time.Duration) {
 		}
 	}
 	fmt.Fprintf(w, "  %-90s %s\n", "the handler, request to answer", us(p.handler))
+	for _, g := range []struct {
+		name string
+		lat  sample
+	}{{"sent by the request that accepted it", p.here}, {"sent from a goroutine (no free send slot, or older receipts first)", p.goroutine}} {
+		if len(g.lat) > 0 {
+			fmt.Fprintf(w, "    %-88s %d sales, handler p50 %s / p99 %s\n", g.name+":", len(g.lat), ms(g.lat.p50()), ms(g.lat.p99()))
+		}
+	}
 	if clientMean > 0 {
 		outside := clientMean - time.Duration(float64(p.handler)/n)
 		fmt.Fprintf(w, "  %-90s %8.1f µs\n", "outside the handler: the client's write and read, net/http before and after the handler", float64(outside)/1e3)

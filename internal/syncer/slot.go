@@ -87,8 +87,9 @@ func (s *Slot) Send(e queue.Entry) {
 // answer to give (the attempt failed, or its outcome could not be a
 // record of the log and is recorded, and its answer handed over, by done's
 // goroutine). done must be called once, after the caller has written its
-// answer: it leaves the outcome's flush, the count and the slot's next
-// entries to a goroutine of its own.
+// answer: it frees the slot and leaves the outcome's flush and the count
+// to a goroutine of its own (or, when the outcome is not yet in the log's
+// file, its record and the slot's next entries, as Send's goroutine).
 func (s *Slot) SendHere(e queue.Entry) (res Result, done func()) {
 	w, loopCtx := s.w, s.run.loopCtx
 	sendCtx := client.WithPredial(s.run.sendCtx, s.predial)
@@ -107,24 +108,30 @@ func (s *Slot) SendHere(e queue.Entry) (res Result, done func()) {
 		res.State = att.next
 	}
 	return res, func() {
+		if written {
+			// The attempt is over: its slot is the next sale's to take
+			// while the outcome waits for its flush, which that sale's
+			// own accept usually makes. (Held until then, it kept a POS
+			// that posts its next sale at once from the slots about once
+			// in a hundred sales: that sale was queued, and sent by the
+			// worker a few ms later.) What the outcome leaves claimable
+			// is the worker's to claim, once the outcome is durable.
+			<-w.slots
+		}
 		go func() {
 			defer s.run.sends.Done()
-			var next queue.Entry
-			more := false
 			if written {
 				crashPoint("published") // the answer written to the POS, the outcome in the log's file, its flush not begun
-				claimed, err := durable(sendCtx, claim, w.wall())
-				if err != nil {
+				if _, err := durable(sendCtx, 0, w.wall()); err != nil {
 					notFlushed(log, att, err)
 				} else {
 					logOutcome(log, att)
-					if len(claimed) > 0 {
-						next, more = claimed[0], true
-					}
 				}
-			} else {
-				next, more = w.recordCounted(sendCtx, log, e, att, claim)
+				w.countIssued(e, att)
+				w.signal()
+				return
 			}
+			next, more := w.recordCounted(sendCtx, log, e, att, claim)
 			w.countIssued(e, att)
 			if !more {
 				<-w.slots
