@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +52,11 @@ type onlinePhases struct {
 	sales   int
 	phase   map[string]time.Duration // sums over the complete sales
 	handler time.Duration            // request to answered, summed
+	// slow is phase and handler over the slowest 1% of the sales (by
+	// their handler's time), at least one: where the tail goes.
+	slow        map[string]time.Duration
+	slowHandler time.Duration
+	slowSales   int
 	// Each sale's handler time, by how it was sent: by the request that
 	// accepted it (its attempt's marks on the accept's goroutine:
 	// Slot.SendHere), or from a goroutine (the accept could not send it
@@ -105,7 +112,12 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 			}
 		}
 	}
-	p := onlinePhases{phase: map[string]time.Duration{}}
+	p := onlinePhases{phase: map[string]time.Duration{}, slow: map[string]time.Duration{}}
+	type sale struct {
+		handler time.Duration
+		phase   map[string]time.Duration
+	}
+	var sales []sale
 	for _, id := range order {
 		m := marks[id]
 		first, okF := m["request"]
@@ -113,12 +125,11 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 		if !okF || !okL {
 			continue // not a whole sale within the trace, or not answered with the upstream's answer
 		}
-		p.sales++
-		p.handler += last.Sub(first)
+		s := sale{handler: last.Sub(first), phase: map[string]time.Duration{}}
 		if apart[id] {
-			p.goroutine = append(p.goroutine, last.Sub(first))
+			p.goroutine = append(p.goroutine, s.handler)
 		} else {
-			p.here = append(p.here, last.Sub(first))
+			p.here = append(p.here, s.handler)
 		}
 		prev := first
 		for _, pt := range onlinePoints[1:] {
@@ -126,9 +137,25 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 			if !ok {
 				continue
 			}
-			p.phase[pt.phase] += t.Sub(prev)
+			s.phase[pt.phase] += t.Sub(prev)
 			prev = t
 		}
+		sales = append(sales, s)
+	}
+	add := func(sum map[string]time.Duration, handler *time.Duration, s sale) {
+		*handler += s.handler
+		for ph, d := range s.phase {
+			sum[ph] += d
+		}
+	}
+	for _, s := range sales {
+		add(p.phase, &p.handler, s)
+	}
+	p.sales = len(sales)
+	slices.SortFunc(sales, func(a, b sale) int { return cmp.Compare(b.handler, a.handler) })
+	p.slowSales = min(len(sales), max(1, len(sales)/100))
+	for _, s := range sales[:p.slowSales] {
+		add(p.slow, &p.slowHandler, s)
 	}
 	return p, nil
 }
@@ -136,19 +163,19 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 // print writes the table: each phase's mean per sale in the order of a
 // sale; clientMean, when known, adds the time outside the handler.
 func (p onlinePhases) print(w io.Writer, clientMean time.Duration) {
-	n := float64(max(p.sales, 1))
-	us := func(d time.Duration) string { return fmt.Sprintf("%8.1f µs", float64(d)/n/1e3) }
-	fmt.Fprintf(w, "sales (request to answer, all marks in the trace): %d\n", p.sales)
+	n, nSlow := float64(max(p.sales, 1)), float64(max(p.slowSales, 1))
+	us := func(d time.Duration, n float64) string { return fmt.Sprintf("%8.1f µs", float64(d)/n/1e3) }
+	fmt.Fprintf(w, "sales (request to answer, all marks in the trace): %d; each phase's mean over them, and over the slowest 1%% (%d)\n", p.sales, p.slowSales)
 	if p.sales == 0 {
 		fmt.Fprintln(w, "no whole sale in this trace: was it written by receiptd-bench -online-only?")
 		return
 	}
 	for _, pt := range onlinePoints[1:] {
 		if d, ok := p.phase[pt.phase]; ok {
-			fmt.Fprintf(w, "  %-90s %s\n", pt.phase, us(d))
+			fmt.Fprintf(w, "  %-90s %s %s\n", pt.phase, us(d, n), us(p.slow[pt.phase], nSlow))
 		}
 	}
-	fmt.Fprintf(w, "  %-90s %s\n", "the handler, request to answer", us(p.handler))
+	fmt.Fprintf(w, "  %-90s %s %s\n", "the handler, request to answer", us(p.handler, n), us(p.slowHandler, nSlow))
 	for _, g := range []struct {
 		name string
 		lat  sample

@@ -13,7 +13,8 @@ import (
 // TestOnlinePhasesTellsTheTwoPaths traces two sales as the daemon marks
 // them, one sent by the request that accepted it and one whose attempt
 // ran on another goroutine, and one sale that was never answered; the
-// table counts each answered sale once, on its path.
+// table counts each answered sale once, on its path, and the slowest
+// 1% (here one sale) apart.
 func TestOnlinePhasesTellsTheTwoPaths(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, trace.Start(&buf))
@@ -42,6 +43,8 @@ func TestOnlinePhasesTellsTheTwoPaths(t *testing.T) {
 	require.Equal(t, 2, p.sales, "the two answered sales")
 	require.Len(t, p.here, 1, "Q1, sent by its own request")
 	require.Len(t, p.goroutine, 1, "Q2, sent from another goroutine")
+	require.Equal(t, 1, p.slowSales, "the slowest 1%: at least one sale")
+	require.Equal(t, max(p.here[0], p.goroutine[0]), p.slowHandler, "the slowest sale")
 	var out bytes.Buffer
 	p.print(&out, 0)
 	require.Contains(t, out.String(), "sent by the request that accepted it:")
