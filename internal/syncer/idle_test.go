@@ -2,6 +2,7 @@ package syncer_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,4 +106,36 @@ func TestIdleWorkerWakesForOperatorWork(t *testing.T) {
 	r.w = syncer.New(r.q, r.c, cfg, r.logger(), nil)
 	r.start()
 	reaches(left.QueueID, queue.StateSent, "a receipt left queued at a restart")
+}
+
+// countedViews is the real queue, counting OldestUnsent calls.
+type countedViews struct {
+	*queue.Queue
+	views atomic.Int64
+}
+
+func (c *countedViews) OldestUnsent() (time.Time, bool, error) {
+	c.views.Add(1)
+	return c.Queue.OldestUnsent()
+}
+
+// The worker reads the queue's unsent view (the log's pending view, the
+// costliest read of its loop) at its poll's ticks, not at each wake-up:
+// receipts sent one after another, each waking it, make no such read
+// while no tick comes.
+func TestWakeUpsDoNotReadTheUnsentView(t *testing.T) {
+	cfg := fastConfig()
+	cfg.PollInterval, cfg.AlertInterval = time.Hour, time.Hour
+	r := newRig(t, cfg, sim.Options{Seed: 5})
+	cv := &countedViews{Queue: r.q}
+	r.w = syncer.New(cv, r.c, cfg, r.logger(), nil)
+	r.start()
+	time.Sleep(50 * time.Millisecond) // what the start reads
+	before := cv.views.Load()
+	for i := range 5 {
+		e := r.enqueue(testkit.Receipt(fmt.Sprintf("wake%d", i)))
+		require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSent }, 5*time.Second, time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the wake-ups that follow the sends
+	require.Zero(t, cv.views.Load()-before, "reads of the unsent view without a poll's tick")
 }

@@ -235,6 +235,12 @@ func (w *Worker) drainLoop(ctx, sendCtx context.Context, sends *sync.WaitGroup) 
 	probe := w.newBackoff()
 	poll := time.NewTicker(w.cfg.PollInterval)
 	defer poll.Stop()
+	// waits: something may wait out a backoff or for its receipt, so the
+	// loop polls. Any wake-up may bring such an entry; a poll's tick
+	// reads the queue to see whether one still waits. (Read at every
+	// wake-up, one for each sale a till sends as it is made, that reading
+	// of the log's pending view cost more CPU than the rest of the loop.)
+	waits := true
 	for ctx.Err() == nil {
 		// A pause comes first: the upstream answered, and asked that
 		// nothing be sent until then, not even a probe.
@@ -260,16 +266,20 @@ func (w *Worker) drainLoop(ctx, sendCtx context.Context, sends *sync.WaitGroup) 
 		}
 		// Poll only while something waits out a backoff or for its
 		// receipt: new work signals Notify. An idle daemon then has no
-		// timer here (a ticker not received from does not fire).
+		// timer here after its last poll (a ticker not received from
+		// does not fire).
 		var pollC <-chan time.Time
-		if w.unsentWaits() {
+		if waits {
 			pollC = poll.C
 		}
 		select {
 		case <-ctx.Done():
 		case <-w.q.Notify():
+			waits = true
 		case <-w.wake:
+			waits = true
 		case <-pollC:
+			waits = w.unsentWaits()
 		}
 	}
 }
