@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -62,6 +63,10 @@ type onlinePhases struct {
 	// Slot.SendHere), or from a goroutine (the accept could not send it
 	// itself: no free send slot, older receipts to send first).
 	here, goroutine sample
+	// Of the slowest 1%: how many had a database fdatasync (the apply
+	// loop's commit) running during their accept, or during their send,
+	// and how many a garbage collection's mark phase during the sale.
+	slowDBAccept, slowDBSend, slowGC int
 }
 
 // readOnlinePhases reads the sale marks of an execution trace.
@@ -75,6 +80,10 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 	apart := map[string]bool{}                  // queueId → its attempt ran on another goroutine than its accept
 	accepted := map[string]trace.GoID{}         // queueId → the goroutine of its accept
 	var order []string
+	var dbSyncs, gcs []interval
+	syscalls := map[trace.GoID]trace.Time{} // a goroutine in a database fdatasync: since when
+	var gcFrom trace.Time
+	var funcs []string
 	for {
 		ev, err := tr.ReadEvent()
 		if errors.Is(err, io.EOF) {
@@ -82,6 +91,38 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 		}
 		if err != nil {
 			return onlinePhases{}, fmt.Errorf("read trace: %w", err)
+		}
+		switch ev.Kind() {
+		case trace.EventRangeBegin, trace.EventRangeEnd:
+			if !strings.HasPrefix(ev.Range().Name, "GC concurrent mark") {
+				continue
+			}
+			if ev.Kind() == trace.EventRangeBegin {
+				gcFrom = ev.Time()
+			} else if gcFrom != 0 {
+				gcs = append(gcs, interval{gcFrom, ev.Time()})
+			}
+			continue
+		case trace.EventStateTransition:
+			st := ev.StateTransition()
+			if st.Resource.Kind != trace.ResourceGoroutine {
+				continue
+			}
+			g := st.Resource.Goroutine()
+			from, to := st.Goroutine()
+			if to == trace.GoSyscall {
+				funcs = funcs[:0]
+				for f := range st.Stack.Frames() {
+					funcs = append(funcs, f.Func)
+				}
+				if floorRules.kind(funcs) == kindDBSync {
+					syscalls[g] = ev.Time()
+				}
+			} else if t, ok := syscalls[g]; ok && from == trace.GoSyscall {
+				dbSyncs = append(dbSyncs, interval{t, ev.Time()})
+				delete(syscalls, g)
+			}
+			continue
 		}
 		if ev.Kind() != trace.EventLog || ev.Log().Category != syncer.TraceCategory {
 			continue
@@ -116,6 +157,7 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 	type sale struct {
 		handler time.Duration
 		phase   map[string]time.Duration
+		marks   map[string]trace.Time
 	}
 	var sales []sale
 	for _, id := range order {
@@ -125,7 +167,7 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 		if !okF || !okL {
 			continue // not a whole sale within the trace, or not answered with the upstream's answer
 		}
-		s := sale{handler: last.Sub(first), phase: map[string]time.Duration{}}
+		s := sale{handler: last.Sub(first), phase: map[string]time.Duration{}, marks: m}
 		if apart[id] {
 			p.goroutine = append(p.goroutine, s.handler)
 		} else {
@@ -156,8 +198,27 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 	p.slowSales = min(len(sales), max(1, len(sales)/100))
 	for _, s := range sales[:p.slowSales] {
 		add(p.slow, &p.slowHandler, s)
+		m := s.marks
+		if overlaps(dbSyncs, m["request"], m["enqueued"]) {
+			p.slowDBAccept++
+		}
+		if overlaps(dbSyncs, m["claimed"], m["answer"]) {
+			p.slowDBSend++
+		}
+		if overlaps(gcs, m["request"], m["answered"]) {
+			p.slowGC++
+		}
 	}
 	return p, nil
+}
+
+// overlaps reports whether one of ivs runs at some time between from and
+// to (false when either is unknown).
+func overlaps(ivs []interval, from, to trace.Time) bool {
+	if from == 0 || to == 0 {
+		return false
+	}
+	return slices.ContainsFunc(ivs, func(iv interval) bool { return iv.start < to && iv.end > from })
 }
 
 // print writes the table: each phase's mean per sale in the order of a
@@ -176,6 +237,8 @@ func (p onlinePhases) print(w io.Writer, clientMean time.Duration) {
 		}
 	}
 	fmt.Fprintf(w, "  %-90s %s %s\n", "the handler, request to answer", us(p.handler, n), us(p.slowHandler, nSlow))
+	fmt.Fprintf(w, "    of the slowest 1%%: %d with a database fdatasync (the apply loop's commit) during the accept, %d during the send; %d with a GC marking\n",
+		p.slowDBAccept, p.slowDBSend, p.slowGC)
 	for _, g := range []struct {
 		name string
 		lat  sample
@@ -221,6 +284,10 @@ func (b *bench) profileOnline(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
+	// The collector as cmd/receiptd sets it (GOGC 400): at Go's default
+	// a GC marked during about a tenth of the sales here, which the
+	// daemon's own process does not see.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	d, stopDaemon, err := runInProcess(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("online profile: %w", err)
