@@ -370,10 +370,11 @@ func init() {
 func fieldAt(fields []field, path string) *field {
 	parts := strings.Split(path, ".")
 	for i, p := range parts {
-		f := lookup(fields, strings.TrimSuffix(p, "[]"))
-		if f == nil {
+		fi := lookup(fields, strings.TrimSuffix(p, "[]"))
+		if fi < 0 {
 			return nil
 		}
+		f := &fields[fi]
 		if i == len(parts)-1 {
 			return f
 		}

@@ -216,11 +216,16 @@ func (c *checker) problem(text string) {
 func (c *checker) checkObject(obj *node, fields []field) {
 	c.objs = append(c.objs, obj)
 	defer func() { c.objs = c.objs[:len(c.objs)-1] }()
+	var seen uint64 // fields[i] is present when bit i is set (i < 64)
 	for i, key := range obj.keys {
 		v := &obj.vals[i]
-		f := lookup(fields, key)
-		if f == nil {
+		fi := lookup(fields, key)
+		if fi < 0 {
 			continue // unknown fields are forwarded untouched
+		}
+		f := &fields[fi]
+		if fi < 64 {
+			seen |= 1 << fi
 		}
 		c.down(step{key: key, index: -1})
 		switch {
@@ -234,8 +239,8 @@ func (c *checker) checkObject(obj *node, fields []field) {
 		c.up()
 	}
 	for i := range fields {
-		if obj.get(fields[i].name) != nil {
-			continue
+		if i < 64 && seen&(1<<i) != 0 || i >= 64 && obj.get(fields[i].name) != nil {
+			continue // present: checked above
 		}
 		c.down(step{key: fields[i].name, index: -1})
 		if fields[i].required {
@@ -273,13 +278,14 @@ func (c *checker) apply(f *field, v *node) {
 	}
 }
 
-func lookup(fields []field, name string) *field {
+// lookup returns the index of the field called name, or -1.
+func lookup(fields []field, name string) int {
 	for i := range fields {
 		if fields[i].name == name {
-			return &fields[i]
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 // checkValue validates one value against its field description and
