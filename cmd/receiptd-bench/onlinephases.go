@@ -66,6 +66,7 @@ type onlinePhases struct {
 	// Of the slowest 1%: how many had a database fdatasync (the apply
 	// loop's commit) running during their accept, or during their send,
 	// and how many a garbage collection's mark phase during the sale.
+	// (A database sync is known by Fdatasync on its stack: Linux only.)
 	slowDBAccept, slowDBSend, slowGC int
 }
 
