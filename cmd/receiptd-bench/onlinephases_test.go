@@ -43,7 +43,7 @@ func TestOnlinePhasesTellsTheTwoPaths(t *testing.T) {
 		return err
 	}))
 	runtime.GC()
-	time.Sleep(5 * time.Millisecond) // slower than Q2 on any machine
+	time.Sleep(50 * time.Millisecond) // slower than Q2 on any machine
 	sale("Q1", "enqueued", "claimed", "send", "answer", "recorded", "published", "awaited", "answered")
 	syncer.TracePhase("request", "")
 	sale("Q2", "enqueued")

@@ -544,3 +544,24 @@ func TestKeyFieldBound(t *testing.T) {
 	_, err = ParseCreate(mutate(t, set(top, "billIdSuffix", at+"Ө")))
 	require.EqualError(t, err, "billIdSuffix: must be at most 128 characters")
 }
+
+// Every object of the schema names each field once and has fewer than 64
+// of them: checkObject marks the fields it saw in a 64-bit set, and a
+// second field of the same name would be reported missing.
+func TestSchemaFieldsAreUniqueAndFew(t *testing.T) {
+	t.Parallel()
+	var walk func(path string, fields []field)
+	walk = func(path string, fields []field) {
+		require.Less(t, len(fields), 64, "%s: fields", path)
+		seen := map[string]bool{}
+		for _, f := range fields {
+			require.False(t, seen[f.name], "%s.%s named twice", path, f.name)
+			seen[f.name] = true
+			for e := &f; e != nil; e = e.elem {
+				walk(path+"."+f.name, e.obj)
+			}
+		}
+	}
+	walk("create", createRequest)
+	walk("delete", deleteRequest)
+}

@@ -130,7 +130,9 @@ func TestWakeUpsDoNotReadTheUnsentView(t *testing.T) {
 	cv := &countedViews{Queue: r.q}
 	r.w = syncer.New(cv, r.c, cfg, r.logger(), nil)
 	r.start()
-	time.Sleep(50 * time.Millisecond) // what the start reads
+	// The alert loop's check at its start reads it once; the poll's
+	// first tick is an hour away.
+	require.Eventually(t, func() bool { return cv.views.Load() >= 1 }, 5*time.Second, time.Millisecond)
 	before := cv.views.Load()
 	for i := range 5 {
 		e := r.enqueue(testkit.Receipt(fmt.Sprintf("wake%d", i)))
@@ -138,4 +140,27 @@ func TestWakeUpsDoNotReadTheUnsentView(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond) // the wake-ups that follow the sends
 	require.Zero(t, cv.views.Load()-before, "reads of the unsent view without a poll's tick")
+}
+
+// After an idle spell longer than the poll interval, the first sales of a
+// quiet till do not read the unsent view either: the poll, armed again by
+// their wake-up, starts a whole interval instead of giving at once the
+// tick it missed while idle.
+func TestAWakeUpAfterIdleStartsAWholePollInterval(t *testing.T) {
+	cfg := fastConfig()
+	cfg.PollInterval, cfg.AlertInterval = 500*time.Millisecond, time.Hour
+	r := newRig(t, cfg, sim.Options{Seed: 6})
+	cv := &countedViews{Queue: r.q}
+	r.w = syncer.New(cv, r.c, cfg, r.logger(), nil)
+	r.start()
+	// The start's check, then the first tick, which finds nothing unsent
+	// and stops the poll; then more than an interval idle.
+	require.Eventually(t, func() bool { return cv.views.Load() >= 2 }, 5*time.Second, time.Millisecond)
+	time.Sleep(3 * cfg.PollInterval / 2)
+	before := cv.views.Load()
+	for i := range 3 {
+		e := r.enqueue(testkit.Receipt(fmt.Sprintf("quiet%d", i)))
+		require.Eventually(t, func() bool { return r.get(e.QueueID).State == queue.StateSent }, 5*time.Second, time.Millisecond)
+	}
+	require.Zero(t, cv.views.Load()-before, "reads of the unsent view before a whole interval has passed since the wake-up")
 }

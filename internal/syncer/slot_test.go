@@ -85,6 +85,7 @@ func TestASaleSentHereFreesItsSlotWithItsAnswer(t *testing.T) {
 		// for another flush, and the slot was held through it.
 		slot = w.TakeSlot()
 	}
+	require.NotNil(t, slot, "the slot is free once the last sale's answer is written")
 	slot.Release()
 	for _, id := range ids {
 		require.Eventually(t, func() bool {

@@ -267,17 +267,25 @@ func (w *Worker) drainLoop(ctx, sendCtx context.Context, sends *sync.WaitGroup) 
 		// Poll only while something waits out a backoff or for its
 		// receipt: new work signals Notify. An idle daemon then has no
 		// timer here after its last poll (a ticker not received from
-		// does not fire).
+		// does not fire). Armed again, the ticker starts a whole
+		// interval: its tick overdue from an idle spell would come at
+		// once and read the queue at every sale of a quiet till.
 		var pollC <-chan time.Time
 		if waits {
 			pollC = poll.C
 		}
+		arm := func() {
+			if !waits {
+				poll.Reset(w.cfg.PollInterval)
+				waits = true
+			}
+		}
 		select {
 		case <-ctx.Done():
 		case <-w.q.Notify():
-			waits = true
+			arm()
 		case <-w.wake:
-			waits = true
+			arm()
 		case <-pollC:
 			waits = w.unsentWaits()
 		}
