@@ -63,10 +63,10 @@ type onlinePhases struct {
 	// Slot.SendHere), or from a goroutine (the accept could not send it
 	// itself: no free send slot, older receipts to send first).
 	here, goroutine sample
-	// Of the slowest 1%: how many had a database fdatasync (the apply
-	// loop's commit) running during their accept, or during their send,
-	// and how many a garbage collection's mark phase during the sale.
-	// (A database sync is known by Fdatasync on its stack: Linux only.)
+	// Of the slowest 1%: how many had a database commit (the apply
+	// loop's: its page writes and fdatasyncs, a syscall with bbolt on its
+	// stack) running during their accept, or during their send, and how
+	// many a garbage collection's mark phase during the sale.
 	slowDBAccept, slowDBSend, slowGC int
 }
 
@@ -81,8 +81,8 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 	apart := map[string]bool{}                  // queueId → its attempt ran on another goroutine than its accept
 	accepted := map[string]trace.GoID{}         // queueId → the goroutine of its accept
 	var order []string
-	var dbSyncs, gcs []interval
-	syscalls := map[trace.GoID]trace.Time{} // a goroutine in a database fdatasync: since when
+	var dbCommits, gcs []interval
+	syscalls := map[trace.GoID]trace.Time{} // a goroutine in a database syscall: since when
 	var gcFrom trace.Time
 	var funcs []string
 	for {
@@ -116,11 +116,11 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 				for f := range st.Stack.Frames() {
 					funcs = append(funcs, f.Func)
 				}
-				if floorRules.kind(funcs) == kindDBSync {
+				if slices.ContainsFunc(funcs, func(f string) bool { return strings.HasPrefix(f, "go.etcd.io/bbolt.") }) {
 					syscalls[g] = ev.Time()
 				}
 			} else if t, ok := syscalls[g]; ok && from == trace.GoSyscall {
-				dbSyncs = append(dbSyncs, interval{t, ev.Time()})
+				dbCommits = addCommitSyscall(dbCommits, interval{t, ev.Time()})
 				delete(syscalls, g)
 			}
 			continue
@@ -200,10 +200,10 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 	for _, s := range sales[:p.slowSales] {
 		add(p.slow, &p.slowHandler, s)
 		m := s.marks
-		if overlaps(dbSyncs, m["request"], m["enqueued"]) {
+		if overlaps(dbCommits, m["request"], m["enqueued"]) {
 			p.slowDBAccept++
 		}
-		if overlaps(dbSyncs, m["claimed"], m["answer"]) {
+		if overlaps(dbCommits, m["claimed"], m["answer"]) {
 			p.slowDBSend++
 		}
 		if overlaps(gcs, m["request"], m["answered"]) {
@@ -211,6 +211,21 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 		}
 	}
 	return p, nil
+}
+
+// commitGap is the most time between two of a commit's syscalls (its
+// page writes, a few µs apart, then its fdatasyncs).
+const commitGap = 500 * time.Microsecond
+
+// addCommitSyscall adds a database syscall to the commits: to the last
+// one when it starts within commitGap of that one's end, else as a new
+// commit.
+func addCommitSyscall(commits []interval, iv interval) []interval {
+	if n := len(commits); n > 0 && iv.start.Sub(commits[n-1].end) <= commitGap {
+		commits[n-1].end = max(commits[n-1].end, iv.end)
+		return commits
+	}
+	return append(commits, iv)
 }
 
 // overlaps reports whether one of ivs runs at some time between from and
@@ -238,7 +253,7 @@ func (p onlinePhases) print(w io.Writer, clientMean time.Duration) {
 		}
 	}
 	fmt.Fprintf(w, "  %-90s %s %s\n", "the handler, request to answer", us(p.handler, n), us(p.slowHandler, nSlow))
-	fmt.Fprintf(w, "    of the slowest 1%%: %d with a database fdatasync (the apply loop's commit) during the accept, %d during the send; %d with a GC marking\n",
+	fmt.Fprintf(w, "    of the slowest 1%%: %d with a database commit (the apply loop's page writes and fdatasyncs) during the accept, %d during the send; %d with a GC marking\n",
 		p.slowDBAccept, p.slowDBSend, p.slowGC)
 	for _, g := range []struct {
 		name string
