@@ -239,7 +239,7 @@ func (w *Worker) drainLoop(ctx, sendCtx context.Context, sends *sync.WaitGroup) 
 	// loop polls. Any wake-up may bring such an entry; a poll's tick
 	// reads the queue to see whether one still waits. (Read at every
 	// wake-up, one for each sale a till sends as it is made, that reading
-	// of the log's pending view cost more CPU than the rest of the loop.)
+	// of the log's pending view was half the loop's CPU.)
 	waits := true
 	for ctx.Err() == nil {
 		// A pause comes first: the upstream answered, and asked that
