@@ -94,6 +94,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
+	// Every answer says Connection: close from before the listener
+	// closes: a POS that finds the listener closed has its next answer
+	// on a kept connection say so. (Set after Serve returned, a request
+	// could be answered in between without it: a CI run saw it once.)
+	draining.Store(true)
 	// No new connection (the next Daemon's, at a swap); Serve returns once
 	// it has tracked the last one it accepted.
 	var serveErr error
@@ -101,7 +106,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if closed {
 		serveErr = <-errc
 	}
-	draining.Store(true)
 	s.quitOnce() // requests waiting for the tax service: 202 now
 	if closed {
 		waiting.wait(drainGrace, idleGrace)
