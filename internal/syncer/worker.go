@@ -274,20 +274,18 @@ func (w *Worker) drainLoop(ctx, sendCtx context.Context, sends *sync.WaitGroup) 
 		if waits {
 			pollC = poll.C
 		}
-		arm := func() {
-			if !waits {
-				poll.Reset(w.cfg.PollInterval)
-				waits = true
-			}
-		}
 		select {
 		case <-ctx.Done():
-		case <-w.q.Notify():
-			arm()
-		case <-w.wake:
-			arm()
+			return
 		case <-pollC:
 			waits = w.unsentWaits()
+			continue
+		case <-w.q.Notify():
+		case <-w.wake:
+		}
+		if !waits {
+			poll.Reset(w.cfg.PollInterval)
+			waits = true
 		}
 	}
 }
