@@ -112,11 +112,9 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 			g := st.Resource.Goroutine()
 			from, to := st.Goroutine()
 			if to == trace.GoSyscall {
-				funcs = funcs[:0]
-				for f := range st.Stack.Frames() {
-					funcs = append(funcs, f.Func)
-				}
-				if slices.ContainsFunc(funcs, func(f string) bool { return strings.HasPrefix(f, "go.etcd.io/bbolt.") }) {
+				// Any syscall of the database's (floorRules.dbSync), its
+				// page writes as well as its fdatasyncs.
+				if funcs = stackFuncs(funcs, st); onStack(funcs, floorRules.dbSync) {
 					syscalls[g] = ev.Time()
 				}
 			} else if t, ok := syscalls[g]; ok && from == trace.GoSyscall {

@@ -68,13 +68,26 @@ var floorRules = phaseRules{
 	read:     []string{"syscall.read", "Read"},
 }
 
+// onStack reports whether a function on the stack (funcs) has one of subs
+// in its name.
+func onStack(funcs, subs []string) bool {
+	return slices.ContainsFunc(funcs, func(f string) bool {
+		return slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(f, s) })
+	})
+}
+
+// stackFuncs appends the function names of st's stack to buf[:0].
+func stackFuncs(buf []string, st trace.StateTransition) []string {
+	buf = buf[:0]
+	for f := range st.Stack.Frames() {
+		buf = append(buf, f.Func)
+	}
+	return buf
+}
+
 // kind classifies a syscall by the functions on its stack.
 func (r phaseRules) kind(funcs []string) syscallKind {
-	has := func(subs []string) bool {
-		return slices.ContainsFunc(funcs, func(f string) bool {
-			return slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(f, s) })
-		})
-	}
+	has := func(subs []string) bool { return onStack(funcs, subs) }
 	switch {
 	case has(r.sync) && has(r.walSync):
 		return kindWALSync
@@ -176,9 +189,7 @@ func readPhases(r io.Reader, rules phaseRules) (phases, error) {
 		from, to := st.Goroutine()
 		funcs = funcs[:0]
 		if to == trace.GoSyscall {
-			for f := range st.Stack.Frames() {
-				funcs = append(funcs, f.Func)
-			}
+			funcs = stackFuncs(funcs, st)
 		}
 		c.step(st.Resource.Goroutine(), ev.Time(), from, to, st.Reason, rules.kind(funcs))
 	}
