@@ -119,17 +119,25 @@ func (c *countedViews) OldestUnsent() (time.Time, bool, error) {
 	return c.Queue.OldestUnsent()
 }
 
+// startCountingViews starts a worker that polls every poll, checks its
+// alerts every hour, and counts its reads of the unsent view.
+func startCountingViews(t *testing.T, poll time.Duration, seed int64) (*rig, *countedViews) {
+	t.Helper()
+	cfg := fastConfig()
+	cfg.PollInterval, cfg.AlertInterval = poll, time.Hour
+	r := newRig(t, cfg, sim.Options{Seed: seed})
+	cv := &countedViews{Queue: r.q}
+	r.w = syncer.New(cv, r.c, cfg, r.logger(), nil)
+	r.start()
+	return r, cv
+}
+
 // The worker reads the queue's unsent view (the log's pending view, the
 // costliest read of its loop) at its poll's ticks, not at each wake-up:
 // receipts sent one after another, each waking it, make no such read
 // while no tick comes.
 func TestWakeUpsDoNotReadTheUnsentView(t *testing.T) {
-	cfg := fastConfig()
-	cfg.PollInterval, cfg.AlertInterval = time.Hour, time.Hour
-	r := newRig(t, cfg, sim.Options{Seed: 5})
-	cv := &countedViews{Queue: r.q}
-	r.w = syncer.New(cv, r.c, cfg, r.logger(), nil)
-	r.start()
+	r, cv := startCountingViews(t, time.Hour, 5)
 	// The alert loop's check at its start reads it once; the poll's
 	// first tick is an hour away.
 	require.Eventually(t, func() bool { return cv.views.Load() >= 1 }, 5*time.Second, time.Millisecond)
@@ -147,16 +155,12 @@ func TestWakeUpsDoNotReadTheUnsentView(t *testing.T) {
 // their wake-up, starts a whole interval instead of giving at once the
 // tick it missed while idle.
 func TestAWakeUpAfterIdleStartsAWholePollInterval(t *testing.T) {
-	cfg := fastConfig()
-	cfg.PollInterval, cfg.AlertInterval = 500*time.Millisecond, time.Hour
-	r := newRig(t, cfg, sim.Options{Seed: 6})
-	cv := &countedViews{Queue: r.q}
-	r.w = syncer.New(cv, r.c, cfg, r.logger(), nil)
-	r.start()
+	poll := 500 * time.Millisecond
+	r, cv := startCountingViews(t, poll, 6)
 	// The start's check, then the first tick, which finds nothing unsent
 	// and stops the poll; then more than an interval idle.
 	require.Eventually(t, func() bool { return cv.views.Load() >= 2 }, 5*time.Second, time.Millisecond)
-	time.Sleep(3 * cfg.PollInterval / 2)
+	time.Sleep(3 * poll / 2)
 	before := cv.views.Load()
 	for i := range 3 {
 		e := r.enqueue(testkit.Receipt(fmt.Sprintf("quiet%d", i)))
