@@ -171,15 +171,18 @@ func (q *Queue) ApplyAll(ctx context.Context) error {
 	return nil
 }
 
-// ApplyLoop applies the log's records to the database in batches until ctx
-// ends: one commit once Options.ApplyDelay has passed since the batch's
-// first record arrived, or at once when applySoon are waiting. So the
-// file's commits, each with its own fdatasyncs, come at most about every
-// ApplyDelay on a quiet till instead of back to back, and leave the disk
-// to the log's flush that a waiting receipt needs. It wakes only when
-// receipts arrive. A full disk is retried every second; any other failure
-// of the store ends it with the error (the store then refuses every
-// write, and Enqueue with it). Without a log it returns at once.
+// ApplyLoop applies the log's records to the database until ctx ends:
+// once the till has been quiet for Options.ApplyDelay (no record made
+// durable in it), or at once when applySoon records wait, everything then
+// durable, in commits of up to applyBatch records. A commit writes pages
+// and fdatasyncs the file, on the disk and the cores a sale's own
+// fdatasync and send need: so none is made while sales follow each other
+// closely, and a till that makes a sale now and then makes one commit
+// after each, in the quiet that follows it. It wakes only when receipts
+// arrive, and then once an ApplyDelay until the till is quiet. A full
+// disk is retried every second; any other failure of the store ends it
+// with the error (the store then refuses every write, and Enqueue with
+// it). Without a log it returns at once.
 func (q *Queue) ApplyLoop(ctx context.Context) error {
 	if q.log == nil {
 		return nil
@@ -188,15 +191,22 @@ func (q *Queue) ApplyLoop(ctx context.Context) error {
 		if q.ov.len() == 0 && !q.awaitApply(ctx, nil) {
 			return nil
 		}
-		if q.ov.len() < applySoon {
+		for q.ov.len() < applySoon {
+			last := q.log.Durable()
 			t := time.NewTimer(q.applyDelay)
 			ok := q.awaitApply(ctx, t.C)
 			t.Stop()
 			if !ok {
 				return nil
 			}
+			if q.log.Durable() == last {
+				break // quiet for an ApplyDelay
+			}
 		}
-		_, err := q.applySome(ctx)
+		var err error
+		for target := q.log.Durable(); err == nil && q.ov.upTo(target) > 0; {
+			_, err = q.applySome(ctx)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil

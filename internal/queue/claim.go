@@ -68,7 +68,7 @@ func (q *Queue) nothingToClaim(max int, now time.Time) (bool, error) {
 // Where the full reading says "not idle" for a delete row alone (a delete
 // already sending or finished), a claim takes nothing, as settled says.
 func (q *Queue) settled() (idle, sure bool) {
-	if q.log != nil && q.ov.anyUpTo(q.log.Durable(), func(r *logRec) bool { return claimable(r.e.State) }) {
+	if q.log != nil && q.ov.claimableUpTo(q.log.Durable()) {
 		return false, false
 	}
 	_ = q.st.View(func(tx *bbolt.Tx) error {

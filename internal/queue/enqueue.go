@@ -273,14 +273,7 @@ func (q *Queue) enqueueLogged(ctx context.Context, r NewReceipt, now time.Time) 
 	if err := q.log.Sync(syncCtx, lsn); err != nil {
 		return Entry{}, false, q.logError(err)
 	}
-	// ApplyLoop waits for the first record of a batch, then for
-	// ApplyDelay or applySoon records: only those wake it.
-	if waiting == 1 || waiting >= applySoon {
-		select {
-		case q.applyCh <- struct{}{}:
-		default:
-		}
-	}
+	q.wakeApply(waiting)
 	if !r.Sending { // a claimed receipt is the caller's to send, nothing for the worker to claim
 		q.signal()
 	}

@@ -136,7 +136,8 @@ func (q *Queue) finishLogged(ctx context.Context, f Finishing) (e Entry, logged 
 }
 
 // wakeApply wakes ApplyLoop for the first record of a batch and for
-// applySoon records (waiting: how many the overlay holds).
+// applySoon records (waiting: how many the overlay holds): only those wake
+// it; between them it looks at the log once an ApplyDelay.
 func (q *Queue) wakeApply(waiting int) {
 	if waiting == 1 || waiting >= applySoon {
 		select {

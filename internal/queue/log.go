@@ -34,11 +34,12 @@ const recFinish = 2
 // applyBatch bounds the records one transaction applies.
 const applyBatch = 4096
 
-// applySoon is how many records waiting make ApplyLoop apply at once,
-// without waiting for Options.ApplyDelay: about 0.4 of a log segment of
-// typical receipts, so that a busy till's log is trimmed before the next
-// segment is needed.
-const applySoon = 512
+// applySoon is how many records waiting make ApplyLoop apply them without
+// waiting for the till to go quiet: one commit's worth, about 3 MiB of log
+// (an online sale makes two records, a queued receipt one), so a busy
+// till's log and the records held in memory until they are applied stay
+// bounded.
+const applySoon = applyBatch
 
 // logRec is a record not yet applied: the entry, and its encoding as it
 // goes into the entries bucket. fin marks an outcome record: the entry
@@ -59,6 +60,10 @@ type overlay struct {
 	recs  []*logRec
 	byKey map[string]*logRec
 	bySeq map[uint64]*logRec
+	// claimable holds the LSNs of the records whose entry is claimable
+	// (claimable(e.State)), oldest first: the look before each claim asks
+	// for the oldest, and most tills' logs have none.
+	claimable []uint64
 }
 
 // add appends r and returns how many records the overlay holds now.
@@ -70,6 +75,9 @@ func (o *overlay) add(r *logRec) int {
 		o.byKey[r.e.IdemKey] = r
 	}
 	o.bySeq[r.seq] = r
+	if claimable(r.e.State) {
+		o.claimable = append(o.claimable, r.lsn)
+	}
 	return len(o.recs)
 }
 
@@ -135,19 +143,12 @@ func (o *overlay) snapshot(durable, written uint64) []*logRec {
 	return out
 }
 
-// anyUpTo reports whether pred holds for a record with an LSN up to upTo.
-func (o *overlay) anyUpTo(upTo uint64, pred func(*logRec) bool) bool {
+// claimableUpTo reports whether a record with an LSN up to upTo leaves its
+// entry claimable.
+func (o *overlay) claimableUpTo(upTo uint64) bool {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	for _, r := range o.recs {
-		if r.lsn > upTo {
-			return false
-		}
-		if pred(r) {
-			return true
-		}
-	}
-	return false
+	return len(o.claimable) > 0 && o.claimable[0] <= upTo
 }
 
 // drop forgets the records up to LSN applied, and reports whether an
@@ -172,6 +173,11 @@ func (o *overlay) drop(applied uint64) (fins bool) {
 	if len(o.recs) == 0 {
 		o.recs = nil // let the array go
 	}
+	c := 0
+	for c < len(o.claimable) && o.claimable[c] <= applied {
+		c++
+	}
+	o.claimable = o.claimable[c:]
 	return fins
 }
 

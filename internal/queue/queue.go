@@ -184,9 +184,10 @@ type Options struct {
 	// LogSegmentSize is the log's segment size in bytes; zero means
 	// wal.DefaultSegmentSize.
 	LogSegmentSize int64
-	// ApplyDelay is how long ApplyLoop lets log records gather before it
-	// applies them, so that a busy till makes one commit for many
-	// receipts. Zero means 50ms.
+	// ApplyDelay is how long the till must be quiet (no log record made
+	// durable) before ApplyLoop applies the log's records, so that a busy
+	// till makes one commit for many receipts and none between sales that
+	// follow each other closely. Zero means 50ms.
 	ApplyDelay time.Duration
 	// TailIndexBatch bounds how many entries of the unindexed tail one
 	// claim indexes, and the slices in which a delete request indexes a
