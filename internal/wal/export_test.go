@@ -14,3 +14,10 @@ func Yields(l *Log) uint64 {
 	defer l.mu.Unlock()
 	return l.yields
 }
+
+// SparesMade is how many spare segments l wrote as zeros, not recycled.
+func SparesMade(l *Log) int {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
+	return l.sparesMade
+}

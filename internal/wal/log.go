@@ -48,11 +48,12 @@ type Log struct {
 	fullSince               time.Time     // when the run of such failures began
 
 	// fileMu serializes what changes the directory: rolls, spares, trims.
-	fileMu sync.Mutex
-	cur    *os.File  // the segment being written; only the flushing caller uses it
-	curOff int64     // where the next byte goes in cur
-	old    []segFile // segments before cur, oldest first (fileMu)
-	curSeg segFile   // cur's name and first LSN (fileMu)
+	fileMu     sync.Mutex
+	sparesMade int       // spares written as zeros (createSpare), under fileMu
+	cur        *os.File  // the segment being written; only the flushing caller uses it
+	curOff     int64     // where the next byte goes in cur
+	old        []segFile // segments before cur, oldest first (fileMu)
+	curSeg     segFile   // cur's name and first LSN (fileMu)
 }
 
 // batch is records bound for one segment: the current one, or, when roll
@@ -65,6 +66,14 @@ type batch struct {
 }
 
 const spareName = "spare"
+
+// reserves is how many trimmed segments are kept beside the spare, named
+// spareName-1 and on, to become the spare in turn: a burst of sales
+// fills several segments before its records are applied and trimmed
+// (queue.ApplyLoop waits for a quiet till), and the next burst then
+// renames a kept segment where it would write a megabyte of zeros and
+// fdatasync it. A few megabytes of disk that stays taken.
+const reserves = 4
 
 // maxSpareBuf bounds the batch buffer a flush keeps for the next batch:
 // a burst's large buffer is let go.

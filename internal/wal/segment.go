@@ -76,6 +76,8 @@ func (l *Log) ensureSpare() error {
 	fi, err := os.Stat(spare)
 	switch {
 	case err == nil && fi.Size() == l.segSize: // there already
+	case errors.Is(err, fs.ErrNotExist) && l.takeReserve(spare):
+		err = nil
 	case err == nil || errors.Is(err, fs.ErrNotExist):
 		err = l.createSpare(spare)
 	default:
@@ -103,6 +105,21 @@ func (l *Log) spareMade() {
 	l.full = nil
 }
 
+// takeReserve renames a kept segment of the spare's size (reserves) to
+// spare and reports whether it did. Like a spare just made, it is in the
+// directory once the roll that takes it fsyncs the directory.
+func (l *Log) takeReserve(spare string) bool {
+	for i := 1; i <= reserves; i++ {
+		path := reserveName(spare, i)
+		if fi, err := os.Stat(path); err == nil && fi.Size() == l.segSize && rename(path, spare) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func reserveName(spare string, i int) string { return fmt.Sprintf("%s-%d", spare, i) }
+
 // zeros is one write of a new spare.
 var zeros = make([]byte, 256<<10)
 
@@ -128,6 +145,7 @@ func (l *Log) createSpare(spare string) error {
 		_ = os.Remove(tmp)
 		return spareError(tmp, err)
 	}
+	l.sparesMade++
 	return nil
 }
 
@@ -139,9 +157,10 @@ func spareError(path string, err error) error {
 }
 
 // Trim removes the segments before the current one whose records are all
-// at or before applied (applied elsewhere and durable there). One of them
-// becomes the spare when there is none, so the next segment costs a rename
-// instead of writing zeros. The current segment is never removed.
+// at or before applied (applied elsewhere and durable there). They become
+// the spare when there is none and reserves while some are missing, so a
+// next segment costs a rename instead of writing zeros. The current
+// segment is never removed.
 func (l *Log) Trim(applied uint64) error {
 	l.fileMu.Lock()
 	defer l.fileMu.Unlock()
@@ -174,16 +193,24 @@ func (l *Log) Trim(applied uint64) error {
 	return errors.Join(errs...)
 }
 
-// retire recycles segment s as the spare when there is none and it has the
-// spare's size, else removes it.
+// retire recycles segment s as the spare when there is none, else as a
+// reserve when one is missing, if it has the spare's size; else it
+// removes it.
 func (l *Log) retire(s segFile, recycled *bool) error {
 	spare := filepath.Join(l.dir, spareName)
-	if _, err := os.Stat(spare); errors.Is(err, fs.ErrNotExist) {
-		if fi, err := os.Stat(s.path); err == nil && fi.Size() == l.segSize {
-			if err := rename(s.path, spare); err != nil {
+	if fi, err := os.Stat(s.path); err == nil && fi.Size() == l.segSize {
+		for i := range reserves + 1 {
+			to := spare
+			if i > 0 {
+				to = reserveName(spare, i)
+			}
+			if _, err := os.Stat(to); !errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err := rename(s.path, to); err != nil {
 				return fmt.Errorf("trim write-ahead log: %w", err)
 			}
-			*recycled = true
+			*recycled = *recycled || i == 0
 			return nil
 		}
 	}

@@ -161,6 +161,35 @@ func TestTrimAndRecycle(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("second-%0500d", 99), string(recs[102].Data))
 }
 
+// A burst fills several segments before its records are applied; once
+// they are trimmed, the next burst's segments are renamed from them (the
+// spare and its reserves), none written as zeros, and what the new
+// segments hold reads back whole.
+func TestTrimKeepsSegmentsForTheNextBurst(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := open(t, dir, 0, 8<<10)
+	var last uint64
+	for i := range 100 { // about 7 segments
+		last = appendSync(t, l, fmt.Sprintf("%0500d", i))
+	}
+	require.NoError(t, l.Trim(last))
+	for _, name := range []string{"spare", "spare-1", "spare-4"} {
+		require.FileExists(t, filepath.Join(dir, name))
+	}
+	made := wal.SparesMade(l)
+	var second uint64
+	for i := range 70 { // five more segments
+		second = appendSync(t, l, fmt.Sprintf("second-%0500d", i))
+	}
+	require.Equal(t, made, wal.SparesMade(l), "the second burst's segments are the first's, renamed")
+	require.NoError(t, l.Close())
+	_, recs := open(t, dir, last, 8<<10)
+	require.Len(t, recs, 70)
+	require.Equal(t, second, recs[69].LSN)
+	require.Equal(t, fmt.Sprintf("second-%0500d", 69), string(recs[69].Data))
+}
+
 // A cut leaves a torn record: the records before it come back, nothing
 // after it, and records appended after the restart are never followed by
 // the older bytes that lay beyond the tear.
