@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/receiptd/receiptd/internal/clock"
 )
 
 // The floor step holds accept to the naive durable server (naive.go) in
@@ -221,7 +223,9 @@ func alternate(ctx context.Context, c *http.Client, servers []floorServer, clien
 }
 
 // measureWindow measures one window of s into into, with the CPU its process and
-// this one ran, and with logs the log counters of receiptd.
+// this one ran, and with logs the log counters of receiptd. The server's
+// CPU is read after the settle that follows the window, so what it does
+// once the load stops is counted to it.
 func (f floorLevel) measureWindow(ctx context.Context, c *http.Client, s floorServer, into *floorRuns, logs bool, tag string) error {
 	var f0, r0 float64
 	logErr := errors.New("not read")
@@ -234,8 +238,11 @@ func (f floorLevel) measureWindow(ctx context.Context, c *http.Client, s floorSe
 	if err != nil {
 		return err
 	}
-	s1, sErr1 := procRunTime(s.pid)
 	c1, cErr1 := procRunTime(os.Getpid())
+	if !clock.Sleep(ctx, settle) {
+		return ctx.Err()
+	}
+	s1, sErr1 := procRunTime(s.pid)
 	if errors.Join(sErr, cErr, sErr1, cErr1) == nil {
 		into.server += s1 - s0
 		into.client += c1 - c0

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/receiptd/receiptd/internal/clock"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/testing/harness"
 )
@@ -248,6 +249,9 @@ func (b *bench) runOnline(ctx context.Context, o options) (_ []onlineLevel, err 
 				r, err := measureOnline(ctx, servers[i].c, servers[i].url, window, fmt.Sprintf("o%d-%d-%d", lat.Milliseconds(), round, i))
 				if err != nil {
 					return nil, fmt.Errorf("online %s: %w", servers[i].name, err)
+				}
+				if !clock.Sleep(ctx, settle) {
+					return nil, ctx.Err()
 				}
 				lv.rounds[i] = append(lv.rounds[i], r)
 			}

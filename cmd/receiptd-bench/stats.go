@@ -9,6 +9,13 @@ import (
 	"time"
 )
 
+// settle is the pause after each measured window of the floor and online
+// steps, before the next server's: what a server does once its load stops
+// (receiptd's commit of its log once the till is quiet,
+// queue.Options.ApplyDelay) falls in no other server's window, and the
+// floor step counts its CPU to the server that spent it.
+const settle = 250 * time.Millisecond
+
 // sample is a set of measured durations.
 type sample []time.Duration
 
