@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +24,24 @@ type fillResult struct {
 	afterFill   memory
 	afterStart  memory
 	readyFilled time.Duration // exec to /readyz on the filled database
+}
+
+var fillOnly = flag.Bool("fill-only", false, "run only the fill step: bytes on disk and memory after posting -backlog receipts from 64 clients, and after a restart")
+
+// fillOnlyRun is the fill step alone, with the empty database's memory it
+// is reported beside.
+func (b *bench) fillOnlyRun(ctx context.Context, o options) error {
+	var r results
+	var err error
+	if r.empty, err = b.runStart(ctx, 0, o.settle); err != nil {
+		return err
+	}
+	if r.fill, err = b.runFill(ctx, o.backlog, o.settle); err != nil {
+		return err
+	}
+	fmt.Printf("fill step alone: %d receipts posted from 64 clients in %s, the tax service unreachable\n", r.fill.n, r.fill.took.Round(time.Millisecond))
+	printTable(r.fillRows())
+	return nil
 }
 
 // runFill posts n receipts through HTTP from 64 clients to a daemon whose

@@ -144,6 +144,9 @@ func run(ctx context.Context, o options) error {
 	if *yearN > 0 {
 		return b.yearStep(ctx, o) // year.go: the year on a till, alone
 	}
+	if *fillOnly {
+		return b.fillOnlyRun(ctx, o) // fill.go: bytes on disk and memory after a fill, alone
+	}
 	res, err := b.measureAll(ctx, o)
 	if err != nil {
 		return err
