@@ -11,10 +11,12 @@ import (
 
 // settle is the pause after each measured window of the floor and online
 // steps, before the next server's: what a server does once its load stops
-// (receiptd's commit of its log once the till is quiet,
-// queue.Options.ApplyDelay) falls in no other server's window, and the
-// floor step counts its CPU to the server that spent it.
-const settle = 250 * time.Millisecond
+// falls in no other server's window, and the floor step counts its CPU to
+// the server that spent it. receiptd's is the commit of its log once the
+// till is quiet (queue.Options.ApplyDelay, 50 ms, seen within two), up to
+// two commits of 4,096 records for a window's records, each 70 to 130 ms
+// on this machine's disk: about 360 ms at most.
+const settle = 500 * time.Millisecond
 
 // sample is a set of measured durations.
 type sample []time.Duration

@@ -105,17 +105,27 @@ func TestUpdateInstallsThenRollsBackABadRelease(t *testing.T) {
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stopCancel()
 	require.NoError(t, p.Stop(stopCtx), "the parent exits with the child's code 0")
-	p, err = harness.StartFile(context.Background(), v100, p.ConfigPath())
-	require.NoError(t, err)
+	p = startFileKilled(t, v100, p.ConfigPath())
 	require.NoError(t, p.WaitReady(ctx), "log: %s", p.LogTail(4000))
 	v, _ = served(t, p.URL())
 	require.Equal(t, "1.1.0", v, "a start runs the installed version")
 	require.NoError(t, p.Kill())
-	p, err = harness.StartFile(context.Background(), v100, p.ConfigPath())
-	require.NoError(t, err)
+	p = startFileKilled(t, v100, p.ConfigPath())
 	require.NoError(t, p.WaitReady(ctx), "log: %s", p.LogTail(4000))
 	v, _ = served(t, p.URL())
 	require.Equal(t, "1.1.0", v)
+	require.NoError(t, p.Stop(stopCtx), "log: %s", p.LogTail(4000))
+}
+
+// startFileKilled starts the till of the config at path, and kills it at
+// the test's end if it still runs (a failed check): a daemon left running
+// outlives the test run.
+func startFileKilled(t *testing.T, bin, path string) *harness.Process {
+	t.Helper()
+	p, err := harness.StartFile(context.Background(), bin, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Kill() })
+	return p
 }
 
 func versionsIn(t *testing.T, dataDir string) []string {
