@@ -56,7 +56,8 @@
 // as the attempt left it), and a new receipt may be logged already in
 // sending (NewReceipt.Sending: its accept carries the claim). Open
 // applies the log before it recovers what is left in sending. The records are applied to the bbolt file later, in
-// batches: by ApplyLoop, and at the start of every other write
+// batches: by ApplyLoop (once the till is quiet, or applySoon records
+// wait), and at the start of every other write
 // transaction of the queue (a claim, a finish, a delete request), so every
 // transaction sees every durable receipt. Applying a record writes what
 // Enqueue wrote without a log: the entry (in the unindexed tail) and its
