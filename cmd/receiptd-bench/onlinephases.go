@@ -65,10 +65,16 @@ type onlinePhases struct {
 	here, goroutine sample
 	// Of the slowest 1%: how many had a database commit (the apply
 	// loop's: its page writes and fdatasyncs, a syscall with bbolt on its
-	// stack) running during their accept, or during their send, and how
-	// many a garbage collection's mark phase during the sale.
-	slowDBAccept, slowDBSend, slowGC int
+	// stack) running during their accept, or during their send, how many
+	// a new segment of the log during their accept (a syscall with
+	// walSegment on its stack: the roll's header, rename and directory
+	// fsync, or a spare written as zeros), and how many a garbage
+	// collection's mark phase during the sale.
+	slowDBAccept, slowDBSend, slowSegment, slowGC int
 }
+
+// walSegment are the log's functions that make a new segment.
+var walSegment = []string{"wal.(*Log).roll", "wal.(*Log).ensureSpare"}
 
 // readOnlinePhases reads the sale marks of an execution trace.
 func readOnlinePhases(r io.Reader) (onlinePhases, error) {
@@ -81,8 +87,9 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 	apart := map[string]bool{}                  // queueId → its attempt ran on another goroutine than its accept
 	accepted := map[string]trace.GoID{}         // queueId → the goroutine of its accept
 	var order []string
-	var dbCommits, gcs []interval
-	syscalls := map[trace.GoID]trace.Time{} // a goroutine in a database syscall: since when
+	var dbCommits, segments, gcs []interval
+	syscalls := map[trace.GoID]trace.Time{}    // a goroutine in a database syscall: since when
+	segSyscalls := map[trace.GoID]trace.Time{} // a goroutine in a syscall making a segment: since when
 	var gcFrom trace.Time
 	var funcs []string
 	for {
@@ -114,12 +121,21 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 			if to == trace.GoSyscall {
 				// Any syscall of the database's (floorRules.dbSync), its
 				// page writes as well as its fdatasyncs.
-				if funcs = stackFuncs(funcs, st); onStack(funcs, floorRules.dbSync) {
+				funcs = stackFuncs(funcs, st)
+				if onStack(funcs, floorRules.dbSync) {
 					syscalls[g] = ev.Time()
+				} else if onStack(funcs, walSegment) {
+					segSyscalls[g] = ev.Time()
 				}
-			} else if t, ok := syscalls[g]; ok && from == trace.GoSyscall {
-				dbCommits = addCommitSyscall(dbCommits, interval{t, ev.Time()})
-				delete(syscalls, g)
+			} else if from == trace.GoSyscall {
+				if t, ok := syscalls[g]; ok {
+					dbCommits = addCommitSyscall(dbCommits, interval{t, ev.Time()})
+					delete(syscalls, g)
+				}
+				if t, ok := segSyscalls[g]; ok {
+					segments = addCommitSyscall(segments, interval{t, ev.Time()})
+					delete(segSyscalls, g)
+				}
 			}
 			continue
 		}
@@ -204,6 +220,9 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 		if overlaps(dbCommits, m["claimed"], m["answer"]) {
 			p.slowDBSend++
 		}
+		if overlaps(segments, m["request"], m["enqueued"]) {
+			p.slowSegment++
+		}
 		if overlaps(gcs, m["request"], m["answered"]) {
 			p.slowGC++
 		}
@@ -251,8 +270,9 @@ func (p onlinePhases) print(w io.Writer, clientMean time.Duration) {
 		}
 	}
 	fmt.Fprintf(w, "  %-90s %s %s\n", "the handler, request to answer", us(p.handler, n), us(p.slowHandler, nSlow))
-	fmt.Fprintf(w, "    of the slowest 1%%: %d with a database commit (the apply loop's page writes and fdatasyncs) during the accept, %d during the send; %d with a GC marking\n",
-		p.slowDBAccept, p.slowDBSend, p.slowGC)
+	fmt.Fprintf(w, "    of the slowest 1%%: %d with a database commit (the apply loop's page writes and fdatasyncs) during the accept, %d during the send; "+
+		"%d with a new segment of the log (its header, rename and directory fsync, or a spare of zeros) during the accept; %d with a GC marking\n",
+		p.slowDBAccept, p.slowDBSend, p.slowSegment, p.slowGC)
 	for _, g := range []struct {
 		name string
 		lat  sample

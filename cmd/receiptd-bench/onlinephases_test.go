@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/syncer"
+	"github.com/receiptd/receiptd/internal/wal"
 )
 
 // TestOnlinePhasesTellsTheTwoPaths traces two sales as the daemon marks
@@ -34,7 +35,7 @@ func TestOnlinePhasesTellsTheTwoPaths(t *testing.T) {
 	}
 	syncer.TracePhase("request", "")
 	// Q1's accept waits for a database commit, and a GC runs: Q1 is the
-	// slowest sale.
+	// slowest sale,
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
 	require.NoError(t, err)
 	defer db.Close()
@@ -42,6 +43,16 @@ func TestOnlinePhasesTellsTheTwoPaths(t *testing.T) {
 		_, err := tx.CreateBucket([]byte("b"))
 		return err
 	}))
+	// and the log makes new segments (at its open, and for records of
+	// half a segment each).
+	l, _, err := wal.Open(filepath.Join(t.TempDir(), "wal"), 1, 0, wal.Options{SegmentSize: 4096})
+	require.NoError(t, err)
+	defer l.Close()
+	for range 3 {
+		lsn, err := l.Append(make([]byte, 2000))
+		require.NoError(t, err)
+		require.NoError(t, l.Sync(t.Context(), lsn))
+	}
 	runtime.GC()
 	time.Sleep(50 * time.Millisecond) // slower than Q2 on any machine
 	sale("Q1", "enqueued", "claimed", "send", "answer", "recorded", "published", "awaited", "answered")
@@ -62,6 +73,7 @@ func TestOnlinePhasesTellsTheTwoPaths(t *testing.T) {
 	require.Equal(t, p.here[0], p.slowHandler, "the slowest sale: Q1")
 	require.Equal(t, 1, p.slowDBAccept, "Q1's accept met a database commit")
 	require.Zero(t, p.slowDBSend, "none ran during Q1's send")
+	require.Equal(t, 1, p.slowSegment, "Q1's accept met a new segment of the log")
 	require.Equal(t, 1, p.slowGC, "a GC ran during Q1")
 	var out bytes.Buffer
 	p.print(&out, 0)
