@@ -52,13 +52,16 @@ func (b bkts) logMark() uint64 {
 func (q *Queue) applyTx(b bkts, limit int) (uint64, error) {
 	mark := b.logMark()
 	recs := q.ov.after(mark, q.log.Durable(), limit)
+	folded := foldable(recs)
 	for _, r := range recs {
 		if r.lsn != mark+1 {
 			return 0, fmt.Errorf("%w: log record %d comes after applied record %d", store.ErrCorrupt, r.lsn, mark)
 		}
 		if r.fin {
-			if err := applyFinish(b, r); err != nil {
-				return 0, fmt.Errorf("log record %d: %w", r.lsn, err)
+			if folded[r.seq] != r { // else written with its receipt's record
+				if err := applyFinish(b, r); err != nil {
+					return 0, fmt.Errorf("log record %d: %w", r.lsn, err)
+				}
 			}
 			mark = r.lsn
 			continue
@@ -80,10 +83,13 @@ func (q *Queue) applyTx(b bkts, limit int) (uint64, error) {
 		if err := b.entries.SetSequence(r.seq); err != nil {
 			return 0, err
 		}
-		if err := b.entries.Put(seqKey(r.seq), r.enc); err != nil {
+		if f := folded[r.seq]; f != nil {
+			if err := applyFolded(b, r, f); err != nil {
+				return 0, fmt.Errorf("log records %d and %d: %w", r.lsn, f.lsn, err)
+			}
+		} else if err := b.entries.Put(seqKey(r.seq), r.enc); err != nil {
 			return 0, err
-		}
-		if r.e.State == StateSending {
+		} else if r.e.State == StateSending {
 			if err := b.indexSending(r.seq); err != nil {
 				return 0, err
 			}
@@ -99,6 +105,59 @@ func (q *Queue) applyTx(b bkts, limit int) (uint64, error) {
 		}
 	}
 	return mark, nil
+}
+
+// foldable returns, by seq, the outcome records of recs that can be
+// written with their receipt's record: the receipt logged in sending (its
+// accept carried the claim) and its one outcome, both in recs, as an
+// online sale's two records nearly always are. Nothing else touches the
+// entry between them: any other write of the file applies the log first.
+func foldable(recs []*logRec) map[uint64]*logRec {
+	var out map[uint64]*logRec
+	for _, r := range recs {
+		switch {
+		case !r.fin && r.e.State == StateSending:
+			if out == nil {
+				out = map[uint64]*logRec{}
+			}
+			out[r.seq] = nil // its receipt is here, no outcome yet
+		case r.fin:
+			if f, ok := out[r.seq]; ok {
+				if f == nil {
+					out[r.seq] = r
+				} else {
+					delete(out, r.seq) // a second outcome: each applied as it comes
+				}
+			}
+		}
+	}
+	for seq, f := range out {
+		if f == nil {
+			delete(out, seq)
+		}
+	}
+	return out
+}
+
+// applyFolded writes receipt record r, logged in sending, in the state
+// its outcome record f left it, with the rows of that state: what
+// applying r and then f writes, without writing the entry twice and
+// putting and deleting its sending row.
+func applyFolded(b bkts, r, f *logRec) error {
+	e := f.e
+	if !Legal(e.Kind, StateSending, e.State) {
+		return fmt.Errorf("%w: the outcome of %s: %w", store.ErrCorrupt, e.QueueID, illegal(&Entry{QueueID: e.QueueID, Kind: e.Kind, State: StateSending}, e.State))
+	}
+	if e.QueueID != r.e.QueueID {
+		return fmt.Errorf("%w: the outcome of %s follows the receipt %s", store.ErrCorrupt, e.QueueID, r.e.QueueID)
+	}
+	if err := b.insert(r.seq, &e); err != nil {
+		return err
+	}
+	if e.Kind == KindReceipt && (e.State == StateSent || e.State == StatePayment) && e.Outcome != nil && e.Outcome.ID != "" {
+		return b.upstream.Put([]byte(e.Outcome.ID), seqKey(r.seq))
+	}
+	return nil
 }
 
 // applyFinish applies an outcome record: the entry, in sending in the
