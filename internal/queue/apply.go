@@ -67,8 +67,6 @@ func (q *Queue) applyTx(b bkts, limit int) (uint64, error) {
 			continue
 		}
 		switch {
-		case r.lsn != mark+1:
-			return 0, fmt.Errorf("%w: log record %d comes after applied record %d", store.ErrCorrupt, r.lsn, mark)
 		case r.seq != b.entries.Sequence()+1:
 			return 0, fmt.Errorf("%w: log record %d holds %s, but the queue's next entry is %s",
 				store.ErrCorrupt, r.lsn, r.e.QueueID, FormatID(b.entries.Sequence()+1))
@@ -145,19 +143,13 @@ func foldable(recs []*logRec) map[uint64]*logRec {
 // putting and deleting its sending row.
 func applyFolded(b bkts, r, f *logRec) error {
 	e := f.e
-	if !Legal(e.Kind, StateSending, e.State) {
-		return fmt.Errorf("%w: the outcome of %s: %w", store.ErrCorrupt, e.QueueID, illegal(&Entry{QueueID: e.QueueID, Kind: e.Kind, State: StateSending}, e.State))
-	}
-	if e.QueueID != r.e.QueueID {
-		return fmt.Errorf("%w: the outcome of %s follows the receipt %s", store.ErrCorrupt, e.QueueID, r.e.QueueID)
+	if !Legal(e.Kind, StateSending, e.State) { // as setState checks
+		return fmt.Errorf("%w: the outcome of %s: %w", store.ErrCorrupt, e.QueueID, illegal(&r.e, e.State))
 	}
 	if err := b.insert(r.seq, &e); err != nil {
 		return err
 	}
-	if e.Kind == KindReceipt && (e.State == StateSent || e.State == StatePayment) && e.Outcome != nil && e.Outcome.ID != "" {
-		return b.upstream.Put([]byte(e.Outcome.ID), seqKey(r.seq))
-	}
-	return nil
+	return b.putUpstream(r.seq, &e)
 }
 
 // applyFinish applies an outcome record: the entry, in sending in the
@@ -176,10 +168,7 @@ func applyFinish(b bkts, r *logRec) error {
 	if err := b.setState(&e, r.e.State, r.e.UpdatedAt); err != nil {
 		return err
 	}
-	if e.Kind == KindReceipt && (e.State == StateSent || e.State == StatePayment) && e.Outcome != nil && e.Outcome.ID != "" {
-		return b.upstream.Put([]byte(e.Outcome.ID), seqKey(r.seq))
-	}
-	return nil
+	return b.putUpstream(r.seq, &e)
 }
 
 // applied is told, after a commit, that the file holds every record up to

@@ -265,10 +265,8 @@ func (q *Queue) finishTx(b bkts, f Finishing) (e Entry, wakeCheck bool, err erro
 	if err := b.setState(&e, next, q.now().UTC()); err != nil {
 		return Entry{}, false, err
 	}
-	if e.Kind == KindReceipt && (next == StateSent || next == StatePayment) && e.Outcome != nil && e.Outcome.ID != "" {
-		if err := b.upstream.Put([]byte(e.Outcome.ID), seqKey(seq)); err != nil {
-			return Entry{}, false, err
-		}
+	if err := b.putUpstream(seq, &e); err != nil {
+		return Entry{}, false, err
 	}
 	return e, e.Kind == KindReceipt && b.deletes.Get([]byte(queueID)) != nil, nil
 }

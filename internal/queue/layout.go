@@ -86,6 +86,15 @@ func illegal(e *Entry, to State) error {
 	return fmt.Errorf("%w: %s %s %s → %s", ErrIllegalTransition, e.Kind, e.QueueID, e.State, to)
 }
 
+// putUpstream writes e's upstream row (the tax service's id → seq) when e
+// is a receipt the tax service issued with an id (sent or payment).
+func (b bkts) putUpstream(seq uint64, e *Entry) error {
+	if e.Kind != KindReceipt || (e.State != StateSent && e.State != StatePayment) || e.Outcome == nil || e.Outcome.ID == "" {
+		return nil
+	}
+	return b.upstream.Put([]byte(e.Outcome.ID), seqKey(seq))
+}
+
 // claimable states wait in the pending index.
 func claimable(s State) bool { return s == StateQueued || s == StateDeleteQueued }
 

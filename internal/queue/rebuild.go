@@ -133,8 +133,5 @@ func rebuildRows(b bkts, seq uint64, e *Entry) error {
 			return err
 		}
 	}
-	if (e.State == StateSent || e.State == StatePayment) && e.Outcome != nil && e.Outcome.ID != "" {
-		return b.upstream.Put([]byte(e.Outcome.ID), seqKey(seq))
-	}
-	return nil
+	return b.putUpstream(seq, e)
 }
