@@ -88,8 +88,11 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 	accepted := map[string]trace.GoID{}         // queueId → the goroutine of its accept
 	var order []string
 	var dbCommits, segments, gcs []interval
-	syscalls := map[trace.GoID]trace.Time{}    // a goroutine in a database syscall: since when
-	segSyscalls := map[trace.GoID]trace.Time{} // a goroutine in a syscall making a segment: since when
+	type inSyscall struct {
+		since trace.Time
+		into  *[]interval // dbCommits or segments
+	}
+	syscalls := map[trace.GoID]inSyscall{} // a goroutine in a syscall of the database's or of a new segment's
 	var gcFrom trace.Time
 	var funcs []string
 	for {
@@ -123,19 +126,13 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 				// page writes as well as its fdatasyncs.
 				funcs = stackFuncs(funcs, st)
 				if onStack(funcs, floorRules.dbSync) {
-					syscalls[g] = ev.Time()
+					syscalls[g] = inSyscall{ev.Time(), &dbCommits}
 				} else if onStack(funcs, walSegment) {
-					segSyscalls[g] = ev.Time()
+					syscalls[g] = inSyscall{ev.Time(), &segments}
 				}
-			} else if from == trace.GoSyscall {
-				if t, ok := syscalls[g]; ok {
-					dbCommits = addCommitSyscall(dbCommits, interval{t, ev.Time()})
-					delete(syscalls, g)
-				}
-				if t, ok := segSyscalls[g]; ok {
-					segments = addCommitSyscall(segments, interval{t, ev.Time()})
-					delete(segSyscalls, g)
-				}
+			} else if s, ok := syscalls[g]; ok && from == trace.GoSyscall {
+				*s.into = addSyscall(*s.into, interval{s.since, ev.Time()})
+				delete(syscalls, g)
 			}
 			continue
 		}
@@ -230,19 +227,19 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 	return p, nil
 }
 
-// commitGap is the most time between two of a commit's syscalls (its
-// page writes, a few µs apart, then its fdatasyncs).
+// commitGap is the most time between two syscalls of one event (a
+// commit's page writes, a few µs apart, then its fdatasyncs; a new
+// segment's header write, fdatasync, rename and directory fsync).
 const commitGap = 500 * time.Microsecond
 
-// addCommitSyscall adds a database syscall to the commits: to the last
-// one when it starts within commitGap of that one's end, else as a new
-// commit.
-func addCommitSyscall(commits []interval, iv interval) []interval {
-	if n := len(commits); n > 0 && iv.start.Sub(commits[n-1].end) <= commitGap {
-		commits[n-1].end = max(commits[n-1].end, iv.end)
-		return commits
+// addSyscall adds a syscall to the events: to the last one when it
+// starts within commitGap of that one's end, else as a new event.
+func addSyscall(events []interval, iv interval) []interval {
+	if n := len(events); n > 0 && iv.start.Sub(events[n-1].end) <= commitGap {
+		events[n-1].end = max(events[n-1].end, iv.end)
+		return events
 	}
-	return append(commits, iv)
+	return append(events, iv)
 }
 
 // overlaps reports whether one of ivs runs at some time between from and
