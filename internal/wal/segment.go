@@ -110,7 +110,7 @@ func (l *Log) spareMade() {
 // directory once the roll that takes it fsyncs the directory.
 func (l *Log) takeReserve(spare string) bool {
 	for i := 1; i <= reserves; i++ {
-		path := reserveName(spare, i)
+		path := spareSlot(spare, i)
 		if fi, err := os.Stat(path); err == nil && fi.Size() == l.segSize && rename(path, spare) == nil {
 			return true
 		}
@@ -118,7 +118,14 @@ func (l *Log) takeReserve(spare string) bool {
 	return false
 }
 
-func reserveName(spare string, i int) string { return fmt.Sprintf("%s-%d", spare, i) }
+// spareSlot is the name of slot i of the kept segments: the spare itself
+// (0), then its reserves (1 to reserves).
+func spareSlot(spare string, i int) string {
+	if i == 0 {
+		return spare
+	}
+	return fmt.Sprintf("%s-%d", spare, i)
+}
 
 // zeros is one write of a new spare.
 var zeros = make([]byte, 256<<10)
@@ -200,10 +207,7 @@ func (l *Log) retire(s segFile, recycled *bool) error {
 	spare := filepath.Join(l.dir, spareName)
 	if fi, err := os.Stat(s.path); err == nil && fi.Size() == l.segSize {
 		for i := range reserves + 1 {
-			to := spare
-			if i > 0 {
-				to = reserveName(spare, i)
-			}
+			to := spareSlot(spare, i)
 			if _, err := os.Stat(to); !errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
