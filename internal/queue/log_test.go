@@ -203,7 +203,8 @@ func TestEnqueueAfterClose(t *testing.T) {
 
 // TestApplyLoopAppliesAFullBatchAtOnce: once ApplySoon records wait,
 // ApplyLoop applies them without waiting out ApplyDelay (an hour here), so
-// a busy till's log is trimmed before it needs its next segment. Twice
+// a till that is never quiet still has its log applied and trimmed, and
+// the records it holds in memory stay bounded. Twice
 // ApplySoon are posted: the loop may take the first few early (it may
 // start after the first record's wake-up), and then ApplySoon more wait.
 func TestApplyLoopAppliesAFullBatchAtOnce(t *testing.T) {
