@@ -84,7 +84,7 @@ func encodeTo(dst []byte, e *Entry) ([]byte, error) {
 	var js []byte
 	if !rest.empty() {
 		var err error
-		if js, err = json.Marshal(&rest); err != nil {
+		if js, err = appendRest(make([]byte, 0, 256), &rest); err != nil {
 			return nil, fmt.Errorf("encode entry %s: %w", e.QueueID, err)
 		}
 	}
