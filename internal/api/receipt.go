@@ -496,7 +496,7 @@ func writeUpstream(w http.ResponseWriter, queueID string, res syncer.Result, cod
 			code = http.StatusOK // our own short body replaces "no content"
 		}
 		writeJSON(w, code, accepted{QueueID: queueID, State: res.State, Message: "answered by the tax service"})
-	case !json.Valid(res.Body):
+	case !res.JSON && !json.Valid(res.Body):
 		writeJSON(w, code, errorBody{Status: "ERROR", QueueID: queueID, Message: fmt.Sprintf(
 			"the tax service answered HTTP %d with a body that is not JSON; see GET /receiptd/entries/%s", res.StatusCode, queueID)})
 	default:

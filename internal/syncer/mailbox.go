@@ -20,6 +20,9 @@ type Result struct {
 	// Body is the upstream's answer verbatim. It may hold the lottery
 	// number and QR data: it must never be written to disk or a log.
 	Body []byte
+	// JSON says that Body was read as JSON (a create's SUCCESS or
+	// PAYMENT): whoever hands it on need not check it again.
+	JSON bool
 }
 
 // AnswerStatus is what the late-answer route may say of an entry's answer

@@ -47,7 +47,7 @@ func (w *Worker) sendLoop(loopCtx, sendCtx context.Context, e queue.Entry, keepG
 		w.signal()
 	}()
 	for {
-		res := w.attempt(sendCtx, e)
+		res := w.attempt(sendCtx, e, true)
 		res.awaited = afterFirst != nil
 		if afterFirst != nil {
 			afterFirst()
@@ -82,12 +82,15 @@ func (w *Worker) countIssued(e queue.Entry, res attemptResult) {
 	}
 }
 
-// attempt sends e once and decides what its answer means.
-func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
+// attempt sends e once and decides what its answer means. stored says
+// that e's body was read back from the log or the database, and is
+// checked against its hash before it is sent (checkBody); a sale sent by
+// the request that accepted it carries the bytes that hash was taken of.
+func (w *Worker) attempt(ctx context.Context, e queue.Entry, stored bool) attemptResult {
 	TracePhase("send", e.QueueID)
 	crashPoint("sending") // durably sending, the request not written
 	began := w.answers.sending(e.QueueID)
-	res := w.send(ctx, e)
+	res := w.send(ctx, e, stored)
 	TracePhase("answer", e.QueueID)
 	if res.handoff.Answered {
 		crashPoint("answered") // the tax service answered, nothing recorded
@@ -97,7 +100,7 @@ func (w *Worker) attempt(ctx context.Context, e queue.Entry) attemptResult {
 }
 
 // send is attempt's request and the meaning of its answer.
-func (w *Worker) send(ctx context.Context, e queue.Entry) attemptResult {
+func (w *Worker) send(ctx context.Context, e queue.Entry, stored bool) attemptResult {
 	// Never in parallel with receiptd's own sendData (posapi).
 	end, err := w.cfg.Limits.BeginSend(ctx)
 	if err != nil {
@@ -114,7 +117,7 @@ func (w *Worker) send(ctx context.Context, e queue.Entry) attemptResult {
 	if e.Kind == queue.KindDelete {
 		res = w.sendDelete(ctx, e)
 	} else {
-		res = w.sendReceipt(ctx, e)
+		res = w.sendReceipt(ctx, e, stored)
 	}
 	res.attempt.At = at
 	res.attempt.Duration = w.now().Sub(start)
@@ -122,9 +125,11 @@ func (w *Worker) send(ctx context.Context, e queue.Entry) attemptResult {
 }
 
 // sendReceipt sends a create request and maps its answer to a state.
-func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
-	if res, bad := checkBody(e); bad {
-		return res
+func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry, stored bool) attemptResult {
+	if stored {
+		if res, bad := checkBody(e); bad {
+			return res
+		}
 	}
 	r, err := w.up.CreateReceipt(ctx, e.Body)
 	if err == nil {
@@ -134,7 +139,7 @@ func (w *Worker) sendReceipt(ctx context.Context, e queue.Entry) attemptResult {
 			res.next, res.attempt.Result = queue.StatePayment, queue.ResultPayment
 		}
 		res.attempt.HTTPStatus = r.HTTPStatus
-		res.handoff = Result{Answered: true, StatusCode: r.HTTPStatus, Body: r.Body}
+		res.handoff = Result{Answered: true, StatusCode: r.HTTPStatus, Body: r.Body, JSON: true}
 		return res
 	}
 	res := w.failed(e, err, queue.StateQueued)

@@ -94,7 +94,7 @@ func (s *Slot) SendHere(e queue.Entry) (res Result, done func()) {
 	w, loopCtx := s.w, s.run.loopCtx
 	sendCtx := client.WithPredial(s.run.sendCtx, s.predial)
 	TracePhase("claimed", e.QueueID)
-	att := w.attempt(sendCtx, e)
+	att := w.attempt(sendCtx, e, false)
 	att.awaited = true
 	s.predial.Close()
 	w.noteLink(att)
