@@ -2,9 +2,7 @@ package syncer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/queue"
@@ -36,15 +34,6 @@ func (noLimits) ReceiptIssued(bool)                                {}
 
 // DefaultReserveRetry is Config.ReserveRetry's zero value.
 const DefaultReserveRetry = 30 * time.Second
-
-// isB2C reports whether a create body is a B2C receipt or invoice: the
-// kinds that carry a lottery number.
-func isB2C(body []byte) bool {
-	var r struct {
-		Type string `json:"type"`
-	}
-	return json.Unmarshal(body, &r) == nil && strings.HasPrefix(r.Type, "B2C")
-}
 
 // reserveWait turns a refusal for an empty lottery reserve into a wait: the
 // receipt stays queued (nothing was issued), the attempt says why, and it
