@@ -348,7 +348,11 @@ func (b *bench) profileOnline(ctx context.Context, o options) (err error) {
 	}
 	mean := sum / time.Duration(max(1, len(r.lat)))
 	file := filepath.Join(b.dir, "trace-online.out")
+	again := "-keep keeps the trace"
+	if o.keep {
+		again = "receiptd-bench -online-phases " + file
+	}
 	fmt.Printf("\nWhere each microsecond of an online sale goes, receiptd in this process, simulator at %s, 1 client, %d sales in %s "+
-		"(p50 %s, mean %s, tracer on; receiptd-bench -online-phases %s):\n", *onlineTraceLatency, len(r.lat), o.acceptFor, ms(r.lat.p50()), ms(mean), file)
+		"(p50 %s, mean %s, tracer on; %s):\n", *onlineTraceLatency, len(r.lat), o.acceptFor, ms(r.lat.p50()), ms(mean), again)
 	return printOnlinePhasesFile(os.Stdout, file, mean)
 }
