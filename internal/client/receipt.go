@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/receiptd/receiptd/internal/jsonscan"
 )
 
 // Receipt create statuses.
@@ -101,7 +103,7 @@ type receiptWire struct {
 // type is left empty (see Receipt). It fails only for a body that is not
 // JSON or not an object (null decodes to an empty Receipt).
 func DecodeReceipt(body []byte) (*Receipt, error) {
-	if i := skipSpace(body, 0); i < len(body) && body[i] == '{' && json.Valid(body) {
+	if i := jsonscan.SkipSpace(body, 0); i < len(body) && body[i] == '{' && json.Valid(body) {
 		w := scanReceipt(body[i:len(bytes.TrimRight(body, " \t\r\n"))])
 		return w.receipt(body), nil
 	}
