@@ -71,6 +71,38 @@ type onlinePhases struct {
 	// fsync, or a spare written as zeros), and how many a garbage
 	// collection's mark phase during the sale.
 	slowDBAccept, slowDBSend, slowSegment, slowGC int
+	// where and slowWhere split the handler's time by what its goroutine
+	// was doing (whereStates), over all sales and over the slowest 1%.
+	where, slowWhere map[string]time.Duration
+}
+
+// whereStates are the states of a sale's handler goroutine between its
+// request and answered marks, in the order printed.
+var whereStates = []string{
+	"running: receiptd's own CPU",
+	"runnable: waiting for a core",
+	"in a syscall of the log's: its writes, fdatasyncs, a new segment",
+	"in another syscall: the network's reads and writes",
+	"waiting for the network: the tax service's answer",
+	"waiting for anything else: a flush running, a lock, a channel, a timer",
+}
+
+// whereOf is the whereStates entry of a goroutine entering state to
+// (funcs: its stack, for a syscall).
+func whereOf(to trace.GoState, reason string, funcs []string) string {
+	switch {
+	case to == trace.GoRunning:
+		return whereStates[0]
+	case to == trace.GoRunnable:
+		return whereStates[1]
+	case to == trace.GoSyscall && onStack(funcs, []string{"internal/wal."}):
+		return whereStates[2]
+	case to == trace.GoSyscall:
+		return whereStates[3]
+	case to == trace.GoWaiting && reason == "network":
+		return whereStates[4]
+	}
+	return whereStates[5]
 }
 
 // walSegment are the log's functions that make a new segment.
@@ -93,6 +125,20 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 		into  *[]interval // dbCommits or segments
 	}
 	syscalls := map[trace.GoID]inSyscall{} // a goroutine in a syscall of the database's or of a new segment's
+	type gState struct {
+		where string
+		since trace.Time
+	}
+	state := map[trace.GoID]gState{}                      // each goroutine's whereOf since its last transition
+	handling := map[trace.GoID]map[string]time.Duration{} // a handler's split since its request mark, until answered
+	split := map[string]map[string]time.Duration{}        // queueId → its handler's split
+	account := func(g trace.GoID, now trace.Time) {
+		if acc := handling[g]; acc != nil {
+			st := state[g]
+			acc[st.where] += now.Sub(st.since)
+			state[g] = gState{st.where, now}
+		}
+	}
 	var gcFrom trace.Time
 	var funcs []string
 	for {
@@ -121,10 +167,14 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 			}
 			g := st.Resource.Goroutine()
 			from, to := st.Goroutine()
+			account(g, ev.Time())
+			if to == trace.GoSyscall {
+				funcs = stackFuncs(funcs, st)
+			}
+			state[g] = gState{whereOf(to, st.Reason, funcs), ev.Time()}
 			if to == trace.GoSyscall {
 				// Any syscall of the database's (floorRules.dbSync), its
 				// page writes as well as its fdatasyncs.
-				funcs = stackFuncs(funcs, st)
 				if onStack(funcs, floorRules.dbSync) {
 					syscalls[g] = inSyscall{ev.Time(), &dbCommits}
 				} else if onStack(funcs, walSegment) {
@@ -142,7 +192,16 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 		mark, id, _ := strings.Cut(ev.Log().Message, " ")
 		if mark == "request" {
 			request[ev.Goroutine()] = ev.Time()
+			handling[ev.Goroutine()] = map[string]time.Duration{}
+			state[ev.Goroutine()] = gState{whereStates[0], ev.Time()}
 			continue
+		}
+		switch g := ev.Goroutine(); {
+		case mark == "enqueued" && handling[g] != nil:
+			split[id] = handling[g]
+		case mark == "answered" && handling[g] != nil:
+			account(g, ev.Time())
+			delete(handling, g)
 		}
 		m := marks[id]
 		if m == nil {
@@ -165,11 +224,13 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 			}
 		}
 	}
-	p := onlinePhases{phase: map[string]time.Duration{}, slow: map[string]time.Duration{}}
+	p := onlinePhases{phase: map[string]time.Duration{}, slow: map[string]time.Duration{},
+		where: map[string]time.Duration{}, slowWhere: map[string]time.Duration{}}
 	type sale struct {
 		handler time.Duration
 		phase   map[string]time.Duration
 		marks   map[string]trace.Time
+		where   map[string]time.Duration
 	}
 	var sales []sale
 	for _, id := range order {
@@ -179,7 +240,7 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 		if !okF || !okL {
 			continue // not a whole sale within the trace, or not answered with the upstream's answer
 		}
-		s := sale{handler: last.Sub(first), phase: map[string]time.Duration{}, marks: m}
+		s := sale{handler: last.Sub(first), phase: map[string]time.Duration{}, marks: m, where: split[id]}
 		if apart[id] {
 			p.goroutine = append(p.goroutine, s.handler)
 		} else {
@@ -196,20 +257,23 @@ func readOnlinePhases(r io.Reader) (onlinePhases, error) {
 		}
 		sales = append(sales, s)
 	}
-	add := func(sum map[string]time.Duration, handler *time.Duration, s sale) {
+	add := func(sum, where map[string]time.Duration, handler *time.Duration, s sale) {
 		*handler += s.handler
 		for ph, d := range s.phase {
 			sum[ph] += d
 		}
+		for st, d := range s.where {
+			where[st] += d
+		}
 	}
 	for _, s := range sales {
-		add(p.phase, &p.handler, s)
+		add(p.phase, p.where, &p.handler, s)
 	}
 	p.sales = len(sales)
 	slices.SortFunc(sales, func(a, b sale) int { return cmp.Compare(b.handler, a.handler) })
 	p.slowSales = min(len(sales), max(1, len(sales)/100))
 	for _, s := range sales[:p.slowSales] {
-		add(p.slow, &p.slowHandler, s)
+		add(p.slow, p.slowWhere, &p.slowHandler, s)
 		m := s.marks
 		if overlaps(dbCommits, m["request"], m["enqueued"]) {
 			p.slowDBAccept++
@@ -270,6 +334,10 @@ func (p onlinePhases) print(w io.Writer, clientMean time.Duration) {
 	fmt.Fprintf(w, "    of the slowest 1%%: %d with a database commit (the apply loop's page writes and fdatasyncs) during the accept, %d during the send; "+
 		"%d with a new segment of the log (its header, rename and directory fsync, or a spare of zeros) during the accept; %d with a GC marking\n",
 		p.slowDBAccept, p.slowDBSend, p.slowSegment, p.slowGC)
+	fmt.Fprintln(w, "    where the handler's goroutine was, request to answer:")
+	for _, st := range whereStates {
+		fmt.Fprintf(w, "      %-88s %s %s\n", st, us(p.where[st], n), us(p.slowWhere[st], nSlow))
+	}
 	for _, g := range []struct {
 		name string
 		lat  sample

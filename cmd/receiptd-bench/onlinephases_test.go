@@ -19,7 +19,8 @@ import (
 // them, one sent by the request that accepted it and one whose attempt
 // ran on another goroutine, and one sale that was never answered; the
 // table counts each answered sale once, on its path, and the slowest
-// 1% (here one sale) apart, with what ran during it.
+// 1% (here one sale) apart, with what ran during it and where its
+// handler's goroutine was.
 func TestOnlinePhasesTellsTheTwoPaths(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, trace.Start(&buf))
@@ -75,8 +76,21 @@ func TestOnlinePhasesTellsTheTwoPaths(t *testing.T) {
 	require.Zero(t, p.slowDBSend, "none ran during Q1's send")
 	require.Equal(t, 1, p.slowSegment, "Q1's accept met a new segment of the log")
 	require.Equal(t, 1, p.slowGC, "a GC ran during Q1")
+	// Where the handlers' goroutines were: their split adds up to their
+	// time; Q1's holds the log's syscalls and its sleep.
+	sum := func(m map[string]time.Duration) (d time.Duration) {
+		for _, st := range whereStates {
+			d += m[st]
+		}
+		return d
+	}
+	require.Equal(t, p.handler, sum(p.where), "every sale's time is in one state or another")
+	require.Equal(t, p.slowHandler, sum(p.slowWhere))
+	require.Positive(t, p.slowWhere[whereStates[2]], "Q1's accept was in the log's syscalls")
+	require.GreaterOrEqual(t, p.slowWhere[whereStates[5]], 50*time.Millisecond, "Q1 slept")
 	var out bytes.Buffer
 	p.print(&out, 0)
+	require.Contains(t, out.String(), "where the handler's goroutine was")
 	require.Contains(t, out.String(), "sent by the request that accepted it:")
 	require.Contains(t, out.String(), "sent from a goroutine")
 }
