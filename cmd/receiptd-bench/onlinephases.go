@@ -95,7 +95,7 @@ func whereOf(to trace.GoState, reason string, funcs []string) string {
 		return whereStates[0]
 	case to == trace.GoRunnable:
 		return whereStates[1]
-	case to == trace.GoSyscall && onStack(funcs, []string{"internal/wal."}):
+	case to == trace.GoSyscall && onStack(funcs, walPackage):
 		return whereStates[2]
 	case to == trace.GoSyscall:
 		return whereStates[3]
@@ -105,8 +105,12 @@ func whereOf(to trace.GoState, reason string, funcs []string) string {
 	return whereStates[5]
 }
 
-// walSegment are the log's functions that make a new segment.
-var walSegment = []string{"wal.(*Log).roll", "wal.(*Log).ensureSpare"}
+// walPackage is the log's package: a syscall with it on the stack is the
+// log's. walSegment are the log's functions that make a new segment.
+var (
+	walPackage = []string{"internal/wal."}
+	walSegment = []string{"wal.(*Log).roll", "wal.(*Log).ensureSpare"}
+)
 
 // readOnlinePhases reads the sale marks of an execution trace.
 func readOnlinePhases(r io.Reader) (onlinePhases, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/sim"
 	"github.com/receiptd/receiptd/internal/store"
+	"github.com/receiptd/receiptd/internal/store/storetest"
 	"github.com/receiptd/receiptd/internal/testing/testkit"
 )
 
@@ -79,7 +80,9 @@ func TestSnapshotsAreCheckedPrunedAndTakeOverADeadTill(t *testing.T) {
 	require.NoError(t, up.Start("127.0.0.1:0"))
 	defer up.Close()
 	require.NoError(t, up.SetFaults(sim.Faults{Down: true}))
-	snaps := filepath.Join(t.TempDir(), "usb", "receiptd")
+	// The snapshots' volume is one of their own: the daemon's guard keeps
+	// 10% of the disk free, and this test must not fail on a full host.
+	snaps := filepath.Join(storetest.VolumeOfItsOwn(t, 1<<30), "usb", "receiptd")
 	d := startBinary(t, filepath.Join(t.TempDir(), "data"), up.URL(), backupSection(snaps, 2))
 	for i := 1; i <= 5; i++ {
 		require.Equal(t, http.StatusAccepted, postSample(t, d.base, fmt.Sprintf("%06d", i)))

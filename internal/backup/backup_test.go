@@ -42,9 +42,20 @@ func openQueue(t *testing.T, n int) *queue.Queue {
 	return q
 }
 
+// newScheduler is backup.New keeping no free space beyond the copy's own:
+// what these tests check must not depend on how full the host's disk is
+// (the guard, the larger of 256 MiB and 10% of the disk, failed them on
+// a disk over 90% full). The guard has its own tests on a volume of its
+// own (space_linux_test.go).
+func newScheduler(cfg backup.Config, src backup.Source, log *zap.Logger) *backup.Scheduler {
+	s := backup.New(cfg, src, log)
+	backup.SetSpaceGuard(s, 0, 0)
+	return s
+}
+
 func TestTakeWritesACheckedSnapshot(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "usb", "receiptd") // created if missing
-	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 3}, openQueue(t, 25), zap.NewNop())
+	s := newScheduler(backup.Config{Dir: dir, Every: time.Hour, Keep: 3}, openQueue(t, 25), zap.NewNop())
 	r, err := s.Take(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 25, r.Entries)
@@ -81,7 +92,7 @@ func TestPruneKeepsTheNewestAndNothingElseIsTouched(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "receiptd-20260104T000000Z.db.tmp"), []byte("x"), 0o600))
-	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 3), zap.NewNop())
+	s := newScheduler(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 3), zap.NewNop())
 	backup.SetNow(s, func() time.Time { return time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC) })
 	r, err := s.Take(ctx)
 	require.NoError(t, err)
@@ -100,7 +111,7 @@ func TestPruneKeepsTheNewestAndNothingElseIsTouched(t *testing.T) {
 func TestASnapshotIntoAFileIsReported(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "usb")
 	require.NoError(t, os.WriteFile(dir, []byte("a file where the directory should be"), 0o600))
-	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 1), zap.NewNop())
+	s := newScheduler(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, openQueue(t, 1), zap.NewNop())
 	_, err := s.Take(ctx)
 	require.Error(t, err)
 	require.ErrorContains(t, err, dir)
@@ -124,7 +135,7 @@ func (l lying) CopySize() (int64, error) { return l.q.CopySize() }
 
 func TestASnapshotThatFailsItsCheckIsDeleted(t *testing.T) {
 	dir := t.TempDir()
-	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, lying{openQueue(t, 4)}, zap.NewNop())
+	s := newScheduler(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, lying{openQueue(t, 4)}, zap.NewNop())
 	_, err := s.Take(ctx)
 	require.ErrorIs(t, err, store.ErrCorrupt)
 	require.ErrorContains(t, err, "holds 4 entries, its counters say 4, and 5 were copied")
@@ -145,7 +156,7 @@ func TestASnapshotThatFailsItsCheckNeverHasItsName(t *testing.T) {
 	final := filepath.Join(dir, backup.Name(at))
 	const there = "the snapshot already under this name"
 	require.NoError(t, os.WriteFile(final, []byte(there), 0o600))
-	s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, lying{openQueue(t, 3)}, zap.NewNop())
+	s := newScheduler(backup.Config{Dir: dir, Every: time.Hour, Keep: 2}, lying{openQueue(t, 3)}, zap.NewNop())
 	backup.SetNow(s, func() time.Time { return at })
 
 	_, err := s.Take(ctx)
@@ -166,7 +177,7 @@ func TestLoopTakesSnapshotsAndStops(t *testing.T) {
 		t.Skip("takes a few seconds")
 	}
 	dir := t.TempDir()
-	s := backup.New(backup.Config{Dir: dir, Every: time.Second, Keep: 2}, openQueue(t, 2), zap.NewNop())
+	s := newScheduler(backup.Config{Dir: dir, Every: time.Second, Keep: 2}, openQueue(t, 2), zap.NewNop())
 	lctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); s.Loop(lctx) }()
@@ -183,7 +194,7 @@ func TestLoopTakesSnapshotsAndStops(t *testing.T) {
 }
 
 func TestLoopIsOffWithoutDir(t *testing.T) {
-	s := backup.New(backup.Config{Every: time.Millisecond, Keep: 1}, openQueue(t, 0), zap.NewNop())
+	s := newScheduler(backup.Config{Every: time.Millisecond, Keep: 1}, openQueue(t, 0), zap.NewNop())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Loop(ctx) }()
 	select {
@@ -209,7 +220,7 @@ func TestCheckDirSaysWhetherTheFolderCanHoldSnapshots(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := backup.New(backup.Config{Dir: tc.dir, Every: time.Hour, Keep: 1}, openQueue(t, 0), zap.NewNop())
+			s := newScheduler(backup.Config{Dir: tc.dir, Every: time.Hour, Keep: 1}, openQueue(t, 0), zap.NewNop())
 			err := s.CheckDir()
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
@@ -234,7 +245,7 @@ func TestCheckDirTellsNothingOfWhatIsThere(t *testing.T) {
 	file := filepath.Join(base, "a-file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	says := func(dir string) string {
-		s := backup.New(backup.Config{Dir: dir, Every: time.Hour, Keep: 1}, openQueue(t, 0), zap.NewNop())
+		s := newScheduler(backup.Config{Dir: dir, Every: time.Hour, Keep: 1}, openQueue(t, 0), zap.NewNop())
 		err := s.CheckDir()
 		require.Error(t, err)
 		return strings.ReplaceAll(err.Error(), dir, "DIR")
