@@ -150,6 +150,7 @@ func TestKillDuringProbationRollsBack(t *testing.T) {
 	cfg := updateTill(t, s, time.Hour)
 	p, err := harness.Start(context.Background(), v100, t.TempDir(), cfg)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Kill() }) // a failure leaves no daemon running
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, p.WaitReady(ctx))

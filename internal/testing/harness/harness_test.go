@@ -72,6 +72,7 @@ func TestProcessLifecycle(t *testing.T) {
 
 	p, err := harness.Start(ctx, bin, dir, cfg)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Kill() }) // a failure below leaves no daemon running
 	require.NotContains(t, p.URL(), ":0", "a free port replaces port 0")
 	require.NoError(t, p.WaitReady(ctx))
 	if runtime.GOOS == "linux" {
@@ -87,6 +88,7 @@ func TestProcessLifecycle(t *testing.T) {
 
 	p2, err := harness.StartFile(ctx, bin, p.ConfigPath())
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = p2.Kill() })
 	require.Equal(t, p.URL(), p2.URL())
 	require.NoError(t, p2.WaitReady(ctx))
 	stopCtx, stopCancel := context.WithTimeout(ctx, 20*time.Second)

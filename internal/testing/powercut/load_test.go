@@ -102,6 +102,7 @@ func (b *bench) check(r int, keep bool) *harness.Process {
 	}
 	p, err := harness.Start(b.ctx, b.bin, b.cfg, b.config())
 	require.NoError(b.t, err)
+	b.t.Cleanup(func() { _ = p.Kill() }) // a failed check leaves no daemon running
 	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
 	if err := p.WaitReady(ctx); err != nil {
