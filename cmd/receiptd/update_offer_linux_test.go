@@ -137,12 +137,7 @@ func offeredTill(t *testing.T, s updatetest.Signer, srv *controltest.Server, win
 	cfg := updateTill(t, s, 2*time.Second)
 	cfg.Control.OpAMPURL = srv.WSURL()
 	cfg.Update.Window = window
-	p, err := harness.Start(context.Background(), v100, t.TempDir(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Kill() }) // a failure leaves no daemon running
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	require.NoError(t, p.WaitReady(ctx))
+	p := startKilled(t, v100, cfg)
 	return p, sell(t, p.URL(), "K", 5)
 }
 
