@@ -81,7 +81,7 @@ func (b *bench) runControl(ctx context.Context, o options) (controlResult, error
 			return r, err
 		}
 		b.fleet = func(c *config.Config) { c.Control.OpAMPURL = h.url(tr.scheme) }
-		*tr.res, err = b.runIdle(ctx, 15*time.Second, window)
+		*tr.res, err = b.runIdle(ctx, window)
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = h.srv.Stop(stopCtx)
 		cancel()
@@ -122,7 +122,7 @@ func (r controlResult) report(ref results) string {
 func (b *bench) controlOnlyStep(ctx context.Context, o options) error {
 	var ref results
 	var err error
-	if ref.idle, err = b.runIdle(ctx, 15*time.Second, o.idleFor); err != nil {
+	if ref.idle, err = b.runIdle(ctx, o.idleFor); err != nil {
 		return err
 	}
 	r, err := b.runControl(ctx, o)

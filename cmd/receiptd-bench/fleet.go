@@ -76,7 +76,7 @@ func (b *bench) runFleet(ctx context.Context, o options) (fleetResult, error) {
 	defer pc.srv.Close()
 	b.fleet = func(c *config.Config) { c.Fleet.RemoteWriteURL = pc.url }
 	window := max(o.idleFor, 2*config.Default().Fleet.Interval.Duration+5*time.Second)
-	if r.idleOn, err = b.runIdle(ctx, 15*time.Second, window); err != nil {
+	if r.idleOn, err = b.runIdle(ctx, window); err != nil {
 		return r, err
 	}
 	pc.mu.Lock()

@@ -12,6 +12,7 @@
 //	go run ./cmd/receiptd-bench -floor-profile DIR   # CPU profiles and traces of one client
 //	go run ./cmd/receiptd-bench -phases DIR/trace-receiptd.out   # where each µs of a receipt goes
 //	go run ./cmd/receiptd-bench -switch-only   # switches to a new version under POS load (Linux), about a minute
+//	go run ./cmd/receiptd-bench -idle-only   # an idle daemon's CPU and wake-ups (Linux), about two minutes
 //
 // All data lives under one scratch directory (-dir, default a new temporary
 // directory), so the daemon's writes and the raw fsync reference hit the
@@ -132,6 +133,9 @@ func run(ctx context.Context, o options) error {
 	if *controlOnly {
 		return b.controlOnlyStep(ctx, o) // control.go: idle with [control] on
 	}
+	if *idleOnlyFlag {
+		return b.idleOnly(ctx, o) // idle.go: an idle daemon after its start-up
+	}
 	if *floorProfile != "" {
 		return b.profileFloor(ctx, o, *floorProfile) // profile.go: CPU profiles and traces at 1 client
 	}
@@ -245,7 +249,7 @@ func (b *bench) measureAll(ctx context.Context, o options) (results, error) {
 		return r, err
 	}
 	step(fmt.Sprintf("idle daemon, upstream up, %s", o.idleFor))
-	if r.idle, err = b.runIdle(ctx, 15*time.Second, o.idleFor); err != nil {
+	if r.idle, err = b.runIdle(ctx, o.idleFor); err != nil {
 		return r, err
 	}
 	step("fleet push: accept with the head office down, idle with it up")

@@ -113,11 +113,11 @@ func (r results) idleRows() []row {
 	return []row{
 		{figure: "idle: CPU per hour (empty queue, upstream up)",
 			measured:  fmt.Sprintf("%.2f s", i.cpuPerHour().Seconds()),
-			reference: fmt.Sprintf("%s over %s", i.cpu.Round(time.Microsecond), i.window),
+			reference: fmt.Sprintf("%s over %s; start-up minute: %.2f s", i.cpu.Round(time.Microsecond), i.window, i.startup.cpuPerHour().Seconds()),
 			target:    fmt.Sprintf("< %s", idleCPUPerHour), result: verdict(i.cpuPerHour() < idleCPUPerHour)},
 		{figure: "idle: wake-ups per second (context switches)",
 			measured:  fmt.Sprintf("%.2f/s", i.wakeupsPerSec()),
-			reference: fmt.Sprintf("%d over %s, all threads", i.switches, i.window),
+			reference: fmt.Sprintf("%d over %s, all threads; start-up minute: %.2f/s", i.switches, i.window, i.startup.wakeupsPerSec()),
 			target:    fmt.Sprintf("<= %.0f/s", idleWakeupsPerSc), result: verdict(i.wakeupsPerSec() <= idleWakeupsPerSc)},
 	}
 }
@@ -143,9 +143,7 @@ func (r results) notes(o options) string {
 	fmt.Fprintf(&b, "- fill: %d receipts posted from 64 clients in %s, upstream unreachable; bytes on disk = the allocated\n", r.fill.n, r.fill.took.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  blocks of the database file and its write-ahead log after stop / receipts. Memory: peak RssAnon (private) and RssFile (mapped database\n")
 	fmt.Fprintf(&b, "  pages) of /proc/PID/status over %s after the fill, and again after a restart on the same data.\n", o.settle)
-	fmt.Fprintf(&b, "- idle: a new daemon, simulator up, 15 s after /readyz (start-up, the lookup cache's warm-up and the marker\n")
-	fmt.Fprintf(&b, "  saved 10 s after its commit are over), then CPU (run time summed over /proc/PID/task/*/schedstat)\n")
-	fmt.Fprintf(&b, "  and context switches (voluntary+nonvoluntary, summed over /proc/PID/task/*/status) over %s.\n", r.idle.window)
+	fmt.Fprintf(&b, "%s\n", idleNote(r.idle))
 	fmt.Fprintf(&b, "%s\n", r.snap.notes())
 	fmt.Fprintf(&b, "- cached lookup: %d sequential keep-alive GETs after warm-up, all X-Cache: HIT.", o.lookups)
 	return b.String()

@@ -79,6 +79,11 @@ func (w *Watcher) needLocked(now time.Time) string {
 	return ""
 }
 
+// stepBackSlack: a sendData made up to this long after now (the wall
+// clock stepped back a little since) still counts as recent; one made
+// further ahead does not hold sends back.
+const stepBackSlack = 15 * time.Second
+
 // sentRecentlyLocked reports whether a sendData, receiptd's own or any
 // other client's (PosAPI's lastSentDate seen to move), was made within
 // send_every; mu held. A lastSentDate as first read counts only once it
@@ -91,7 +96,7 @@ func (w *Watcher) sentRecentlyLocked(now time.Time) bool {
 		moved = time.Time{}
 	}
 	for _, at := range []time.Time{w.send.tried, moved} {
-		if !at.IsZero() && now.Sub(at) < w.cfg.SendEvery && !now.Before(at.Add(-maxTick)) {
+		if !at.IsZero() && now.Sub(at) < w.cfg.SendEvery && !now.Before(at.Add(-stepBackSlack)) {
 			return true
 		}
 	}

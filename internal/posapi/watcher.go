@@ -111,9 +111,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// maxTick bounds the watch loop's period: a due sendData or info read
-// waits at most this long for a round.
-const maxTick = 15 * time.Second
+// maxTick bounds the watch loop's pause. A sale that takes the estimate
+// below min_lotteries wakes the loop at once (ReceiptIssued), as a
+// refusal for an empty reserve does; a sendData or an info read that
+// comes due otherwise (send_after passed, the forecast's run-out come
+// within refill_before, a wall clock set forward) waits at most this long
+// for a round. An idle till's loop wakes once a minute, not every 15 s as
+// it did.
+const maxTick = time.Minute
 
 // Watcher keeps what is known of PosAPI's limits and acts on it. Create
 // it with New and run it with Run; every other method may be called from
@@ -292,9 +297,17 @@ func (w *Watcher) ReceiptIssued(b2c bool) {
 	}
 	now := w.cfg.Now()
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.pace.add(now, 1)
 	w.info.issued++
+	left, known := w.estLeftLocked()
+	// This receipt took the estimate below min_lotteries (to 0 when
+	// that is 0): a need the next round acts on, now rather than at the
+	// loop's next tick.
+	crossed := known && left == max(int64(w.cfg.MinLotteries), 1)-1
+	w.mu.Unlock()
+	if crossed {
+		w.signal()
+	}
 }
 
 // ObserveTiming compares the tax service's clock in one answer with ours

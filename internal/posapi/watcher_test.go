@@ -240,6 +240,26 @@ func TestObserveInfo(t *testing.T) {
 	require.Nil(t, st.LastSentAgeSeconds, "but no age can be told")
 }
 
+func TestRunWakesWhenASaleTakesTheReserveBelowTheMinimum(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 202, Config{AutoSendData: true, MinLotteries: 200, CheckEvery: time.Hour, SendEvery: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.w.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	require.Eventually(t, func() bool { return r.w.Status().LeftLotteries != nil }, 5*time.Second, 5*time.Millisecond)
+	r.sell(t, 2) // 200 left: not below the minimum
+	require.Zero(t, r.sim.SendDataCalls())
+	r.sell(t, 1)
+	// The loop's next read is 10 s away (the pace is still unknown),
+	// its tick a minute: only the sale's wake-up sends within 3 s.
+	require.Eventually(t, func() bool { return r.sim.SendDataCalls() == 1 }, 3*time.Second, 5*time.Millisecond,
+		"the sale that took the estimate to 199 (min_lotteries 200) asks for a sendData at once")
+}
+
 func TestRunWakesOnARefusal(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, 300, Config{AutoSendData: true, CheckEvery: time.Hour, SendEvery: time.Hour})
