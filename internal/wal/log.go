@@ -35,8 +35,8 @@ type Log struct {
 	// rollPending: a pending batch has been promised the spare.
 	spareReady, rollPending bool
 	flushing                bool
-	waiting                 int    // callers of Sync waiting for a flush to end
-	spareBuf                []byte // a flushed batch's buffer, for the next batch
+	waiting                 int      // callers of Sync waiting for a flush to end
+	spareBufs               [][]byte // flushed batches' buffers, for the next batches: two, one filled while one is written
 	durable                 uint64
 	written                 uint64 // every record up to it is in the file (durable once flushed)
 	failed                  error
@@ -75,7 +75,7 @@ const spareName = "spare"
 // fdatasync it. A few megabytes of disk that stays taken.
 const reserves = 4
 
-// maxSpareBuf bounds the batch buffer a flush keeps for the next batch:
+// maxSpareBuf bounds a batch buffer a flush keeps for the next batches:
 // a burst's large buffer is let go.
 const maxSpareBuf = 256 << 10
 
@@ -85,7 +85,7 @@ const maxSpareBuf = 256 << 10
 // segment. Errors: ErrCorrupt (a gap, a damaged header, another id),
 // ErrDiskFull, or the file system's.
 func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
-	l := &Log{dir: dir, id: id, segSize: opts.SegmentSize, flushed: make(chan struct{})}
+	l := &Log{dir: dir, id: id, segSize: opts.SegmentSize, flushed: make(chan struct{}), spareBufs: make([][]byte, 0, 2)}
 	if l.segSize <= 0 {
 		l.segSize = DefaultSegmentSize
 	}
@@ -229,20 +229,31 @@ func (l *Log) Append(data []byte) (uint64, error) {
 			continue
 		}
 		l.spareReady, l.rollPending = false, true
-		l.pending = append(l.pending, batch{roll: true, first: l.next})
+		l.pending = append(l.pending, batch{roll: true, first: l.next, data: l.takeSpareBuf()})
 		l.free, l.segNext = l.segSize-headerSize, l.next
 	}
 	lsn := l.next
 	l.next++
 	l.free -= need
 	if len(l.pending) == 0 {
-		l.pending = append(l.pending, batch{first: lsn, data: l.spareBuf})
-		l.spareBuf = nil
+		l.pending = append(l.pending, batch{first: lsn, data: l.takeSpareBuf()})
 	}
 	b := &l.pending[len(l.pending)-1]
 	b.data = appendRecord(b.data, l.segNext, lsn, data)
 	b.last = lsn
 	return lsn, nil
+}
+
+// takeSpareBuf returns a flushed batch's buffer, emptied, or nil; mu
+// held.
+func (l *Log) takeSpareBuf() []byte {
+	n := len(l.spareBufs)
+	if n == 0 {
+		return nil
+	}
+	buf := l.spareBufs[n-1]
+	l.spareBufs = l.spareBufs[:n-1]
+	return buf
 }
 
 // unlocked runs fn with l.mu released.
@@ -456,8 +467,10 @@ func (l *Log) flushLocked(lsn uint64, written func(), sync bool) {
 	})
 	l.mu.Lock()
 	l.flushing = false
-	if len(work) == 1 && cap(work[0].data) <= maxSpareBuf {
-		l.spareBuf = work[0].data[:0] // in the file now: the next batch reuses it
+	for _, b := range work { // in the file now: the next batches reuse their buffers
+		if b.data != nil && cap(b.data) <= maxSpareBuf && len(l.spareBufs) < cap(l.spareBufs) {
+			l.spareBufs = append(l.spareBufs, b.data[:0])
+		}
 	}
 	if err != nil && l.failed == nil {
 		l.failed = fmt.Errorf("write-ahead log %s: %w: %v", l.dir, ErrFailed, err)
