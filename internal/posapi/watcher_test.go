@@ -39,6 +39,20 @@ func newRig(t *testing.T, lotteries int, cfg Config) *rig {
 	return &rig{sim: s, clock: clk, w: w, m: m}
 }
 
+// run runs the watcher's loop until the test ends, and returns once its
+// first round has read /rest/info.
+func (r *rig) run(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.w.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool { return r.w.Status().LeftLotteries != nil }, 5*time.Second, 5*time.Millisecond)
+}
+
 func (r *rig) sell(t *testing.T, n int) {
 	t.Helper()
 	c, err := client.New(client.Config{BaseURL: r.sim.URL(), Timeout: 5 * time.Second})
@@ -243,14 +257,7 @@ func TestObserveInfo(t *testing.T) {
 func TestRunWakesWhenASaleTakesTheReserveBelowTheMinimum(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, 202, Config{AutoSendData: true, MinLotteries: 200, CheckEvery: time.Hour, SendEvery: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.w.Run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
-	require.Eventually(t, func() bool { return r.w.Status().LeftLotteries != nil }, 5*time.Second, 5*time.Millisecond)
+	r.run(t)
 	r.sell(t, 2) // 200 left: not below the minimum
 	require.Zero(t, r.sim.SendDataCalls())
 	r.sell(t, 1)
@@ -263,14 +270,7 @@ func TestRunWakesWhenASaleTakesTheReserveBelowTheMinimum(t *testing.T) {
 func TestRunWakesOnARefusal(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, 300, Config{AutoSendData: true, CheckEvery: time.Hour, SendEvery: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.w.Run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
-	require.Eventually(t, func() bool { return r.w.Status().LeftLotteries != nil }, 5*time.Second, 5*time.Millisecond)
+	r.run(t)
 	r.sim.SetLeftLotteries(0)
 	require.True(t, r.w.ReserveRefusal(context.Background(), true, sim.ReserveEmptyMessage),
 		"the watcher still counts 300, but PosAPI names the lottery: read again, and it is empty")
