@@ -5,8 +5,8 @@
 // It builds cmd/receiptd and runs it as a subprocess (package harness), with
 // the tax service simulator (package sim) in process as the upstream:
 //
-//	go run ./cmd/receiptd-bench          # the full run, a few minutes
-//	go run ./cmd/receiptd-bench -quick   # under a minute, noisier
+//	go run ./cmd/receiptd-bench          # the full run, about 17.5 minutes
+//	go run ./cmd/receiptd-bench -quick   # about 12.5 minutes, noisier
 //	go run ./cmd/receiptd-bench -floor-only   # accept against the naive and group-commit servers alone, about 2.5 minutes
 //	go run ./cmd/receiptd-bench -online-only   # the online sale against a forwarding server, and where its time goes
 //	go run ./cmd/receiptd-bench -floor-profile DIR   # CPU profiles and traces of one client
@@ -49,7 +49,7 @@ type options struct {
 
 func parseFlags() options {
 	var o options
-	quick := flag.Bool("quick", false, "short run (under a minute): shorter windows, fewer samples")
+	quick := flag.Bool("quick", false, "shorter run (about 12 minutes on a 2-core machine): shorter windows, fewer samples")
 	flag.StringVar(&o.dir, "dir", "", "scratch directory on the disk to measure (default: a new temporary directory)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
 	flag.DurationVar(&o.acceptFor, "accept-for", 5*time.Second, "measuring window per accept concurrency level")
