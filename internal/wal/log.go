@@ -36,7 +36,7 @@ type Log struct {
 	spareReady, rollPending bool
 	flushing                bool
 	waiting                 int      // callers of Sync waiting for a flush to end
-	spareBufs               [][]byte // flushed batches' buffers, for the next batches: two, one filled while one is written
+	spareBufs               [][]byte // flushed batches' buffers, for the next batches (keptBufs at most)
 	durable                 uint64
 	written                 uint64 // every record up to it is in the file (durable once flushed)
 	failed                  error
@@ -79,13 +79,17 @@ const reserves = 4
 // a burst's large buffer is let go.
 const maxSpareBuf = 256 << 10
 
+// keptBufs is how many flushed batches' buffers the log keeps: one being
+// filled while the other is written.
+const keptBufs = 2
+
 // Open opens the log in dir (created if missing) for the database whose
 // log id is id, and returns every record after the LSN after, in order.
 // Appends continue after the newest record (or after, if greater) in a new
 // segment. Errors: ErrCorrupt (a gap, a damaged header, another id),
 // ErrDiskFull, or the file system's.
 func Open(dir string, id, after uint64, opts Options) (*Log, []Record, error) {
-	l := &Log{dir: dir, id: id, segSize: opts.SegmentSize, flushed: make(chan struct{}), spareBufs: make([][]byte, 0, 2)}
+	l := &Log{dir: dir, id: id, segSize: opts.SegmentSize, flushed: make(chan struct{})}
 	if l.segSize <= 0 {
 		l.segSize = DefaultSegmentSize
 	}
@@ -468,7 +472,7 @@ func (l *Log) flushLocked(lsn uint64, written func(), sync bool) {
 	l.mu.Lock()
 	l.flushing = false
 	for _, b := range work { // in the file now: the next batches reuse their buffers
-		if b.data != nil && cap(b.data) <= maxSpareBuf && len(l.spareBufs) < cap(l.spareBufs) {
+		if cap(b.data) > 0 && cap(b.data) <= maxSpareBuf && len(l.spareBufs) < keptBufs {
 			l.spareBufs = append(l.spareBufs, b.data[:0])
 		}
 	}
