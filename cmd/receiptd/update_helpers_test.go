@@ -180,19 +180,30 @@ func pos(base string, stop <-chan struct{}, unanswered *[]string, patience time.
 	return &ids, &fails, fin
 }
 
-// startUpdating starts bin on cfg, waits up to ready for it to answer,
-// and stops it when the test ends (given at least 30 s, or ready).
-func startUpdating(t *testing.T, bin string, cfg config.Config, ready time.Duration) *harness.Process {
+// startKilled starts bin on cfg in a new directory, waits up to ready
+// for it to answer, and kills it when the test ends if it still runs (a
+// test that kills it itself, or one that failed first): a daemon left
+// running outlives the test run.
+func startKilled(t *testing.T, bin string, cfg config.Config, ready time.Duration) *harness.Process {
 	t.Helper()
 	p, err := harness.Start(context.Background(), bin, t.TempDir(), cfg)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Kill() })
+	ctx, cancel := context.WithTimeout(context.Background(), ready)
+	defer cancel()
+	require.NoError(t, p.WaitReady(ctx), "log: %s", p.LogTail(4000))
+	return p
+}
+
+// startUpdating is startKilled that stops the daemon when the test ends
+// and checks that it stopped cleanly (given at least 30 s, or ready).
+func startUpdating(t *testing.T, bin string, cfg config.Config, ready time.Duration) *harness.Process {
+	t.Helper()
+	p := startKilled(t, bin, cfg, ready)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), max(30*time.Second, ready))
 		defer cancel()
 		require.NoError(t, p.Stop(ctx), "log: %s", p.LogTail(4000))
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), ready)
-	defer cancel()
-	require.NoError(t, p.WaitReady(ctx), "log: %s", p.LogTail(4000))
 	return p
 }

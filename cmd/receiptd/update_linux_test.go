@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/receiptd/receiptd/internal/config"
 	"github.com/receiptd/receiptd/internal/layout"
 	"github.com/receiptd/receiptd/internal/release"
 	"github.com/receiptd/receiptd/internal/testing/harness"
@@ -129,19 +128,6 @@ func startFileKilled(t *testing.T, bin, path string) *harness.Process {
 	return p
 }
 
-// startKilled starts bin on cfg in a new directory, kills it at the test's
-// end if it still runs (as startFileKilled), and waits until it is ready.
-func startKilled(t *testing.T, bin string, cfg config.Config) *harness.Process {
-	t.Helper()
-	p, err := harness.Start(context.Background(), bin, t.TempDir(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Kill() })
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	require.NoError(t, p.WaitReady(ctx), "log: %s", p.LogTail(4000))
-	return p
-}
-
 func versionsIn(t *testing.T, dataDir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(layout.Versions(dataDir))
@@ -162,7 +148,7 @@ func TestKillDuringProbationRollsBack(t *testing.T) {
 	v100, v110, _ := buildReleases(t)
 	s := updatetest.NewSigner(t)
 	cfg := updateTill(t, s, time.Hour)
-	p := startKilled(t, v100, cfg)
+	p := startKilled(t, v100, cfg, 20*time.Second)
 	cfg = p.Config()
 
 	code, out := apply(t, v100, p.ConfigPath(), signed(t, s, v110, "1.1.0"))
@@ -231,16 +217,7 @@ func TestUpdateApplyRefusals(t *testing.T) {
 	v100, v110, _ := buildReleases(t)
 	s, stranger := updatetest.NewSigner(t), updatetest.NewSigner(t)
 	cfg := updateTill(t, s, time.Hour)
-	p, err := harness.Start(context.Background(), v100, t.TempDir(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, p.Stop(ctx))
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	require.NoError(t, p.WaitReady(ctx))
+	p := startUpdating(t, v100, cfg, 20*time.Second)
 	cfg = p.Config()
 
 	tampered := signed(t, s, v110, "1.1.0")

@@ -137,7 +137,7 @@ func offeredTill(t *testing.T, s updatetest.Signer, srv *controltest.Server, win
 	cfg := updateTill(t, s, 2*time.Second)
 	cfg.Control.OpAMPURL = srv.WSURL()
 	cfg.Update.Window = window
-	p := startKilled(t, v100, cfg)
+	p := startKilled(t, v100, cfg, 20*time.Second)
 	return p, sell(t, p.URL(), "K", 5)
 }
 
