@@ -13,9 +13,9 @@ import (
 // steps, before the next server's: what a server does once its load stops
 // falls in no other server's window, and the floor step counts its CPU to
 // the server that spent it. receiptd's is the commit of its log once the
-// till is quiet (queue.Options.ApplyDelay, 50 ms, seen within two), up to
-// two commits of 4,096 records for a window's records, each 70 to 130 ms
-// on this machine's disk: about 360 ms at most.
+// till is quiet (queue.Options.ApplyDelay, 50 ms, seen within two): the
+// window's last records, less than a commit of 1,024 (27 to 30 ms on this
+// machine's disk), the others applied during the window.
 const settle = 500 * time.Millisecond
 
 // sample is a set of measured durations.

@@ -31,12 +31,19 @@ const recEnqueue = 1
 // sending.
 const recFinish = 2
 
-// applyBatch bounds the records one transaction applies.
-const applyBatch = 4096
+// applyBatch bounds the records one transaction applies. It bounds the
+// daemon's live heap under load too: the records held until they are
+// applied (about 1.5 KB each with the sample receipt) and bbolt's copy of
+// the pages a commit writes. With 4,096 the live heap of a 64-client
+// burst was 19 MB, at the garbage collector's goal under the daemon's
+// 32 MiB soft limit (cmd/receiptd/gc.go), so it collected without pause
+// (GODEBUG=gctrace=1); with 1,024 it has room, and the burst's
+// throughput rose by a tenth (docs/performance.md, 2026-11-29 evening).
+const applyBatch = 1024
 
 // applySoon is how many records waiting make ApplyLoop apply them without
-// waiting for the till to go quiet: one commit's worth, about 3 MiB of log
-// (an online sale makes two records, a queued receipt one), so a busy
+// waiting for the till to go quiet: one commit's worth, about 1.5 MiB of
+// log (an online sale makes two records, a queued receipt one), so a busy
 // till's log and the records held in memory until they are applied stay
 // bounded.
 const applySoon = applyBatch
