@@ -19,11 +19,11 @@ import (
 // Like store.Update, fn may run more than once.
 func (q *Queue) update(ctx context.Context, fn func(b bkts) error) error {
 	if q.log == nil {
-		return q.st.Update(ctx, func(tx *bbolt.Tx) error { return fn(buckets(tx)) })
+		return q.st.Update(ctx, func(tx *bbolt.Tx) error { return fn(q.buckets(tx)) })
 	}
 	var mark uint64
 	err := q.st.Update(ctx, func(tx *bbolt.Tx) (err error) {
-		b := buckets(tx)
+		b := q.buckets(tx)
 		if mark, err = q.applyTx(b, applyBatch); err != nil {
 			return err
 		}
@@ -33,6 +33,14 @@ func (q *Queue) update(ctx context.Context, fn func(b bkts) error) error {
 		q.applied(mark)
 	}
 	return err
+}
+
+// buckets is the queue's buckets in a write transaction of its own:
+// with its key filter, which putIdem adds to.
+func (q *Queue) buckets(tx *bbolt.Tx) bkts {
+	b := buckets(tx)
+	b.keys = q.keys
+	return b
 }
 
 // logMark is the LSN of the newest record applied to the file.

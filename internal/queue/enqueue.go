@@ -179,8 +179,13 @@ func correctable(e *Entry) bool {
 	return true
 }
 
-// putIdem writes key's idempotency row: seq and the body hash.
+// putIdem writes key's idempotency row: seq and the body hash, and notes
+// the key in the queue's filter, before the commit that writes it.
 func (b bkts) putIdem(key string, seq uint64, hash string) error {
+	if b.keys == nil {
+		return fmt.Errorf("idempotency row for %q written outside Queue.update: the key filter would miss it", key)
+	}
+	b.keys.add(key)
 	return b.idem.Put([]byte(key), append(seqKey(seq), hash...))
 }
 
@@ -287,11 +292,10 @@ func (q *Queue) lookupKey(key, hash string) (e *Entry, lsn uint64, same bool, er
 		e := r.e
 		return &e, r.lsn, r.e.BodyHash == hash, nil
 	}
+	if !q.keys.mayHave(key) {
+		return nil, 0, false, nil // most keys are new: no read of the file
+	}
 	err = q.st.View(func(tx *bbolt.Tx) error {
-		// Most keys are new: look in the one bucket before opening them all.
-		if tx.Bucket(store.BucketQueue).Bucket(bucketIdem).Get([]byte(key)) == nil {
-			return nil
-		}
 		e, same, err = idemEntry(buckets(tx), key, hash)
 		return err
 	})

@@ -120,6 +120,10 @@ func stateKey(s State, seq uint64) []byte {
 type bkts struct {
 	root                                                       *bbolt.Bucket
 	entries, idem, upstream, deletes, pending, bystate, counts *bbolt.Bucket
+	// keys is the queue's filter of the file's idempotency keys, which
+	// putIdem adds to: set by Queue.update, the one way this package
+	// writes the file's rows (keyfilter.go).
+	keys *keyFilter
 }
 
 // appendFill is the fill percent of the buckets keyed by seq (entries,

@@ -263,3 +263,34 @@ func TestApplyLoopWaitsForAQuietTill(t *testing.T) {
 	require.NoError(t, <-done)
 	closeLogged(t, q, st)
 }
+
+// An enqueue with the log reads the file only for a key the filter may
+// hold (keyfilter.go): keys of the file at Open and keys applied since
+// are found there, so their receipts are replayed or refused, never
+// taken again.
+func TestKeysInTheFileAreFoundWithoutAReadForNewKeys(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	q, st := openLogged(t, path, 0)
+	first := enqueue(t, q, 1)
+	closeLogged(t, q, st) // applied: key-1 is in the file only
+
+	q, st = openLogged(t, path, 0)
+	e, replayed, err := q.Enqueue(ctx, receipt(1))
+	require.NoError(t, err)
+	require.True(t, replayed, "a key of the file at Open")
+	require.Equal(t, first.QueueID, e.QueueID)
+	other := receipt(1)
+	other.BodyHash = "another body"
+	_, _, err = q.Enqueue(ctx, other)
+	require.ErrorIs(t, err, queue.ErrConflict)
+
+	second := enqueue(t, q, 2)
+	require.NoError(t, q.ApplyAll(ctx)) // key-2 leaves the overlay for the file
+	e, replayed, err = q.Enqueue(ctx, receipt(2))
+	require.NoError(t, err)
+	require.True(t, replayed, "a key applied since Open")
+	require.Equal(t, second.QueueID, e.QueueID)
+	require.Equal(t, queue.FormatID(3), enqueue(t, q, 3).QueueID, "a new key is new")
+	closeLogged(t, q, st)
+}

@@ -216,6 +216,7 @@ type Queue struct {
 	log     *wal.Log
 	ov      overlay
 	applyCh chan struct{} // capacity 1: records became durable
+	keys    *keyFilter    // the file's idempotency keys (keyfilter.go)
 	walMu   sync.Mutex    // orders enqueues; guards nextSeq, lastLSN, closed
 	nextSeq uint64        // the queueId the next logged enqueue takes
 	lastLSN uint64        // the newest record appended
@@ -266,6 +267,7 @@ func Open(ctx context.Context, st *store.Store, opts Options) (*Queue, error) {
 				return err
 			}
 		}
+		q.keys = filterOf(b.idem)
 		if lo, hi, err := b.tail(); err != nil || lo > hi+1 {
 			// Entries enqueued from here on would look indexed without
 			// rows: never claimed, never counted.
