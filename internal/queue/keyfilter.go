@@ -44,9 +44,9 @@ func newKeyFilter(n int) *keyFilter {
 	return &keyFilter{seed: maphash.MakeSeed(), words: make([]atomic.Uint64, size/64), mask: size - 1}
 }
 
-// probes calls f with the bit numbers of key.
-func (k *keyFilter) probes(key string, f func(bit uint64) bool) bool {
-	h := maphash.String(k.seed, key)
+// probes calls f with the bit numbers of a key whose hash is h, while f
+// returns true, and reports whether every call did.
+func (k *keyFilter) probes(h uint64, f func(bit uint64) bool) bool {
 	step := h>>33 | 1 // odd: the probes differ
 	for i := range uint64(filterProbes) {
 		if !f((h + i*step) & k.mask) {
@@ -57,8 +57,13 @@ func (k *keyFilter) probes(key string, f func(bit uint64) bool) bool {
 }
 
 // add notes key. Safe beside mayHave and other adds.
-func (k *keyFilter) add(key string) {
-	k.probes(key, func(bit uint64) bool {
+func (k *keyFilter) add(key string) { k.set(maphash.String(k.seed, key)) }
+
+// addBytes is add of a key as bytes (maphash hashes both alike).
+func (k *keyFilter) addBytes(key []byte) { k.set(maphash.Bytes(k.seed, key)) }
+
+func (k *keyFilter) set(h uint64) {
+	k.probes(h, func(bit uint64) bool {
 		k.words[bit/64].Or(1 << (bit % 64))
 		return true
 	})
@@ -66,7 +71,7 @@ func (k *keyFilter) add(key string) {
 
 // mayHave reports false only for a key never added.
 func (k *keyFilter) mayHave(key string) bool {
-	return k.probes(key, func(bit uint64) bool {
+	return k.probes(maphash.String(k.seed, key), func(bit uint64) bool {
 		return k.words[bit/64].Load()&(1<<(bit%64)) != 0
 	})
 }
@@ -75,7 +80,7 @@ func (k *keyFilter) mayHave(key string) bool {
 func filterOf(idem *bbolt.Bucket) *keyFilter {
 	k := newKeyFilter(idem.Stats().KeyN)
 	_ = idem.ForEach(func(key, _ []byte) error {
-		k.add(string(key))
+		k.addBytes(key)
 		return nil
 	})
 	return k
