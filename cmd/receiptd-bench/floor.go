@@ -22,10 +22,11 @@ import (
 // on this machine, and receiptd's throughput is held to it, so that
 // receiptd's own work shows apart from the machine's (the target was 4.5x
 // the naive server's until the reference itself was found to reach only
-// 4.6x to 5.4x of it here; docs/performance.md). Every server is its own process, all run at once and are
-// measured in alternating windows, the order rotated every round, so that
-// the drift of a shared machine hits them alike; the figure held to each
-// target is the median of the rounds' own ratios.
+// 4.6x to 5.4x of it here; docs/performance.md). Every server is its own
+// process, all run at once and are measured in alternating windows, the
+// order rotated every round, so that the drift of a shared machine hits
+// them alike; the figure held to each target is the median of the rounds'
+// own ratios.
 const (
 	floorTarget1  = 1.1  // receiptd p50 / naive p50 at 1 client, at most
 	floorTarget64 = 0.85 // receiptd / group-commit reference throughput at 64 clients, at least
