@@ -38,10 +38,12 @@ const (
 )
 
 // newKeyFilter returns an empty filter sized for n keys.
-func newKeyFilter(n int) *keyFilter {
+func newKeyFilter(n int) *keyFilter { return seededFilter(n, maphash.MakeSeed()) }
+
+func seededFilter(n int, seed maphash.Seed) *keyFilter {
 	want := max(uint64(n)*filterBitsPerKey, filterMinBits)
 	size := uint64(1) << bits.Len64(want-1) // the next power of two
-	return &keyFilter{seed: maphash.MakeSeed(), words: make([]atomic.Uint64, size/64), mask: size - 1}
+	return &keyFilter{seed: seed, words: make([]atomic.Uint64, size/64), mask: size - 1}
 }
 
 // probes calls f with the bit numbers of a key whose hash is h, while f
@@ -59,9 +61,7 @@ func (k *keyFilter) probes(h uint64, f func(bit uint64) bool) bool {
 // add notes key. Safe beside mayHave and other adds.
 func (k *keyFilter) add(key string) { k.set(maphash.String(k.seed, key)) }
 
-// addBytes is add of a key as bytes (maphash hashes both alike).
-func (k *keyFilter) addBytes(key []byte) { k.set(maphash.Bytes(k.seed, key)) }
-
+// set notes the key whose hash is h.
 func (k *keyFilter) set(h uint64) {
 	k.probes(h, func(bit uint64) bool {
 		k.words[bit/64].Or(1 << (bit % 64))
@@ -76,12 +76,20 @@ func (k *keyFilter) mayHave(key string) bool {
 	})
 }
 
-// filterOf returns a filter holding every key of the idempotency bucket.
+// filterOf returns a filter holding every key of the idempotency bucket,
+// in one pass over it: the keys are hashed (as bytes: maphash hashes a
+// string and its bytes alike) before the filter is sized for their
+// number, 8 bytes a key for the moment.
 func filterOf(idem *bbolt.Bucket) *keyFilter {
-	k := newKeyFilter(idem.Stats().KeyN)
+	seed := maphash.MakeSeed()
+	var hashes []uint64
 	_ = idem.ForEach(func(key, _ []byte) error {
-		k.addBytes(key)
+		hashes = append(hashes, maphash.Bytes(seed, key))
 		return nil
 	})
+	k := seededFilter(len(hashes), seed)
+	for _, h := range hashes {
+		k.set(h)
+	}
 	return k
 }

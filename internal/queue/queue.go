@@ -211,12 +211,12 @@ type Queue struct {
 	recovered   int
 	applyDelay  time.Duration // Options.ApplyDelay
 	tailBatch   int           // Options.TailIndexBatch
+	keys        *keyFilter    // the file's idempotency keys (keyfilter.go)
 
 	// With a log (log.go):
 	log     *wal.Log
 	ov      overlay
 	applyCh chan struct{} // capacity 1: records became durable
-	keys    *keyFilter    // the file's idempotency keys (keyfilter.go)
 	walMu   sync.Mutex    // orders enqueues; guards nextSeq, lastLSN, closed
 	nextSeq uint64        // the queueId the next logged enqueue takes
 	lastLSN uint64        // the newest record appended
