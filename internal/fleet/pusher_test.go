@@ -184,26 +184,58 @@ func TestRefusedBatchDropped(t *testing.T) {
 
 // TestUnsentSurvivesRestart: what the head office never accepted is sent
 // by the next run, and what it accepted is not sent again.
+//
+// A push whose answer is lost (a stop or crash while it is in flight) is
+// sent again by the next run, which the head office takes as a repeat of
+// samples it has. So the first head office accepts two pushes and refuses
+// the rest, and that run stops only once a third push was answered: by then
+// the pusher has seen both acceptances, and every push in flight at the
+// stop is one that was refused.
+//
+// Intervals are told apart by their timestamps, so the three runs share a
+// clock that never reads the same millisecond twice (Windows' clock may
+// move in steps of up to 15.6 ms, and a run started right after another's
+// last interval could otherwise stamp its first with the same time).
 func TestUnsentSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	accepting := fleettest.New(t, nil)
-	e := startPusher(t, accepting.URL, dir, nil)
-	require.Eventually(t, func() bool { return len(accepting.Samples()) >= 16 }, 5*time.Second, 10*time.Millisecond)
+	var mu sync.Mutex
+	var last time.Time
+	clock := func(c *Config) {
+		c.Now = func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			now := time.Now()
+			if next := last.Add(time.Millisecond); now.Before(next) {
+				now = next
+			}
+			last = now
+			return now
+		}
+	}
+	accepting := fleettest.New(t, func(n int) int {
+		if n < 2 {
+			return http.StatusNoContent
+		}
+		return http.StatusServiceUnavailable
+	})
+	e := startPusher(t, accepting.URL, dir, clock)
+	require.Eventually(t, func() bool { return accepting.Requests() >= 3 }, 5*time.Second, 10*time.Millisecond)
 	e.stop()
 	sent := map[int64]bool{}
 	for _, s := range accepting.Samples() {
 		sent[s.TS] = true
 	}
+	require.NotEmpty(t, sent)
 
 	dead := fleettest.New(t, func(int) int { return http.StatusBadGateway })
-	e = startPusher(t, dead.URL, dir, nil)
+	e = startPusher(t, dead.URL, dir, clock)
 	require.Eventually(t, func() bool { return e.p.Status().BufferedSamples >= 24 }, 5*time.Second, 10*time.Millisecond)
 	e.stop()
 	buffered := e.p.Status().BufferedSamples
 
 	again := fleettest.New(t, nil)
-	e = startPusher(t, again.URL, dir, func(c *Config) { c.Interval = time.Hour })
+	e = startPusher(t, again.URL, dir, func(c *Config) { clock(c); c.Interval = time.Hour })
 	require.Eventually(t, func() bool { return e.p.Status().BufferedSamples == 0 }, 5*time.Second, 10*time.Millisecond)
 	e.stop()
 	got := again.Samples()
