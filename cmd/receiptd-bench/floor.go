@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/clock"
+	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
 // The floor step holds accept to the naive durable server (naive.go) in
@@ -34,11 +35,14 @@ const (
 
 var floorOnly = flag.Bool("floor-only", false, "run only the floor step: accept against the naive durable server, alternating windows")
 
+var floorAlso = flag.String("floor-also", "", "with -floor-only: measure this receiptd `binary` too (another commit's build), in the same windows, last")
+
 // floorServer is one server the floor step measures.
 type floorServer struct {
-	name string
-	url  string
-	pid  int
+	name     string
+	url      string
+	pid      int
+	receiptd bool // its log counters are read around its windows
 }
 
 // floorRuns is one server's windows at one client level.
@@ -120,8 +124,11 @@ func (f floorLevel) report() string {
 		fmt.Fprintf(&b, "- accept at the floor, 1 client, %d alternating windows of %s each: p50 receiptd / naive: median %.3fx (target <= %.2fx) %s\n",
 			len(rs), f.window, m, floorTarget1, verdict(m <= floorTarget1))
 		fmt.Fprintf(&b, "    the rounds' ratios in order: %s\n", ratioList(rs))
+		for i := 2; i < len(f.servers); i++ { // a -floor-also build
+			fmt.Fprintf(&b, "    %s / naive: median %.3fx (%s)\n", f.servers[i].name, median(f.ratios(i, 1)), ratioList(f.ratios(i, 1)))
+		}
 	} else {
-		// servers: receiptd, naive, group-commit (runFloor)
+		// servers: receiptd, naive, group-commit, any -floor-also build (runFloor)
 		rs := f.ratios(0, 2)
 		m := median(rs)
 		fmt.Fprintf(&b, "- accept at the floor, %d clients, %d alternating windows of %s each: throughput receiptd / group-commit: median %.2fx (target >= %.2fx) %s\n",
@@ -129,6 +136,10 @@ func (f floorLevel) report() string {
 		fmt.Fprintf(&b, "    the rounds' ratios in order: %s\n", ratioList(rs))
 		fmt.Fprintf(&b, "    against the naive server: receiptd median %.2fx (%s); group-commit median %.2fx (%s)\n",
 			median(f.ratios(0, 1)), ratioList(f.ratios(0, 1)), median(f.ratios(2, 1)), ratioList(f.ratios(2, 1)))
+		for i := 3; i < len(f.servers); i++ {
+			fmt.Fprintf(&b, "    %s / group-commit: median %.2fx (%s); / receiptd: median %.2fx (%s)\n", f.servers[i].name,
+				median(f.ratios(i, 2)), ratioList(f.ratios(i, 2)), median(f.ratios(i, 0)), ratioList(f.ratios(i, 0)))
+		}
 	}
 	for _, s := range f.servers {
 		lat, rate := pooled(s.runs)
@@ -159,7 +170,7 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, _ sync
 		return nil, kinds, err
 	}
 	defer s.Close()
-	servers := []floorServer{{name: "receiptd"}}
+	servers := []floorServer{{name: "receiptd", receiptd: true}}
 	for _, group := range []bool{false, true} {
 		n, err := startNaiveProcess(ctx, b.dir, group)
 		if err != nil {
@@ -182,6 +193,21 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, _ sync
 	}
 	defer func() { err = errors.Join(err, stop(ctx, p)) }()
 	servers[0].url, servers[0].pid = p.URL(), p.PID
+	if *floorAlso != "" {
+		acfg, adir, err := b.config(s.URL(), 2)
+		if err != nil {
+			return nil, kinds, err
+		}
+		also, err := harness.Start(ctx, *floorAlso, adir, acfg)
+		if err != nil {
+			return nil, kinds, fmt.Errorf("floor %s: %w", *floorAlso, err)
+		}
+		defer func() { err = errors.Join(err, stop(ctx, also)) }()
+		if err := also.WaitReady(ctx); err != nil {
+			return nil, kinds, fmt.Errorf("floor %s: %w", *floorAlso, err)
+		}
+		servers = append(servers, floorServer{name: "receiptd " + filepath.Base(*floorAlso), url: also.URL(), pid: also.PID, receiptd: true})
+	}
 	rounds, window := 9, 2*time.Second
 	if o.acceptFor < 5*time.Second { // -quick
 		rounds, window = 5, time.Second
@@ -191,7 +217,7 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, _ sync
 	for _, lv := range []struct {
 		clients int
 		servers []floorServer
-	}{{1, servers[:2]}, {64, servers}} {
+	}{{1, append(servers[:2:2], servers[3:]...)}, {64, servers}} {
 		f, err := alternate(ctx, c, lv.servers, lv.clients, rounds, window)
 		if err != nil {
 			return nil, kinds, err
@@ -202,8 +228,8 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, _ sync
 }
 
 // alternate measures the servers in rounds of one window each, the order
-// rotated by one every round; servers[0] is receiptd, whose log counters
-// are read around its windows.
+// rotated by one every round; the log counters of receiptd (and of a
+// -floor-also build) are read around their windows.
 func alternate(ctx context.Context, c *http.Client, servers []floorServer, clients, rounds int, window time.Duration) (floorLevel, error) {
 	f := floorLevel{clients: clients, window: window, servers: make([]floorRuns, len(servers))}
 	for i, s := range servers {
@@ -215,7 +241,7 @@ func alternate(ctx context.Context, c *http.Client, servers []floorServer, clien
 	for round := range rounds {
 		for k := range servers {
 			i := (k + round) % len(servers)
-			if err := f.measureWindow(ctx, c, servers[i], &f.servers[i], i == 0, fmt.Sprintf("f%d-%d-%d", clients, round, i)); err != nil {
+			if err := f.measureWindow(ctx, c, servers[i], &f.servers[i], servers[i].receiptd, fmt.Sprintf("f%d-%d-%d", clients, round, i)); err != nil {
 				return f, err
 			}
 		}
