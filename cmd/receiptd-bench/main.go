@@ -5,10 +5,10 @@
 // It builds cmd/receiptd and runs it as a subprocess (package harness), with
 // the tax service simulator (package sim) in process as the upstream:
 //
-//	go run ./cmd/receiptd-bench          # the full run, about 17.5 minutes
-//	go run ./cmd/receiptd-bench -quick   # about 12.5 minutes, noisier
-//	go run ./cmd/receiptd-bench -floor-only   # accept against the naive and group-commit servers alone, about 2.5 minutes
-//	go run ./cmd/receiptd-bench -online-only   # the online sale against a forwarding server, and where its time goes
+//	go run ./cmd/receiptd-bench          # the full run, about 20 minutes
+//	go run ./cmd/receiptd-bench -quick   # about 13.5 minutes, noisier
+//	go run ./cmd/receiptd-bench -floor-only   # accept against the naive and group-commit servers alone, about 2 minutes (-floor-also BIN: another build beside)
+//	go run ./cmd/receiptd-bench -online-only   # the online sale against a forwarding server, and where its time goes, about 4.5 minutes
 //	go run ./cmd/receiptd-bench -floor-profile DIR   # CPU profiles and traces of one client
 //	go run ./cmd/receiptd-bench -phases DIR/trace-receiptd.out   # where each µs of a receipt goes
 //	go run ./cmd/receiptd-bench -switch-only   # switches to a new version under POS load (Linux), about a minute

@@ -228,16 +228,21 @@ func (b *bench) runOnline(ctx context.Context, o options) (_ []onlineLevel, err 
 	if also != nil {
 		servers = append(servers, onlineServer{name: "receiptd " + filepath.Base(*onlineAlso), url: also.URL(), c: keep})
 	}
-	rounds, window := 5, 2*time.Second
+	// A round's p99 needs sales to be one: at 20 ms a window of 2 s held
+	// about 90 of one server's, so its "p99" was the round's slowest sale
+	// or the one before. A window lasts long enough for roundSales at the
+	// simulator's latency (10 s at 20 ms).
+	rounds, window, roundSales := 5, 2*time.Second, 500
 	if o.acceptFor < 5*time.Second { // -quick
-		rounds, window = 3, time.Second
+		rounds, window, roundSales = 3, time.Second, 250
 	}
 	var out []onlineLevel
 	for _, lat := range []time.Duration{0, 20 * time.Millisecond} {
 		if err := setSimLatency(ctx, keep, simP.url, lat); err != nil {
 			return nil, err
 		}
-		lv := onlineLevel{latency: lat, window: window, servers: servers, rounds: make([][]onlineRound, len(servers))}
+		lw := max(window, time.Duration(roundSales)*lat)
+		lv := onlineLevel{latency: lat, window: lw, servers: servers, rounds: make([][]onlineRound, len(servers))}
 		for i, s := range servers {
 			if _, err := measureOnline(ctx, s.c, s.url, window/2, fmt.Sprintf("owarm%d-%d", lat.Milliseconds(), i)); err != nil {
 				return nil, fmt.Errorf("online %s: %w", s.name, err)
@@ -246,7 +251,7 @@ func (b *bench) runOnline(ctx context.Context, o options) (_ []onlineLevel, err 
 		for round := range rounds {
 			for k := range servers {
 				i := (k + round) % len(servers)
-				r, err := measureOnline(ctx, servers[i].c, servers[i].url, window, fmt.Sprintf("o%d-%d-%d", lat.Milliseconds(), round, i))
+				r, err := measureOnline(ctx, servers[i].c, servers[i].url, lw, fmt.Sprintf("o%d-%d-%d", lat.Milliseconds(), round, i))
 				if err != nil {
 					return nil, fmt.Errorf("online %s: %w", servers[i].name, err)
 				}
