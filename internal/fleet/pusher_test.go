@@ -186,8 +186,8 @@ func TestRefusedBatchDropped(t *testing.T) {
 // by the next run, and what it accepted is not sent again.
 //
 // A push whose answer is lost (a stop or crash while it is in flight) is
-// sent again by the next run, which the head office takes as a repeat of
-// samples it has. So the first head office accepts two pushes and refuses
+// sent again by the next run, as the contract says, though the head office
+// had it. So the first head office accepts two pushes and refuses
 // the rest, and that run stops only once a third push was answered: by then
 // the pusher has seen both acceptances, and every push in flight at the
 // stop is one that was refused.
