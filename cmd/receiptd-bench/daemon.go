@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -71,6 +72,24 @@ func (b *bench) start(ctx context.Context, cfg config.Config, dir string) (*harn
 		return nil, 0, err
 	}
 	return p, time.Since(p.Started), nil
+}
+
+// startBuild starts another receiptd build (bin: -floor-also,
+// -online-also) on upstream, with a data directory of its own, and waits
+// until it is ready; one that never is, is stopped.
+func (b *bench) startBuild(ctx context.Context, bin, upstream string) (*harness.Process, error) {
+	cfg, dir, err := b.config(upstream, 2)
+	if err != nil {
+		return nil, err
+	}
+	p, err := harness.Start(ctx, bin, dir, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", bin, err)
+	}
+	if err := p.WaitReady(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w", bin, err), stop(ctx, p))
+	}
+	return p, nil
 }
 
 // startOffline starts a daemon whose tax service cannot be reached (a free

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/receiptd/receiptd/internal/clock"
-	"github.com/receiptd/receiptd/internal/testing/harness"
 )
 
 // The floor step holds accept to the naive durable server (naive.go) in
@@ -172,11 +171,11 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, _ sync
 	defer s.Close()
 	servers := []floorServer{{name: "receiptd", receiptd: true}}
 	for _, group := range []bool{false, true} {
-		n, err := startNaiveProcess(ctx, b.dir, group)
-		if err != nil {
-			return nil, kinds, err
+		n, nerr := startNaiveProcess(ctx, b.dir, group)
+		if nerr != nil {
+			return nil, kinds, nerr
 		}
-		defer func() { err = errors.Join(err, n.close()) }()
+		defer func() { err = errors.Join(err, n.close()) }() // the named result
 		name := "naive"
 		if group {
 			name = "group-commit"
@@ -194,18 +193,11 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, _ sync
 	defer func() { err = errors.Join(err, stop(ctx, p)) }()
 	servers[0].url, servers[0].pid = p.URL(), p.PID
 	if *floorAlso != "" {
-		acfg, adir, err := b.config(s.URL(), 2)
-		if err != nil {
-			return nil, kinds, err
+		also, serr := b.startBuild(ctx, *floorAlso, s.URL())
+		if serr != nil {
+			return nil, kinds, fmt.Errorf("floor: %w", serr)
 		}
-		also, err := harness.Start(ctx, *floorAlso, adir, acfg)
-		if err != nil {
-			return nil, kinds, fmt.Errorf("floor %s: %w", *floorAlso, err)
-		}
-		defer func() { err = errors.Join(err, stop(ctx, also)) }()
-		if err := also.WaitReady(ctx); err != nil {
-			return nil, kinds, fmt.Errorf("floor %s: %w", *floorAlso, err)
-		}
+		defer func() { err = errors.Join(err, stop(ctx, also)) }() // the named result
 		servers = append(servers, floorServer{name: "receiptd " + filepath.Base(*floorAlso), url: also.URL(), pid: also.PID, receiptd: true})
 	}
 	rounds, window := 9, 2*time.Second
@@ -217,7 +209,7 @@ func (b *bench) runFloor(ctx context.Context, o options) (_ []floorLevel, _ sync
 	for _, lv := range []struct {
 		clients int
 		servers []floorServer
-	}{{1, append(servers[:2:2], servers[3:]...)}, {64, servers}} {
+	}{{1, append(servers[:2:2], servers[3:]...)}, {64, servers}} { // 1 client: no group-commit reference
 		f, err := alternate(ctx, c, lv.servers, lv.clients, rounds, window)
 		if err != nil {
 			return nil, kinds, err

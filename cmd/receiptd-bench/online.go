@@ -205,17 +205,10 @@ func (b *bench) runOnline(ctx context.Context, o options) (_ []onlineLevel, err 
 	defer func() { err = errors.Join(err, stop(ctx, p)) }()
 	var also *harness.Process
 	if *onlineAlso != "" {
-		acfg, adir, cerr := b.config(simP.url, 2)
-		if cerr != nil {
-			return nil, cerr
-		}
-		if also, err = harness.Start(ctx, *onlineAlso, adir, acfg); err != nil {
-			return nil, fmt.Errorf("online %s: %w", *onlineAlso, err)
+		if also, err = b.startBuild(ctx, *onlineAlso, simP.url); err != nil {
+			return nil, fmt.Errorf("online: %w", err)
 		}
 		defer func() { err = errors.Join(err, stop(ctx, also)) }()
-		if err := also.WaitReady(ctx); err != nil {
-			return nil, fmt.Errorf("online %s: %w", *onlineAlso, err)
-		}
 	}
 	keep := newClient()
 	fresh := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
