@@ -37,10 +37,8 @@ const (
 	filterProbes  = 4
 )
 
-// newKeyFilter returns an empty filter sized for n keys.
-func newKeyFilter(n int) *keyFilter { return seededFilter(n, maphash.MakeSeed()) }
-
-func seededFilter(n int, seed maphash.Seed) *keyFilter {
+// newKeyFilter returns an empty filter sized for n keys, hashing with seed.
+func newKeyFilter(n int, seed maphash.Seed) *keyFilter {
 	want := max(uint64(n)*filterBitsPerKey, filterMinBits)
 	size := uint64(1) << bits.Len64(want-1) // the next power of two
 	return &keyFilter{seed: seed, words: make([]atomic.Uint64, size/64), mask: size - 1}
@@ -87,7 +85,7 @@ func filterOf(idem *bbolt.Bucket) *keyFilter {
 		hashes = append(hashes, maphash.Bytes(seed, key))
 		return nil
 	})
-	k := seededFilter(len(hashes), seed)
+	k := newKeyFilter(len(hashes), seed)
 	for _, h := range hashes {
 		k.set(h)
 	}

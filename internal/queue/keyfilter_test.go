@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"hash/maphash"
 	"testing"
 )
 
@@ -10,7 +11,7 @@ import (
 func TestKeyFilterHasEveryKeyAdded(t *testing.T) {
 	t.Parallel()
 	const n = 200_000 // more than filterMinBits holds at filterBitsPerKey
-	k := newKeyFilter(n)
+	k := newKeyFilter(n, maphash.MakeSeed())
 	for i := range n {
 		k.add(fmt.Sprintf("key:bench-r01-%07d", i))
 	}
@@ -34,7 +35,7 @@ func TestKeyFilterHasEveryKeyAdded(t *testing.T) {
 // never misses one.
 func TestKeyFilterOverfullMissesNoKey(t *testing.T) {
 	t.Parallel()
-	k := newKeyFilter(0)
+	k := newKeyFilter(0, maphash.MakeSeed())
 	if got := uint64(len(k.words)) * 64; got != filterMinBits {
 		t.Fatalf("an empty file's filter has %d bits, want %d", got, filterMinBits)
 	}
