@@ -2,12 +2,16 @@ package fleet
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -242,6 +246,54 @@ func TestUnsentSurvivesRestart(t *testing.T) {
 	require.GreaterOrEqual(t, uint64(len(got)), buffered, "every buffered sample, plus the new run's first interval")
 	for _, s := range got {
 		require.False(t, sent[s.TS], "an accepted interval is never sent again")
+	}
+}
+
+// TestPushInFlightAtStopIsSentAgain: a push whose answer never came (the
+// run stopped while the head office held it) is sent again by the next
+// run, as the contract says.
+func TestPushInFlightAtStopIsSentAgain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	arrived := make(chan []fleettest.Sample, 1)
+	holding := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		raw, err := snappy.Decode(nil, body)
+		if err == nil {
+			var got []fleettest.Sample
+			if got, err = fleettest.DecodeWriteRequest(raw); err == nil {
+				select {
+				case arrived <- got:
+				default:
+				}
+			}
+		}
+		if err != nil {
+			t.Errorf("push body: %v", err)
+		}
+		<-r.Context().Done() // never answered: the run stops first
+	}))
+	t.Cleanup(holding.Close)
+	e := startPusher(t, holding.URL, dir, nil)
+	var held []fleettest.Sample
+	select {
+	case held = <-arrived:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no push arrived")
+	}
+	e.stop()
+	require.NotEmpty(t, held)
+
+	again := fleettest.New(t, nil)
+	e = startPusher(t, again.URL, dir, func(c *Config) { c.Interval = time.Hour })
+	require.Eventually(t, func() bool { return e.p.Status().BufferedSamples == 0 }, 5*time.Second, 10*time.Millisecond)
+	e.stop()
+	sent := map[string]bool{}
+	for _, s := range again.Samples() {
+		sent[s.Series()+"@"+strconv.FormatInt(s.TS, 10)] = true
+	}
+	for _, s := range held {
+		require.True(t, sent[s.Series()+"@"+strconv.FormatInt(s.TS, 10)], "%s at %d, in flight at the stop, was not sent again", s.Series(), s.TS)
 	}
 }
 
