@@ -6,7 +6,7 @@
 // the tax service simulator (package sim) in process as the upstream:
 //
 //	go run ./cmd/receiptd-bench          # the full run, about 20 minutes
-//	go run ./cmd/receiptd-bench -quick   # about 13.5 minutes, noisier
+//	go run ./cmd/receiptd-bench -quick   # shorter windows, noisier (12.5 minutes before the online step's windows at 20 ms grew)
 //	go run ./cmd/receiptd-bench -floor-only   # accept against the naive and group-commit servers alone, about 2 minutes (-floor-also BIN: another build beside)
 //	go run ./cmd/receiptd-bench -online-only   # the online sale against a forwarding server, and where its time goes, about 4.5 minutes
 //	go run ./cmd/receiptd-bench -floor-profile DIR   # CPU profiles and traces of one client
