@@ -219,12 +219,14 @@ func (c *checker) checkObject(obj *node, fields []field) {
 	// seen: fields[i] is present when bit i is set. Every object of the
 	// schema has fewer than 64 fields (TestSchemaFieldsAreUniqueAndFew).
 	var seen uint64
+	next := 0 // where the next key's search starts
 	for i, key := range obj.keys {
 		v := &obj.vals[i]
-		fi := lookup(fields, key)
+		fi := lookupFrom(fields, key, next)
 		if fi < 0 {
 			continue // unknown fields are forwarded untouched
 		}
+		next = fi + 1
 		f := &fields[fi]
 		seen |= 1 << fi
 		c.down(step{key: key, index: -1})
@@ -279,8 +281,18 @@ func (c *checker) apply(f *field, v *node) {
 }
 
 // lookup returns the index of the field called name, or -1.
-func lookup(fields []field, name string) int {
-	for i := range fields {
+func lookup(fields []field, name string) int { return lookupFrom(fields, name, 0) }
+
+// lookupFrom is lookup searching from fields[from] on, then from the
+// start: a POS writes an object's fields in one order, most often the
+// interface's, so the field after the last one found is usually the next.
+func lookupFrom(fields []field, name string, from int) int {
+	for i := from; i < len(fields); i++ {
+		if fields[i].name == name {
+			return i
+		}
+	}
+	for i := range min(from, len(fields)) {
 		if fields[i].name == name {
 			return i
 		}

@@ -1,8 +1,10 @@
 package receipt
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +52,9 @@ type frame struct {
 	key         string // pending key of an object, set by walker.key
 	need        need
 	seen        map[string]struct{} // an object's keys, once it has many
+	// hashes has bit keyBit(k) set for every key k of the object so far:
+	// a key whose bit is clear is no repeat, without a search.
+	hashes uint64
 }
 
 // walkers keeps walkers, with their blocks, between parses: a receipt's
@@ -65,15 +70,26 @@ func getWalker() *walker { return walkers.Get().(*walker) }
 // one very large body does not pin its tree's memory.
 const maxPooledBlock = 8 * block
 
+// maxKeptBody is the largest body whose copy a pooled walker's blocks may
+// go on referring to until their next parse overwrites them (or the pool
+// drops the walker at a collection). Clearing the blocks of every receipt
+// cost about 6,000 of the 132,000 instructions a parse took (valgrind
+// --tool=callgrind on BenchmarkParseCreate); the copy of a receipt of a
+// few KiB, once per processor, is worth less.
+const maxKeptBody = 64 << 10
+
 // release returns w to the pool. The tree it read must not be used after.
 func (w *walker) release() {
-	// Drop the references into the last body.
-	clear(w.nodes)
-	clear(w.keys)
-	clear(w.open[:cap(w.open)])
-	clear(w.openKey[:cap(w.openKey)])
 	if cap(w.nodes) > maxPooledBlock || cap(w.open) > maxPooledBlock {
 		return
+	}
+	if len(w.b) > maxKeptBody {
+		// Drop the references into the last body, so that the pool does
+		// not hold a large one.
+		clear(w.nodes)
+		clear(w.keys)
+		clear(w.open[:cap(w.open)])
+		clear(w.openKey[:cap(w.openKey)])
 	}
 	*w = walker{open: w.open[:0], openKey: w.openKey[:0], nodes: w.nodes[:0], keys: w.keys[:0]}
 	walkers.Put(w)
@@ -309,29 +325,69 @@ func (w *walker) key(stack []frame) error {
 func (w *walker) str() (string, error) {
 	start := w.i
 	escaped := false
-	for w.i++; w.i < len(w.b) && w.b[w.i] != '"'; w.i++ {
-		switch c := w.b[w.i]; {
-		case c < 0x20:
-			return "", w.fail("no control character in a string (escape it)")
-		case c == '\\':
+	b, i := w.b, w.i+1
+	for {
+		// To the next byte that ends the string or needs a look, eight
+		// bytes at a time: most of a receipt's bytes are in its strings.
+		for {
+			if i+8 > len(b) {
+				for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+					i++
+				}
+				break
+			}
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			w.i = i
+			return "", w.fail("'\"'")
+		}
+		switch b[i] {
+		case '"':
+			w.i = i + 1
+			if !escaped {
+				return w.s[start+1 : i], nil
+			}
+			var s string
+			if err := json.Unmarshal(b[start:w.i], &s); err != nil {
+				return "", bodyError(fmt.Sprintf("invalid JSON at byte %d: %v", start, err))
+			}
+			return s, nil
+		case '\\':
 			escaped = true
+			w.i = i
 			if err := w.escape(); err != nil {
 				return "", err
 			}
+			i = w.i + 1
+		default:
+			w.i = i
+			return "", w.fail("no control character in a string (escape it)")
 		}
 	}
-	if w.i >= len(w.b) {
-		return "", w.fail("'\"'")
-	}
-	w.i++
-	if !escaped {
-		return w.s[start+1 : w.i-1], nil
-	}
-	var s string
-	if err := json.Unmarshal(w.b[start:w.i], &s); err != nil {
-		return "", bodyError(fmt.Sprintf("invalid JSON at byte %d: %v", start, err))
-	}
-	return s, nil
+}
+
+// Masks for special: one byte, repeated over a word.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special marks the bytes of x (eight bytes of a string, read
+// little-endian) that str must stop at: a quote, a backslash or a control
+// character. Each test is the "has a zero byte" word trick,
+// (v-ones) &^ v & highs, on x^c for a byte c, and on x itself for the
+// bytes below 0x20. The lowest bit set is the high bit of the first such
+// byte, exactly; a bit above it may be set wrongly by a borrow, which str
+// never looks at. Zero: none of the eight.
+func special(x uint64) uint64 {
+	q := x ^ ('"' * ones)
+	bs := x ^ ('\\' * ones)
+	return ((q-ones)&^q | (bs-ones)&^bs | (x-0x20*ones)&^x) & highs
 }
 
 // escape checks the escape sequence at the current backslash and leaves
@@ -431,6 +487,12 @@ func (w *walker) seen(f *frame, key string) bool {
 	const linearLimit = 32 // a receipt object has fewer keys: no map
 	keys := w.openKey[f.first:]
 	if f.seen == nil && len(keys) < linearLimit {
+		bit := keyBit(key)
+		if f.hashes&bit == 0 {
+			f.hashes |= bit
+			return false
+		}
+		f.hashes |= bit
 		for _, k := range keys {
 			if k == key {
 				return true
@@ -449,6 +511,16 @@ func (w *walker) seen(f *frame, key string) bool {
 	}
 	f.seen[key] = struct{}{}
 	return false
+}
+
+// keyBit is one of 64 bits for a key, from its length and its first and
+// last bytes: keys of one object mostly differ in one of them.
+func keyBit(k string) uint64 {
+	h := uint(len(k))
+	if len(k) > 0 {
+		h = h*31 + uint(k[0])*7 + uint(k[len(k)-1])
+	}
+	return 1 << (h % 64)
 }
 
 func firstInvalidUTF8(b []byte) int {
