@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/receiptd/receiptd/internal/queue"
@@ -50,11 +51,11 @@ func (s *Server) retryAfter() string {
 // to ring the sale again under a new number.
 func (s *Server) writeQueued(w http.ResponseWriter, e queue.Entry, why string) {
 	if s.o.QueuedAnswer != QueuedAnswerError {
-		see := " (see GET /receiptd/entries/" + e.QueueID + ")"
+		see, seeEnd := " (see GET /receiptd/entries/", ")"
 		if e.Kind != queue.KindDelete {
-			see = " (GET /receiptd/entries/" + e.QueueID + "/answer gives the tax service's answer once it comes)"
+			see, seeEnd = " (GET /receiptd/entries/", "/answer gives the tax service's answer once it comes)"
 		}
-		writeAccepted(w, accepted{QueueID: e.QueueID, State: e.State, Message: "accepted and stored; " + why + see})
+		writeAccepted(w, accepted{QueueID: e.QueueID, State: e.State}, "accepted and stored; ", why, see, e.QueueID, seeEnd)
 		return
 	}
 	msg := "receiptd: sale stored as " + e.QueueID + " but not yet registered with the tax service; " + why +
@@ -67,18 +68,29 @@ func (s *Server) writeQueued(w http.ResponseWriter, e queue.Entry, why string) {
 	writeJSON(w, http.StatusServiceUnavailable, posError{Status: "ERROR", Message: msg})
 }
 
-// writeAccepted writes a 202 with a's body byte for byte as writeJSON
-// would, without encoding/json's reflection when every string is plain
+// writeAccepted writes a 202 with a's body, its message the parts of msg
+// joined, byte for byte as writeJSON would, without encoding/json's
+// reflection (or joining the parts first) when every string is plain
 // printable ASCII (the answer to every receipt accepted without a wait).
-func writeAccepted(w http.ResponseWriter, a accepted) {
-	if a.Outcome != nil || !plainJSON(a.QueueID) || !plainJSON(string(a.State)) || !plainJSON(a.Message) {
+func writeAccepted(w http.ResponseWriter, a accepted, msg ...string) {
+	n := len(`{"queueId":"","state":"","message":""}`) + len(a.QueueID) + len(a.State)
+	plain := a.Outcome == nil && plainJSON(a.QueueID) && plainJSON(string(a.State))
+	for _, m := range msg {
+		n += len(m)
+		plain = plain && plainJSON(m)
+	}
+	if !plain {
+		a.Message = strings.Join(msg, "")
 		writeJSON(w, http.StatusAccepted, a)
 		return
 	}
-	b := make([]byte, 0, len(`{"queueId":"","state":"","message":""}`)+len(a.QueueID)+len(a.State)+len(a.Message))
+	b := make([]byte, 0, n)
 	b = append(append(b, `{"queueId":"`...), a.QueueID...)
 	b = append(append(b, `","state":"`...), a.State...)
-	b = append(append(b, `","message":"`...), a.Message...)
+	b = append(b, `","message":"`...)
+	for _, m := range msg {
+		b = append(b, m...)
+	}
 	writeRaw(w, http.StatusAccepted, append(b, `"}`...))
 }
 

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
 
 	"github.com/receiptd/receiptd/internal/queue"
 	"github.com/receiptd/receiptd/internal/store"
@@ -293,4 +295,28 @@ func TestKeysInTheFileAreFoundWithoutAReadForNewKeys(t *testing.T) {
 	require.Equal(t, second.QueueID, e.QueueID)
 	require.Equal(t, queue.FormatID(3), enqueue(t, q, 3).QueueID, "a new key is new")
 	closeLogged(t, q, st)
+}
+
+// A log record whose key already has a row in the file is refused as
+// damage, not applied over it: here the file's mark of the records applied
+// (and its entries' sequence) was wound back, so that the log's first
+// record is applied again at Open.
+func TestARecordWhoseKeyHasARowIsRefused(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "receiptd.db")
+	q, st := openLogged(t, path, 0)
+	enqueue(t, q, 1)
+	require.NoError(t, q.ApplyAll(ctx))
+	require.NoError(t, queue.Abandon(q))
+	require.NoError(t, st.Update(ctx, func(tx *bbolt.Tx) error {
+		root := tx.Bucket(store.BucketQueue)
+		if err := root.Bucket([]byte("entries")).SetSequence(0); err != nil {
+			return err
+		}
+		return root.Put([]byte("logApplied"), binary.BigEndian.AppendUint64(nil, 0))
+	}))
+	_, err := queue.Open(ctx, st, queue.Options{LogDir: path + ".wal"})
+	require.ErrorIs(t, err, store.ErrCorrupt)
+	require.ErrorContains(t, err, `idempotency key "key-1" already has a row`)
+	require.NoError(t, st.Close())
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -38,13 +37,32 @@ func (r *entryRest) empty() bool {
 }
 
 // rawHash is a body hash of 64 lowercase hex digits (receipt.Fingerprint's
-// form) as its 32 bytes, which decode turns back into the same text.
-func rawHash(h string) ([]byte, bool) {
-	if len(h) != 64 || strings.ToLower(h) != h {
-		return nil, false
+// form) as its 32 bytes, which decode turns back into the same text; ok is
+// false for any other text. Decoded here, not with encoding/hex: it takes
+// uppercase digits too, and its result would be a new slice a receipt.
+func rawHash(h string) (raw [32]byte, ok bool) {
+	if len(h) != 2*len(raw) {
+		return raw, false
 	}
-	raw, err := hex.DecodeString(h)
-	return raw, err == nil
+	for i := range raw {
+		hi, lo := lowerHexDigit(h[2*i]), lowerHexDigit(h[2*i+1])
+		if hi > 0xf || lo > 0xf {
+			return raw, false
+		}
+		raw[i] = hi<<4 | lo
+	}
+	return raw, true
+}
+
+// lowerHexDigit is c's value as a lowercase hex digit, or 0xff.
+func lowerHexDigit(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 0xff
 }
 
 // encode returns e's record, as the entries bucket and the write-ahead log
@@ -96,7 +114,7 @@ func encodeTo(dst []byte, e *Entry) ([]byte, error) {
 	buf = appendTime(buf, e.AcceptedAt)
 	buf = appendTime(buf, e.UpdatedAt)
 	if raw, ok := rawHash(e.BodyHash); ok {
-		buf = append(append(buf, 1), raw...)
+		buf = append(append(buf, 1), raw[:]...)
 	} else {
 		buf = appendString(append(buf, 0), e.BodyHash)
 	}

@@ -25,6 +25,14 @@ var recordCases = map[string]Entry{
 		DeleteTarget: "Q000000000007", DeleteID: "123", DeleteDate: "2026-01-02 11:09:00",
 		NextAttemptAt: time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC), Attempts: []Attempt{}},
 	"zero times": {QueueID: "Q000000000001", Kind: KindReceipt, State: StateHeld, Attempts: []Attempt{}},
+	// Hashes of 64 characters that are not 64 lowercase hex digits are
+	// kept as text.
+	"a hash in uppercase": {QueueID: "Q000000000003", Kind: KindReceipt, State: StateQueued, Attempts: []Attempt{},
+		BodyHash: "3F79BB7B435B05321651DAEFD374CDC681DC06FAA65E374E38337B88CA046DEA"},
+	"a hash with a letter past f": {QueueID: "Q000000000004", Kind: KindReceipt, State: StateQueued, Attempts: []Attempt{},
+		BodyHash: "3f79bb7b435b05321651daefd374cdc681dc06faa65e374e38337b88ca046deg"},
+	"a hash of the first and last digits": {QueueID: "Q000000000005", Kind: KindReceipt, State: StateQueued, Attempts: []Attempt{},
+		BodyHash: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
 	"a year unix ns cannot hold": {QueueID: "Q000000000002", Kind: KindReceipt, State: StateQueued,
 		AcceptedAt: time.Date(1500, 1, 2, 3, 4, 5, 6, time.UTC), UpdatedAt: time.Date(2400, 1, 2, 3, 4, 5, 6, time.UTC),
 		Attempts: []Attempt{}},

@@ -29,6 +29,27 @@ var (
 // numberProblem returns "" when lit, a valid JSON number literal, is within
 // the range rule, else the problem to report. It never converts to float.
 func numberProblem(lit string) string {
+	// Most of a receipt's numbers: no more characters than MaxIntDigits
+	// and no exponent, so fewer digits before the point than MaxIntDigits
+	// and after it than MaxFracDigits.
+	if len(lit) <= min(MaxIntDigits, MaxFracDigits) && !hasExponent(lit) {
+		return ""
+	}
+	return rangeProblem(lit)
+}
+
+// hasExponent reports whether lit, a JSON number literal, has an e or E.
+func hasExponent(lit string) bool {
+	for i := range len(lit) {
+		if lit[i]|0x20 == 'e' {
+			return true
+		}
+	}
+	return false
+}
+
+// rangeProblem is numberProblem for any literal: the digits counted.
+func rangeProblem(lit string) string {
 	s := strings.TrimPrefix(lit, "-")
 	mant, expText, hasExp := strings.Cut(s, "e")
 	if !hasExp {

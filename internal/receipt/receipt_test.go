@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -404,6 +405,43 @@ func TestNumberProblem(t *testing.T) {
 		require.Equal(t, want, numberProblem(lit), lit)
 		require.True(t, json.Valid([]byte(lit)), lit)
 	}
+}
+
+// numberProblem's shortcut for short literals without an exponent says
+// what counting their digits (rangeProblem) says, for literals of every
+// length up to 20 and every shape.
+func TestNumberProblemShortcut(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 6))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "0000123456789"[r.IntN(13)]
+		}
+		return string(b)
+	}
+	shortcuts := 0
+	for range 200_000 {
+		lit := ""
+		if r.IntN(2) == 0 {
+			lit = "-"
+		}
+		lit += digits(1 + r.IntN(17))
+		if r.IntN(2) == 0 {
+			lit += "." + digits(1+r.IntN(19))
+		}
+		if r.IntN(4) == 0 {
+			lit += "eE"[r.IntN(2):][:1] + "+-"[r.IntN(2):][:r.IntN(2)] + digits(1+r.IntN(3))
+		}
+		if len(lit) > 20 {
+			continue
+		}
+		if len(lit) <= MaxIntDigits && !strings.ContainsAny(lit, "eE") {
+			shortcuts++
+		}
+		require.Equal(t, rangeProblem(lit), numberProblem(lit), lit)
+	}
+	require.Greater(t, shortcuts, 10_000)
 }
 
 func TestDefaultKey(t *testing.T) {
