@@ -99,7 +99,18 @@ func (b bkts) putUpstream(seq uint64, e *Entry) error {
 func claimable(s State) bool { return s == StateQueued || s == StateDeleteQueued }
 
 // FormatID makes a queueId from a sequence number.
-func FormatID(seq uint64) string { return fmt.Sprintf("Q%012d", seq) }
+func FormatID(seq uint64) string {
+	// As fmt.Sprintf("Q%012d", seq), without its reflection: a queueId
+	// is made for every receipt.
+	var digits [20]byte
+	d := strconv.AppendUint(digits[:0], seq, 10)
+	id := make([]byte, 0, 1+max(12, len(d)))
+	id = append(id, 'Q')
+	for range 12 - len(d) {
+		id = append(id, '0')
+	}
+	return string(append(id, d...))
+}
 
 // ParseID returns the sequence number of a queueId.
 func ParseID(id string) (uint64, bool) {
