@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"time"
 
@@ -79,7 +78,7 @@ type State struct {
 // decides which code runs, and is never guessed.
 func ReadState(dataDir string) (State, error) {
 	path := layout.Update(dataDir)
-	data, err := os.ReadFile(path)
+	data, err := fileutil.ReadFile(path) // Write may be renaming a new one over it
 	if errors.Is(err, fs.ErrNotExist) {
 		return State{Phase: Idle}, nil
 	}
