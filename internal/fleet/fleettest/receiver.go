@@ -95,20 +95,27 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.n++
 	r.headers = append(r.headers, req.Header.Clone())
 	if code/100 == 2 {
-		raw, err := snappy.Decode(nil, body)
+		got, err := DecodePush(body)
 		if err != nil {
-			r.t.Errorf("body is not snappy: %v", err)
+			r.t.Error(err)
 			code = http.StatusBadRequest
-		} else {
-			got, err := DecodeWriteRequest(raw)
-			if err != nil {
-				r.t.Errorf("WriteRequest: %v", err)
-				code = http.StatusBadRequest
-			}
-			r.samples = append(r.samples, got...)
 		}
+		r.samples = append(r.samples, got...)
 	}
 	w.WriteHeader(code)
+}
+
+// DecodePush decodes a push's body: a snappy-compressed WriteRequest.
+func DecodePush(body []byte) ([]Sample, error) {
+	raw, err := snappy.Decode(nil, body)
+	if err != nil {
+		return nil, fmt.Errorf("body is not snappy: %w", err)
+	}
+	got, err := DecodeWriteRequest(raw)
+	if err != nil {
+		return nil, fmt.Errorf("WriteRequest: %w", err)
+	}
+	return got, nil
 }
 
 // Samples returns every sample received so far, in arrival order.
