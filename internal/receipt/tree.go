@@ -493,7 +493,6 @@ func (w *walker) seen(f *frame, key string) bool {
 			f.hashes |= bit
 			return false
 		}
-		f.hashes |= bit
 		for _, k := range keys {
 			if k == key {
 				return true
