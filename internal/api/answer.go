@@ -55,7 +55,7 @@ func (s *Server) writeQueued(w http.ResponseWriter, e queue.Entry, why string) {
 		if e.Kind != queue.KindDelete {
 			see, seeEnd = " (GET /receiptd/entries/", "/answer gives the tax service's answer once it comes)"
 		}
-		writeAccepted(w, accepted{QueueID: e.QueueID, State: e.State}, "accepted and stored; ", why, see, e.QueueID, seeEnd)
+		writeAccepted(w, accepted{QueueID: e.QueueID, State: e.State, Message: "accepted and stored; "}, why, see, e.QueueID, seeEnd)
 		return
 	}
 	msg := "receiptd: sale stored as " + e.QueueID + " but not yet registered with the tax service; " + why +
@@ -68,27 +68,28 @@ func (s *Server) writeQueued(w http.ResponseWriter, e queue.Entry, why string) {
 	writeJSON(w, http.StatusServiceUnavailable, posError{Status: "ERROR", Message: msg})
 }
 
-// writeAccepted writes a 202 with a's body, its message the parts of msg
-// joined, byte for byte as writeJSON would, without encoding/json's
-// reflection (or joining the parts first) when every string is plain
-// printable ASCII (the answer to every receipt accepted without a wait).
-func writeAccepted(w http.ResponseWriter, a accepted, msg ...string) {
-	n := len(`{"queueId":"","state":"","message":""}`) + len(a.QueueID) + len(a.State)
-	plain := a.Outcome == nil && plainJSON(a.QueueID) && plainJSON(string(a.State))
-	for _, m := range msg {
+// writeAccepted writes a 202 with a's body, its message a.Message
+// followed by the parts of more, byte for byte as writeJSON would, without
+// encoding/json's reflection (or joining the parts first) when every
+// string is plain printable ASCII (the answer to every receipt accepted
+// without a wait).
+func writeAccepted(w http.ResponseWriter, a accepted, more ...string) {
+	n := len(`{"queueId":"","state":"","message":""}`) + len(a.QueueID) + len(a.State) + len(a.Message)
+	plain := a.Outcome == nil && plainJSON(a.QueueID) && plainJSON(string(a.State)) && plainJSON(a.Message)
+	for _, m := range more {
 		n += len(m)
 		plain = plain && plainJSON(m)
 	}
 	if !plain {
-		a.Message = strings.Join(msg, "")
+		a.Message += strings.Join(more, "")
 		writeJSON(w, http.StatusAccepted, a)
 		return
 	}
 	b := make([]byte, 0, n)
 	b = append(append(b, `{"queueId":"`...), a.QueueID...)
 	b = append(append(b, `","state":"`...), a.State...)
-	b = append(b, `","message":"`...)
-	for _, m := range msg {
+	b = append(append(b, `","message":"`...), a.Message...)
+	for _, m := range more {
 		b = append(b, m...)
 	}
 	writeRaw(w, http.StatusAccepted, append(b, `"}`...))

@@ -159,9 +159,9 @@ func TestWriteAcceptedMatchesEncodingJSON(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			msg := c.a
-			msg.Message = ""
-			writeAccepted(rec, msg, c.a.Message[:len(c.a.Message)/2], c.a.Message[len(c.a.Message)/2:])
+			half := c.a
+			half.Message = c.a.Message[:len(c.a.Message)/2]
+			writeAccepted(rec, half, c.a.Message[len(c.a.Message)/2:])
 			want := httptest.NewRecorder()
 			writeJSON(want, http.StatusAccepted, c.a)
 			require.Equal(t, http.StatusAccepted, rec.Code)
