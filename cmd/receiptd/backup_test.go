@@ -30,15 +30,16 @@ func TestKilledBackupLeavesNoPartialCopy(t *testing.T) {
 	db, err := os.ReadFile(dbPath)
 	require.NoError(t, err)
 
-	release := make(chan struct{})
-	stalls := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	// stalls sends the copy's first 64 KiB, which the sockets' buffers hold
+	// whether or not the backup reads them, and then nothing more until the
+	// backup is killed.
+	stalls := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "99999999")
-		_, _ = w.Write(db[:len(db)/2])
+		_, _ = w.Write(db[:64<<10])
 		w.(http.Flusher).Flush()
-		<-release
+		<-r.Context().Done()
 	}))
 	defer stalls.Close()
-	defer close(release)
 	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(db) }))
 	defer good.Close()
 
