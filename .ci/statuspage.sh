@@ -290,7 +290,10 @@ states() {
   # receiptd run in the foreground logs to its terminal (issue 32, 8).
   fold_has "receiptd's log is the terminal window it runs in" "where the log is"
   fold_lacks "journalctl" "a journal this run does not write to"
-  page_has "$oid[[:space:]].*queued" "the outage's failed attempt under Last failures"
+  # Its row says queued between attempts and sending during one: in a young
+  # outage the next attempt comes about a second later, often before the
+  # shot (CI of 2026-11-30 08:20 showed "sending").
+  page_has "$oid[[:space:]].*(queued|sending)" "the outage's failed attempt under Last failures"
   fold_lacks "dial tcp" "the raw Go error outside its details element"
   fold_has "receiptd retry -force $hid" "the held receipt, still on the first screen"
   grep -q '<details><summary>The error as recorded</summary><span class="err">[^<]*dial tcp' "$shots/outage.html" ||
