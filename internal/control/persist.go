@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -33,7 +32,7 @@ func newDisk(dataDir string) disk { return disk{dir: layout.Control(dataDir)} }
 // instanceUID returns the till's UID, creating it the first time.
 func (d disk) instanceUID() (uuid.UUID, error) {
 	path := filepath.Join(d.dir, uidFile)
-	data, err := os.ReadFile(path)
+	data, err := fileutil.ReadFile(path)
 	switch {
 	case err == nil:
 		id, perr := uuid.Parse(strings.TrimSpace(string(data)))
@@ -56,7 +55,7 @@ func (d disk) instanceUID() (uuid.UUID, error) {
 
 // fragment returns the content of name, nil when it does not exist.
 func (d disk) fragment(name string) ([]byte, error) {
-	data, err := os.ReadFile(filepath.Join(d.dir, name))
+	data, err := fileutil.ReadFile(filepath.Join(d.dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -68,7 +67,7 @@ func (d disk) fragment(name string) ([]byte, error) {
 
 // status returns the last saved RemoteConfig, the zero one when none.
 func (d disk) status() (RemoteConfig, error) {
-	data, err := os.ReadFile(filepath.Join(d.dir, statusFile))
+	data, err := fileutil.ReadFile(filepath.Join(d.dir, statusFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return RemoteConfig{}, nil
 	}

@@ -70,7 +70,9 @@ func Replace(path string, write func(f *os.File) error, opts ReplaceOptions) err
 }
 
 // WriteFileAtomic is Replace for data already in memory (a marker, a
-// cursor): path + ".tmp", written, fsynced and renamed over path.
+// cursor): path + ".tmp", written, fsynced and renamed over path. Read
+// such a file with ReadFile where another process may be replacing it:
+// on Windows the rename holds the old file for a moment.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	return Replace(path, func(f *os.File) error {
 		_, err := f.Write(data)
